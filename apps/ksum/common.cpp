@@ -1,0 +1,58 @@
+#include "common.hpp"
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace ksum::cli {
+
+Global &global() {
+  static Global g;
+  return g;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void note(const std::string &line) {
+  if (!global().quiet)
+    fmt::print(stderr, "{}\n", line);
+}
+
+ProgressLine::ProgressLine(std::string label)
+    : label_(std::move(label)), start_(std::chrono::steady_clock::now()), last_(start_),
+      tty_(isatty(fileno(stderr)) != 0) {}
+
+ProgressLine::~ProgressLine() {
+  if (shown_ && tty_)
+    fmt::print(stderr, "\n");
+}
+
+void ProgressLine::update(double fraction) {
+  if (global().quiet)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  if (elapsed < 2.0)
+    return;
+  const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0;
+  if (tty_) {
+    if (std::chrono::duration<double>(now - last_).count() < 0.2 && fraction < 1)
+      return;
+    fmt::print(stderr, "\r{}: {:5.1f}% ({:.1f} s elapsed, {:.1f} s left)   ", label_,
+               100 * fraction, elapsed, eta);
+  } else {
+    const int tenth = static_cast<int>(fraction * 10);
+    if (tenth == last_tenth_)
+      return;
+    last_tenth_ = tenth;
+    fmt::print(stderr, "{}: {:3.0f}% ({:.1f} s elapsed, {:.1f} s left)\n", label_, 100 * fraction,
+               elapsed, eta);
+  }
+  std::fflush(stderr);
+  last_ = now;
+  shown_ = true;
+}
+
+} // namespace ksum::cli

@@ -1,0 +1,43 @@
+#pragma once
+// Pieces every ksum subcommand uses: the progress line, timers, and the options shared by commands.
+#include <ksum/direct.hpp>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <string>
+
+namespace ksum::cli {
+
+struct Global {
+  bool quiet = false;
+};
+Global &global();
+
+// A progress line on stderr for work that runs longer than about two seconds: redrawn in place on a
+// terminal, a line per tenth otherwise; silent with --quiet.
+class ProgressLine {
+public:
+  explicit ProgressLine(std::string label);
+  ~ProgressLine();
+  void update(double fraction);
+  std::function<void(double)> callback() {
+    return [this](double f) { update(f); };
+  }
+
+private:
+  std::string label_;
+  std::chrono::steady_clock::time_point start_, last_;
+  bool shown_ = false, tty_ = false;
+  int last_tenth_ = -1;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+// Prints a line to stderr unless --quiet.
+void note(const std::string &line);
+
+void register_info(CLI::App &app);
+void register_sum(CLI::App &app);
+void register_demo(CLI::App &app);
+
+} // namespace ksum::cli

@@ -1,0 +1,33 @@
+// ksum: fast kernel sums from the command line. One file per subcommand (cmd_*.cpp).
+#include "common.hpp"
+
+#include <ksum/device.hpp>
+#include <ksum/error.hpp>
+
+#include <fmt/format.h>
+
+int main(int argc, char **argv) {
+  CLI::App app{fmt::format("ksum {}: fast kernel summation on CPUs and NVIDIA GPUs.\n"
+                           "  u(x_i) = sum_j w_j K(|x_i - y_j|)\n"
+                           "Run 'ksum demo' for a first look, 'ksum <command> --help' for details.",
+                           ksum::version()),
+               "ksum"};
+  app.require_subcommand(1);
+  app.add_flag("-q,--quiet", ksum::cli::global().quiet, "No progress line, no summary on stderr");
+  app.set_version_flag("--version", std::string(ksum::version()));
+  ksum::cli::register_info(app);
+  ksum::cli::register_sum(app);
+  ksum::cli::register_demo(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  } catch (const ksum::Error &e) {
+    fmt::print(stderr, "ksum: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "ksum: internal error: {}\n", e.what());
+    return 3;
+  }
+  return 0;
+}

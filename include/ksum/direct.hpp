@@ -1,0 +1,66 @@
+#pragma once
+// Direct kernel summation: u_r(x_i) = Σ_j w_{j,r} K(|x_i − y_j|), optionally with ∇ₓu_r.
+// A plan: construct with options → set_points() (validates and uploads the geometry once) →
+// execute(weights) as often as needed.
+#include <ksum/kernels.hpp>
+#include <ksum/table.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace ksum {
+
+enum class Backend { automatic, cpu, cuda };
+Backend parse_backend(std::string_view name); // "auto", "cpu", "gpu" or "cuda"
+std::string_view to_string(Backend b);
+
+struct DirectOptions {
+  Kernel kernel = Kernel::laplace;
+  double eps = 1.0;                     // shape parameter: K = φ(ε r)
+  bool gradient = false;                // also compute ∇ₓu (d columns per right-hand side)
+  Backend backend = Backend::automatic; // automatic: the GPU when one is present, else the CPU
+  int threads = 0;                      // CPU threads; 0: OpenMP's default
+  std::vector<int> devices{};           // empty: all visible
+  // Bytes of device memory one GPU may use; 0: 90 % of its free memory. Inputs larger than this are
+  // streamed in chunks (tests set it small to exercise that path).
+  std::int64_t device_memory_limit = 0;
+  // Called now and then with the fraction done, from the thread that called execute().
+  std::function<void(double)> progress{};
+};
+
+template <std::floating_point T> class DirectSum {
+public:
+  explicit DirectSum(DirectOptions options);
+  ~DirectSum();
+  DirectSum(DirectSum &&) noexcept;
+  DirectSum &operator=(DirectSum &&) noexcept;
+
+  // Targets are the sources; the self term j = i is left out.
+  void set_points(const Table<T> &sources);
+  // Separate targets (same dimension); every pair counts. Coincident points of a singular kernel
+  // (laplace, log) contribute 0.
+  void set_points(const Table<T> &sources, const Table<T> &targets);
+
+  // weights: one row per source, one column per right-hand side. Returns one row per target; per
+  // right-hand side r its column r, or with the gradient the 1 + d columns u_r, ∂₁u_r, …, ∂_d u_r.
+  Table<T> execute(const Table<T> &weights);
+
+  Backend backend() const;          // the backend in use (resolved from automatic)
+  std::int64_t dimension() const;   // d
+  std::int64_t num_sources() const; // N
+  std::int64_t num_targets() const; // M
+  const DirectOptions &options() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class DirectSum<float>;
+extern template class DirectSum<double>;
+
+} // namespace ksum

@@ -1,0 +1,40 @@
+#pragma once
+// Reading and writing tables of numbers: CSV (optional header line) and NumPy .npy, chosen by
+// extension.
+#include <ksum/table.hpp>
+
+#include <filesystem>
+#include <string>
+
+namespace ksum::io {
+
+enum class Format { csv, npy };
+
+// ".csv" / ".txt" → csv, ".npy" → npy; anything else: Error(invalid_argument) naming the path.
+Format format_from_path(const std::filesystem::path &path);
+
+struct ReadOptions {
+  // Column count the caller needs, or −1 for any. A mismatch is Error(shape_mismatch) naming the
+  // file.
+  std::int64_t expect_cols = -1;
+  bool allow_empty = false; // false: a file with no data rows is Error(empty_input)
+};
+
+// CSV: comma-separated; lines starting with '#' and blank lines are skipped; the first line is a
+// header when any of its fields is not a number. Every value must be finite. NPY: little-endian
+// float32 or float64, 1-D (one column) or 2-D, C or Fortran order. Errors name the file and the
+// line and column (CSV) or the flat array index (NPY).
+Table<double> read_table(const std::filesystem::path &path, const ReadOptions &options = {});
+
+struct WriteOptions {
+  bool overwrite = false;      // false: an existing file is Error(io) and is left untouched
+  int significant_digits = 17; // CSV digits: 17 round-trips a double, 9 a float
+  bool npy_float32 = false;    // .npy element type
+};
+
+// Writes through a temporary file in the same folder and renames it, so a failed write never leaves
+// a half-written OUT. CSV gets a header line when table.names is set.
+void write_table(const std::filesystem::path &path, const Table<double> &table,
+                 const WriteOptions &options = {});
+
+} // namespace ksum::io

@@ -1,0 +1,9 @@
+#pragma once
+// The ksum umbrella header.
+#include <ksum/device.hpp>
+#include <ksum/direct.hpp>
+#include <ksum/error.hpp>
+#include <ksum/io.hpp>
+#include <ksum/kernels.hpp>
+#include <ksum/reference.hpp>
+#include <ksum/table.hpp>

@@ -1,0 +1,272 @@
+// Host side of the GPU direct sum. Targets are split evenly over the devices (one host thread
+// each). On each device the sources and its targets stay resident between executions when they fit
+// in the memory budget; otherwise targets and sources are streamed in chunks, the output of a
+// target chunk accumulating over the source chunks.
+#include "direct/direct_launch.hpp"
+#include "direct/direct_problem.hpp"
+
+#include <ksum/device.hpp>
+#include <ksum/error.hpp>
+
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <exception>
+#include <fmt/format.h>
+#include <thread>
+
+namespace ksum::detail {
+namespace {
+
+void check(cudaError_t e, int dev, const char *what) {
+  if (e != cudaSuccess)
+    throw Error(ErrorCode::device,
+                fmt::format("GPU {}: {} failed: {}", dev, what, cudaGetErrorString(e)));
+}
+
+template <class T> struct DeviceArray {
+  T *ptr = nullptr;
+  std::int64_t size = 0;
+  int dev = 0;
+  void reserve(std::int64_t n, int device) {
+    if (n <= size)
+      return;
+    release();
+    dev = device;
+    check(cudaMalloc(&ptr, static_cast<std::size_t>(n) * sizeof(T)), dev,
+          fmt::format("cudaMalloc of {} MiB", (n * sizeof(T)) >> 20).c_str());
+    size = n;
+  }
+  void release() {
+    if (ptr) {
+      cudaSetDevice(dev);
+      cudaFree(ptr);
+    }
+    ptr = nullptr;
+    size = 0;
+  }
+  ~DeviceArray() { release(); }
+};
+
+// Copies rows [r0, r0 + rows) of `cols` columns between a column-major host array (leading
+// dimension host_ld) and a device array (leading dimension dev_ld).
+template <class T>
+void copy_block(T *dst, std::int64_t dst_ld, const T *src, std::int64_t src_ld, std::int64_t rows,
+                std::int64_t cols, cudaMemcpyKind kind, cudaStream_t s, int dev) {
+  if (rows == 0 || cols == 0)
+    return;
+  check(cudaMemcpy2DAsync(dst, dst_ld * sizeof(T), src, src_ld * sizeof(T), rows * sizeof(T), cols,
+                          kind, s),
+        dev, "cudaMemcpy2DAsync");
+}
+
+template <class T> class CudaDirectImpl final : public CudaDirect<T> {
+public:
+  CudaDirectImpl(std::vector<int> ids, std::int64_t limit) : limit_(limit) {
+    for (int id : ids) {
+      auto d = std::make_unique<Device>();
+      d->id = id;
+      check(cudaSetDevice(id), id, "cudaSetDevice");
+      check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), id, "cudaStreamCreate");
+      std::size_t free_b = 0, total_b = 0;
+      check(cudaMemGetInfo(&free_b, &total_b), id, "cudaMemGetInfo");
+      d->budget = limit > 0 ? limit : static_cast<std::int64_t>(0.9 * static_cast<double>(free_b));
+      devs_.push_back(std::move(d));
+    }
+  }
+  ~CudaDirectImpl() override {
+    for (auto &d : devs_) {
+      cudaSetDevice(d->id);
+      d->src.release();
+      d->tgt.release();
+      d->w.release();
+      d->out.release();
+      cudaStreamDestroy(d->stream);
+    }
+  }
+
+  void set_geometry(const DirectProblem<T> &p) override {
+    ++generation_;
+    const auto nd = static_cast<std::int64_t>(devs_.size());
+    for (std::int64_t g = 0; g < nd; ++g) {
+      auto &d = *devs_[g];
+      d.t0 = p.m * g / nd;
+      d.t1 = p.m * (g + 1) / nd;
+    }
+    // Upload now what will stay resident, so execute() moves only weights and results.
+    run_all([&](Device &d) {
+      plan_chunks(d, p, 1, 1);
+      upload_resident(d, p);
+    });
+  }
+
+  void execute(const DirectProblem<T> &p, T *out, const Progress &progress) override {
+    run_all(
+        [&](Device &d) { run_device(d, p, out, &d == devs_.front().get() ? progress : nullptr); });
+  }
+
+private:
+  struct Device {
+    int id = 0;
+    cudaStream_t stream = nullptr;
+    std::int64_t budget = 0, t0 = 0, t1 = 0;
+    std::int64_t tchunk = 0, schunk = 0;
+    DeviceArray<T> src, tgt, w, out;
+    std::int64_t resident_generation =
+        -1; // geometry generation whose coordinates are on the device
+  };
+
+  template <class F> void run_all(F &&f) {
+    std::vector<std::exception_ptr> errors(devs_.size());
+    std::vector<std::thread> workers;
+    for (std::size_t g = 1; g < devs_.size(); ++g)
+      workers.emplace_back([&, g] {
+        try {
+          check(cudaSetDevice(devs_[g]->id), devs_[g]->id, "cudaSetDevice");
+          f(*devs_[g]);
+        } catch (...) {
+          errors[g] = std::current_exception();
+        }
+      });
+    try {
+      check(cudaSetDevice(devs_[0]->id), devs_[0]->id, "cudaSetDevice");
+      f(*devs_[0]);
+    } catch (...) {
+      errors[0] = std::current_exception();
+    }
+    for (auto &w : workers)
+      w.join();
+    for (auto &e : errors)
+      if (e)
+        std::rethrow_exception(e);
+  }
+
+  // Chunk sizes for this device's share under its budget: everything at once when it fits.
+  void plan_chunks(Device &d, const DirectProblem<T> &p, std::int64_t nrhs, std::int64_t ncols) {
+    const std::int64_t mg = d.t1 - d.t0, sz = sizeof(T);
+    const std::int64_t per_target = (p.d + ncols) * sz, per_source = (p.d + nrhs) * sz;
+    if (per_target + per_source > d.budget)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("GPU {}: device memory limit of {} bytes cannot hold one target "
+                              "and one source ({} bytes)",
+                              d.id, d.budget, per_target + per_source));
+    if (mg * per_target + p.n * per_source <= d.budget) {
+      d.tchunk = std::max<std::int64_t>(mg, 1);
+      d.schunk = std::max<std::int64_t>(p.n, 1);
+      return;
+    }
+    d.tchunk =
+        std::clamp<std::int64_t>(d.budget / 2 / per_target, 1, std::max<std::int64_t>(mg, 1));
+    d.schunk = std::clamp<std::int64_t>((d.budget - d.tchunk * per_target) / per_source, 1,
+                                        std::max<std::int64_t>(p.n, 1));
+  }
+
+  bool single_chunk(const Device &d, const DirectProblem<T> &p) const {
+    return d.tchunk >= d.t1 - d.t0 && d.schunk >= p.n;
+  }
+
+  void upload_resident(Device &d, const DirectProblem<T> &p) {
+    if (!single_chunk(d, p))
+      return;
+    const std::int64_t mg = d.t1 - d.t0;
+    d.src.reserve(d.schunk * p.d, d.id);
+    copy_block(d.src.ptr, d.schunk, p.src, p.n, p.n, p.d, cudaMemcpyHostToDevice, d.stream, d.id);
+    if (!p.self) {
+      d.tgt.reserve(d.tchunk * p.d, d.id);
+      copy_block(d.tgt.ptr, d.tchunk, p.tgt + d.t0, p.m, mg, p.d, cudaMemcpyHostToDevice, d.stream,
+                 d.id);
+    }
+    check(cudaStreamSynchronize(d.stream), d.id, "upload of the points");
+    d.resident_generation = generation_;
+  }
+
+  void run_device(Device &d, const DirectProblem<T> &p, T *out, const Progress &progress) {
+    const std::int64_t mg = d.t1 - d.t0, ncols = p.out_cols(), cpr = p.cols_per_rhs();
+    if (mg == 0)
+      return;
+    plan_chunks(d, p, p.nrhs, ncols);
+    const bool resident = single_chunk(d, p) && d.resident_generation == generation_;
+    d.src.reserve(d.schunk * p.d, d.id);
+    d.w.reserve(d.schunk * p.nrhs, d.id);
+    d.out.reserve(d.tchunk * ncols, d.id);
+    if (!p.self || !resident)
+      d.tgt.reserve(d.tchunk * p.d, d.id);
+    const std::int64_t ntc = (mg + d.tchunk - 1) / d.tchunk;
+    for (std::int64_t tc = 0; tc < ntc; ++tc) {
+      const std::int64_t i0 = d.t0 + tc * d.tchunk, mi = std::min(d.tchunk, d.t1 - i0);
+      // With targets = sources and everything resident, the targets are the device's sources.
+      const T *tgt_dev = d.tgt.ptr;
+      std::int64_t tgt_ld = d.tchunk;
+      if (resident && p.self) {
+        tgt_dev = d.src.ptr + i0;
+        tgt_ld = d.schunk;
+      } else if (!resident) {
+        copy_block(d.tgt.ptr, d.tchunk, p.tgt + i0, p.m, mi, p.d, cudaMemcpyHostToDevice, d.stream,
+                   d.id);
+      }
+      for (std::int64_t j0 = 0; j0 < p.n; j0 += d.schunk) {
+        const std::int64_t nj = std::min(d.schunk, p.n - j0);
+        if (!resident)
+          copy_block(d.src.ptr, d.schunk, p.src + j0, p.n, nj, p.d, cudaMemcpyHostToDevice,
+                     d.stream, d.id);
+        copy_block(d.w.ptr, d.schunk, p.w + j0, p.n, nj, p.nrhs, cudaMemcpyHostToDevice, d.stream,
+                   d.id);
+        for (std::int64_t r0 = 0; r0 < p.nrhs; r0 += tile_max_rhs) {
+          TileArgs<T> a;
+          a.src = d.src.ptr;
+          a.n = nj;
+          a.src_ld = d.schunk;
+          a.w = d.w.ptr + r0 * d.schunk;
+          a.w_ld = d.schunk;
+          a.tgt = tgt_dev;
+          a.m = mi;
+          a.tgt_ld = tgt_ld;
+          a.out = d.out.ptr + r0 * cpr * d.tchunk;
+          a.out_ld = d.tchunk;
+          a.d = static_cast<int>(p.d);
+          a.nrhs = static_cast<int>(std::min<std::int64_t>(tile_max_rhs, p.nrhs - r0));
+          a.gradient = p.gradient;
+          a.accumulate = j0 > 0;
+          a.self = p.self;
+          a.self_offset = i0 - j0;
+          a.grad_scale = p.grad_scale;
+          launch_direct_tiles<T>(p.kernel, a, d.stream);
+        }
+      }
+      copy_block(out + i0, p.m, d.out.ptr, d.tchunk, mi, ncols, cudaMemcpyDeviceToHost, d.stream,
+                 d.id);
+      check(cudaStreamSynchronize(d.stream), d.id, "direct sum");
+      if (progress)
+        progress(static_cast<double>(tc + 1) / static_cast<double>(ntc));
+    }
+  }
+
+  std::int64_t limit_;
+  std::int64_t generation_ = 0;
+  std::vector<std::unique_ptr<Device>> devs_;
+};
+
+} // namespace
+
+template <class T>
+std::unique_ptr<CudaDirect<T>> make_cuda_direct(const std::vector<int> &devices,
+                                                std::int64_t memory_limit) {
+  const auto visible = gpus();
+  if (visible.empty())
+    throw Error(ErrorCode::unsupported, "backend gpu: no CUDA GPU is visible");
+  std::vector<int> ids = devices;
+  if (ids.empty())
+    for (const auto &g : visible)
+      ids.push_back(g.id);
+  for (int id : ids)
+    if (id < 0 || id >= static_cast<int>(visible.size()))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("GPU {} does not exist ({} visible)", id, visible.size()));
+  return std::make_unique<CudaDirectImpl<T>>(ids, memory_limit);
+}
+
+template std::unique_ptr<CudaDirect<float>> make_cuda_direct<float>(const std::vector<int> &,
+                                                                    std::int64_t);
+template std::unique_ptr<CudaDirect<double>> make_cuda_direct<double>(const std::vector<int> &,
+                                                                      std::int64_t);
+
+} // namespace ksum::detail

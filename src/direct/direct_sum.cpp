@@ -1,0 +1,190 @@
+// The DirectSum plan: validates inputs (naming the offending index), scales coordinates once, picks
+// the backend and hands the work to the CPU or CUDA engine.
+#include "direct/direct_problem.hpp"
+#include "kernels/kernel_defs.hpp"
+
+#include <ksum/device.hpp>
+#include <ksum/direct.hpp>
+#include <ksum/error.hpp>
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace ksum {
+
+Backend parse_backend(std::string_view name) {
+  if (name == "auto")
+    return Backend::automatic;
+  if (name == "cpu")
+    return Backend::cpu;
+  if (name == "gpu" || name == "cuda")
+    return Backend::cuda;
+  throw Error(ErrorCode::invalid_argument,
+              fmt::format("unknown backend '{}'; valid: auto, cpu, gpu", name));
+}
+
+std::string_view to_string(Backend b) {
+  switch (b) {
+  case Backend::automatic:
+    return "auto";
+  case Backend::cpu:
+    return "cpu";
+  case Backend::cuda:
+    return "gpu";
+  }
+  return "?";
+}
+
+namespace {
+
+template <class T> void check_finite(const Table<T> &t, const char *what) {
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t r = 0; r < t.rows(); ++r)
+      if (!std::isfinite(t(r, c)))
+        throw Error(ErrorCode::non_finite,
+                    fmt::format("{}: non-finite value {} at row {}, column {}", what,
+                                static_cast<double>(t(r, c)), r, c));
+}
+
+} // namespace
+
+template <std::floating_point T> struct DirectSum<T>::Impl {
+  DirectOptions opt;
+  Backend backend = Backend::cpu;
+  bool self = false;
+  std::int64_t n = 0, m = 0, d = 0;
+  Table<T> src, tgt; // scaled copies; tgt is empty when self
+  std::unique_ptr<detail::CudaDirect<T>> cuda;
+
+  detail::DirectProblem<T> problem(const T *w, std::int64_t nrhs) const {
+    detail::DirectProblem<T> p;
+    p.kernel = opt.kernel;
+    p.gradient = opt.gradient;
+    p.self = self;
+    p.grad_scale = static_cast<T>(2 * kdef::coord_scale(opt.kernel, opt.eps));
+    p.n = n;
+    p.m = m;
+    p.d = d;
+    p.nrhs = nrhs;
+    p.src = src.data();
+    p.tgt = self ? src.data() : tgt.data();
+    p.w = w;
+    return p;
+  }
+
+  void set(const Table<T> &sources, const Table<T> *targets) {
+    if (sources.cols() < 1)
+      throw Error(ErrorCode::invalid_argument,
+                  "sources: dimension must be at least 1 (no columns)");
+    if (targets && targets->cols() != sources.cols())
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("targets have {} columns but sources have {}: the dimensions differ",
+                              targets->cols(), sources.cols()));
+    check_finite(sources, "sources");
+    if (targets)
+      check_finite(*targets, "targets");
+    self = targets == nullptr;
+    n = sources.rows();
+    d = sources.cols();
+    m = self ? n : targets->rows();
+    const T c = static_cast<T>(kdef::coord_scale(opt.kernel, opt.eps));
+    auto scaled = [c](const Table<T> &t) {
+      Table<T> s(t.rows(), t.cols());
+      for (std::int64_t k = 0; k < t.rows() * t.cols(); ++k)
+        s.data()[k] = c * t.data()[k];
+      return s;
+    };
+    src = scaled(sources);
+    tgt = self ? Table<T>() : scaled(*targets);
+
+    backend = opt.backend;
+    if (backend == Backend::automatic)
+      backend = (!gpus().empty() && d <= detail::gpu_max_dim) ? Backend::cuda : Backend::cpu;
+    if (backend == Backend::cuda) {
+      if (d > detail::gpu_max_dim)
+        throw Error(ErrorCode::unsupported,
+                    fmt::format("the GPU direct sum handles dimension up to {}, got {}; use the "
+                                "cpu backend",
+                                detail::gpu_max_dim, d));
+      if (!cuda)
+        cuda = detail::make_cuda_direct<T>(opt.devices, opt.device_memory_limit);
+      cuda->set_geometry(problem(nullptr, 0));
+    }
+  }
+};
+
+template <std::floating_point T>
+DirectSum<T>::DirectSum(DirectOptions options) : impl_(std::make_unique<Impl>()) {
+  if (!std::isfinite(options.eps) || options.eps <= 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("shape parameter eps must be finite and > 0, got {}", options.eps));
+  if (options.threads < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("threads must be >= 0 (0: default), got {}", options.threads));
+  if (options.device_memory_limit < 0)
+    throw Error(ErrorCode::invalid_argument, fmt::format("device_memory_limit must be >= 0, got {}",
+                                                         options.device_memory_limit));
+  impl_->opt = std::move(options);
+}
+
+template <std::floating_point T> DirectSum<T>::~DirectSum() = default;
+template <std::floating_point T> DirectSum<T>::DirectSum(DirectSum &&) noexcept = default;
+template <std::floating_point T>
+DirectSum<T> &DirectSum<T>::operator=(DirectSum &&) noexcept = default;
+
+template <std::floating_point T> void DirectSum<T>::set_points(const Table<T> &sources) {
+  impl_->set(sources, nullptr);
+}
+
+template <std::floating_point T>
+void DirectSum<T>::set_points(const Table<T> &sources, const Table<T> &targets) {
+  impl_->set(sources, &targets);
+}
+
+template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &weights) {
+  auto &im = *impl_;
+  if (im.d == 0)
+    throw Error(ErrorCode::invalid_argument, "execute: call set_points first");
+  if (weights.rows() != im.n)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("weights have {} rows but there are {} sources", weights.rows(), im.n));
+  if (weights.cols() < 1)
+    throw Error(ErrorCode::invalid_argument, "weights: need at least one column");
+  check_finite(weights, "weights");
+  const auto p = im.problem(weights.data(), weights.cols());
+  Table<T> out(im.m, p.out_cols());
+  if (im.m > 0 && im.n > 0) {
+    if (im.backend == Backend::cuda)
+      im.cuda->execute(p, out.data(), im.opt.progress);
+    else
+      detail::cpu_direct(p, out.data(), im.opt.threads, im.opt.progress);
+  }
+  for (std::int64_t k = 0; k < out.rows() * out.cols(); ++k)
+    if (!std::isfinite(out.data()[k]))
+      throw Error(ErrorCode::non_finite,
+                  fmt::format("the sum overflowed the {} range at target {}, column {}; try "
+                              "double precision or smaller weights",
+                              sizeof(T) == 4 ? "float32" : "float64", k % im.m, k / im.m));
+  return out;
+}
+
+template <std::floating_point T> Backend DirectSum<T>::backend() const {
+  return impl_->backend;
+}
+template <std::floating_point T> std::int64_t DirectSum<T>::dimension() const {
+  return impl_->d;
+}
+template <std::floating_point T> std::int64_t DirectSum<T>::num_sources() const {
+  return impl_->n;
+}
+template <std::floating_point T> std::int64_t DirectSum<T>::num_targets() const {
+  return impl_->m;
+}
+template <std::floating_point T> const DirectOptions &DirectSum<T>::options() const {
+  return impl_->opt;
+}
+
+template class DirectSum<float>;
+template class DirectSum<double>;
+
+} // namespace ksum

@@ -1,0 +1,159 @@
+// End-to-end tests of the ksum command: real files in, real files out, exit codes and messages.
+#include "support/reference.hpp"
+
+#include <ksum/io.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string output; // stdout and stderr together
+};
+
+Run ksum(const std::string &args) {
+  const std::string cmd = std::string(KSUM_CLI_PATH) + " " + args + " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (pipe && fgets(buf.data(), buf.size(), pipe))
+    out += buf.data();
+  const int status = pipe ? pclose(pipe) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("ksum_cli_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string path(const std::string &name) const { return (dir / name).string(); }
+  void write(const std::string &name, const std::string &text) const {
+    std::ofstream(dir / name) << text;
+  }
+  fs::path dir;
+};
+
+TEST_F(Cli, InfoListsBuildAndKernels) {
+  const auto r = ksum("info");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("CUDA backend"), std::string::npos);
+  EXPECT_NE(r.output.find("wendland6"), std::string::npos);
+  const auto j = ksum("info --json");
+  EXPECT_EQ(j.code, 0);
+  EXPECT_NE(j.output.find("\"kernels\""), std::string::npos);
+}
+
+TEST_F(Cli, SumMatchesTheReferenceCsvAndNpy) {
+  const auto p = ksum::test::random_points(300, 3, 21);
+  const auto w = ksum::test::random_points(300, 2, 22, -1, 1);
+  auto named = p;
+  named.names = {"x", "y", "z"};
+  ksum::io::write_table(path("pts.csv"), named);
+  ksum::io::write_table(path("w.npy"), w);
+  const auto r = ksum("sum --kernel gaussian --eps 2 --sources " + path("pts.csv") + " --weights " +
+                      path("w.npy") + " --backend cpu -o " + path("u.csv"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto u = ksum::io::read_table(path("u.csv"));
+  ASSERT_EQ(u.rows(), 300);
+  ASSERT_EQ(u.cols(), 2);
+  EXPECT_EQ(u.names, (std::vector<std::string>{"u0", "u1"}));
+  EXPECT_LE(ksum::test::sum_error(ksum::Kernel::gaussian, 2.0, p, p, w, false, true, u), 1e-12);
+
+  const auto g =
+      ksum("sum --kernel laplace --sources " + path("pts.csv") + " --targets " + path("pts.csv") +
+           " --weights " + path("w.npy") + " --gradient --precision f32 -o " + path("g.npy"));
+  ASSERT_EQ(g.code, 0) << g.output;
+  const auto gu = ksum::io::read_table(path("g.npy"));
+  ASSERT_EQ(gu.cols(), 2 * 4); // (u, du/dx, du/dy, du/dz) per rhs
+  auto pf = ksum::test::rounded<float>(p), wf = ksum::test::rounded<float>(w);
+  EXPECT_LE(ksum::test::sum_error(ksum::Kernel::laplace, 1.0, pf, pf, wf, true, false, gu), 2e-5);
+}
+
+TEST_F(Cli, RefusesToOverwriteWithoutForce) {
+  write("p.csv", "0,0\n1,0\n0,1\n");
+  write("w.csv", "1\n2\n3\n");
+  write("out.csv", "precious\n");
+  const std::string base = "sum --kernel cubic --sources " + path("p.csv") + " --weights " +
+                           path("w.csv") + " -o " + path("out.csv");
+  const auto r = ksum(base);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("exists"), std::string::npos) << r.output;
+  std::ifstream in(dir / "out.csv");
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "precious\n");
+  EXPECT_EQ(ksum(base + " --force").code, 0);
+  const auto over = ksum("sum --kernel cubic --sources " + path("p.csv") + " --weights " +
+                         path("w.csv") + " --force -o " + path("p.csv"));
+  EXPECT_NE(over.code, 0);
+  EXPECT_NE(over.output.find("overwrite an input"), std::string::npos) << over.output;
+}
+
+TEST_F(Cli, BadInputsGiveOneClearLineAndNonZeroExit) {
+  write("p.csv", "x,y\n0,0\n1,nan\n");
+  write("ragged.csv", "0,0\n1\n");
+  write("w.csv", "1\n2\n");
+  write("w3.csv", "1\n2\n3\n");
+  auto r = ksum("sum --kernel laplace --sources " + path("p.csv") + " --weights " + path("w.csv") +
+                " -o " + path("o.csv"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("p.csv:3:2"), std::string::npos) << r.output;
+  r = ksum("sum --kernel laplace --sources " + path("ragged.csv") + " --weights " + path("w.csv") +
+           " -o " + path("o.csv"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("ragged.csv:2"), std::string::npos) << r.output;
+  write("good.csv", "0,0\n1,1\n");
+  r = ksum("sum --kernel laplace --sources " + path("good.csv") + " --weights " + path("w3.csv") +
+           " -o " + path("o.csv"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("one weight row per source"), std::string::npos) << r.output;
+  r = ksum("sum --kernel gausian --sources " + path("good.csv") + " --weights " + path("w.csv") +
+           " -o " + path("o.csv"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("unknown kernel 'gausian'"), std::string::npos) << r.output;
+  r = ksum("sum --kernel laplace --sources " + path("missing.csv") + " --weights " + path("w.csv") +
+           " -o " + path("o.csv"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("missing.csv"), std::string::npos) << r.output;
+  r = ksum("sum --kernel laplace --sources " + path("good.csv") + " --weights " + path("w.csv") +
+           " -o " + path("o.dat"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find(".dat"), std::string::npos) << r.output;
+  r = ksum("sum --sources " + path("good.csv")); // missing required options
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("--kernel"), std::string::npos) << r.output;
+  r = ksum("sum --kernel laplace --eps -3 --sources " + path("good.csv") + " --weights " +
+           path("w.csv") + " -o " + path("o.csv"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("eps"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "o.csv")); // nothing half-written after a failure
+}
+
+TEST_F(Cli, DemoRunsAndReportsErrorAndSpeed) {
+  const auto r = ksum("demo --n 600 --backend cpu");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("rel. error"), std::string::npos);
+  EXPECT_NE(r.output.find("multiquadric"), std::string::npos);
+}
+
+TEST_F(Cli, HelpExplainsTheCommand) {
+  const auto r = ksum("sum --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("--gradient"), std::string::npos);
+  EXPECT_NE(r.output.find("self term"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,178 @@
+// CPU direct sum against the fp64 reference (tolerances: tests/support/reference.hpp), and the
+// plan's contract: every bad input is an Error with a code and a message naming it.
+#include "direct/direct_cases.hpp"
+
+#include <ksum/device.hpp>
+#include <ksum/error.hpp>
+
+namespace ksum::test {
+namespace {
+
+class CpuKernels : public ::testing::TestWithParam<Kernel> {};
+
+TEST_P(CpuKernels, SelfSum3DBothPrecisions) {
+  SumCase c{.kernel = GetParam(), .eps = default_eps(GetParam()), .n = 1100};
+  EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>());
+}
+
+TEST_P(CpuKernels, TargetsGradientAndSeveralRhs2D) {
+  SumCase c{.kernel = GetParam(),
+            .eps = default_eps(GetParam()),
+            .n = 600,
+            .m = 333,
+            .d = 2,
+            .nrhs = 3,
+            .gradient = true};
+  EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>());
+}
+
+TEST_P(CpuKernels, DuplicatePointsSelfSum) {
+  SumCase c{.kernel = GetParam(),
+            .eps = default_eps(GetParam()),
+            .n = 400,
+            .gradient = true,
+            .duplicates = true};
+  EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, CpuKernels, ::testing::ValuesIn(every_kernel()),
+                         [](const auto &info) { return kernel_test_name(info.param); });
+
+class CpuDims : public ::testing::TestWithParam<int> {};
+
+TEST_P(CpuDims, AnyDimensionWithGradient) {
+  for (Kernel k : {Kernel::gaussian, Kernel::multiquadric, Kernel::laplace, Kernel::matern2}) {
+    SumCase c{.kernel = k,
+              .eps = default_eps(k),
+              .n = 300,
+              .m = 170,
+              .d = GetParam(),
+              .nrhs = 2,
+              .gradient = true};
+    EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>()) << kernel_info(k).name;
+    EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>()) << kernel_info(k).name;
+    SumCase s{.kernel = k, .eps = default_eps(k), .n = 257, .d = GetParam()};
+    EXPECT_LE(run_case<double>(s, Backend::cpu), tolerance<double>()) << kernel_info(k).name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneToSix, CpuDims, ::testing::Range(1, 7));
+
+TEST(CpuDirect, SinglePointSelfSumIsZero) {
+  DirectSum<double> plan({.kernel = Kernel::gaussian, .backend = Backend::cpu});
+  Table<double> p(1, 3, 0.5), w(1, 1, 2.0);
+  plan.set_points(p);
+  const auto u = plan.execute(w);
+  ASSERT_EQ(u.rows(), 1);
+  EXPECT_EQ(u(0, 0), 0.0); // the only pair is the self pair
+}
+
+TEST(CpuDirect, SinglePointSeparateTarget) {
+  DirectSum<double> plan({.kernel = Kernel::multiquadric, .eps = 2.0, .backend = Backend::cpu});
+  Table<double> p(1, 2, 0.0), t(1, 2, 0.0), w(1, 1, 3.0);
+  t(0, 0) = 0.3;
+  t(0, 1) = 0.4; // r = 0.5, eps r = 1
+  plan.set_points(p, t);
+  EXPECT_NEAR(plan.execute(w)(0, 0), 3.0 * std::sqrt(2.0), 1e-15);
+}
+
+TEST(CpuDirect, NoSourcesGivesZerosNoTargetsGivesNoRows) {
+  DirectSum<double> plan({.kernel = Kernel::laplace, .backend = Backend::cpu});
+  plan.set_points(Table<double>(0, 3), random_points(5, 3, 1));
+  const auto u = plan.execute(Table<double>(0, 2));
+  ASSERT_EQ(u.rows(), 5);
+  ASSERT_EQ(u.cols(), 2);
+  for (std::int64_t k = 0; k < 10; ++k)
+    EXPECT_EQ(u.data()[k], 0.0);
+  plan.set_points(random_points(4, 3, 2), Table<double>(0, 3));
+  EXPECT_EQ(plan.execute(Table<double>(4, 1, 1.0)).rows(), 0);
+}
+
+TEST(CpuDirect, ThreadCountDoesNotChangeTheResultBeyondRounding) {
+  const auto p = random_points(900, 3, 3);
+  const auto w = random_points(900, 1, 4, -1, 1);
+  DirectSum<double> one({.kernel = Kernel::laplace, .backend = Backend::cpu, .threads = 1});
+  DirectSum<double> two({.kernel = Kernel::laplace, .backend = Backend::cpu, .threads = 2});
+  one.set_points(p);
+  two.set_points(p);
+  const auto a = one.execute(w), b = two.execute(w);
+  for (std::int64_t i = 0; i < 900; ++i)
+    EXPECT_EQ(a(i, 0), b(i, 0)); // blocks are independent: bitwise the same
+}
+
+template <class F> void expect_error(F &&f, ErrorCode code, const std::string &needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing '" << needle << "'";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(DirectContract, BadShapeParameter) {
+  expect_error([] { DirectSum<double>({.eps = 0.0}); }, ErrorCode::invalid_argument, "eps");
+  expect_error([] { DirectSum<double>({.eps = -1.0}); }, ErrorCode::invalid_argument, "-1");
+  expect_error([] { DirectSum<double>({.eps = NAN}); }, ErrorCode::invalid_argument, "nan");
+  expect_error([] { DirectSum<double>({.threads = -2}); }, ErrorCode::invalid_argument, "-2");
+}
+
+TEST(DirectContract, NonFiniteInputsNameTheirRowAndColumn) {
+  DirectSum<double> plan({.backend = Backend::cpu});
+  auto p = random_points(10, 3, 5);
+  p(7, 2) = NAN;
+  expect_error([&] { plan.set_points(p); }, ErrorCode::non_finite, "row 7, column 2");
+  auto t = random_points(4, 3, 6);
+  t(3, 0) = INFINITY;
+  expect_error([&] { plan.set_points(random_points(10, 3, 5), t); }, ErrorCode::non_finite,
+               "targets: non-finite value inf at row 3, column 0");
+  plan.set_points(random_points(10, 3, 5));
+  auto w = random_points(10, 1, 7);
+  w(4, 0) = NAN;
+  expect_error([&] { plan.execute(w); }, ErrorCode::non_finite, "weights");
+}
+
+TEST(DirectContract, ShapeMismatches) {
+  DirectSum<double> plan({.backend = Backend::cpu});
+  expect_error([&] { plan.execute(Table<double>(3, 1)); }, ErrorCode::invalid_argument,
+               "set_points");
+  expect_error([&] { plan.set_points(random_points(5, 3, 1), random_points(5, 2, 1)); },
+               ErrorCode::shape_mismatch, "2 columns but sources have 3");
+  plan.set_points(random_points(5, 3, 1));
+  expect_error([&] { plan.execute(Table<double>(4, 1)); }, ErrorCode::shape_mismatch,
+               "4 rows but there are 5 sources");
+  expect_error([&] { plan.execute(Table<double>(5, 0)); }, ErrorCode::invalid_argument,
+               "at least one column");
+  expect_error([&] { plan.set_points(Table<double>(5, 0)); }, ErrorCode::invalid_argument,
+               "dimension");
+}
+
+TEST(DirectContract, GpuBackendWithoutGpuSaysWhy) {
+  if (!gpus().empty())
+    GTEST_SKIP() << "a GPU is present";
+  DirectSum<double> plan({.backend = Backend::cuda});
+  expect_error([&] { plan.set_points(random_points(5, 3, 1)); }, ErrorCode::unsupported, "CUDA");
+}
+
+TEST(DirectContract, AutoPicksCpuWithoutGpu) {
+  if (!gpus().empty())
+    GTEST_SKIP() << "a GPU is present";
+  DirectSum<float> plan({});
+  plan.set_points(random_points(5, 3, 1).cast<float>());
+  EXPECT_EQ(plan.backend(), Backend::cpu);
+}
+
+TEST(DirectContract, OverflowIsReportedNotReturned) {
+  DirectSum<float> plan({.kernel = Kernel::quintic, .backend = Backend::cpu});
+  Table<float> p(2, 1);
+  p(0, 0) = 0;
+  p(1, 0) = 1e8f; // r^5 = 1e40 > float max
+  plan.set_points(p);
+  expect_error([&] { plan.execute(Table<float>(2, 1, 1.0f)); }, ErrorCode::non_finite,
+               "overflowed the float32 range");
+}
+
+} // namespace
+} // namespace ksum::test

@@ -1,0 +1,146 @@
+// GPU direct sum (CTest label `gpu`): every kernel in both precisions against the fp64 reference,
+// the general kernel (d up to 8, several right-hand sides, gradient), the chunked path under a tiny
+// memory limit, and agreement with the CPU. Skips cleanly where no GPU is visible.
+#include "direct/direct_cases.hpp"
+
+#include <ksum/device.hpp>
+#include <ksum/error.hpp>
+
+namespace ksum::test {
+namespace {
+
+#define KSUM_REQUIRE_GPU()                                                                         \
+  if (gpus().empty())                                                                              \
+  GTEST_SKIP() << "no CUDA GPU visible"
+
+class GpuKernels : public ::testing::TestWithParam<Kernel> {};
+
+TEST_P(GpuKernels, SelfSum3DBothPrecisions) {
+  KSUM_REQUIRE_GPU();
+  SumCase c{.kernel = GetParam(), .eps = default_eps(GetParam()), .n = 1100};
+  EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
+}
+
+TEST_P(GpuKernels, TargetsGradientAndSeveralRhs2D) {
+  KSUM_REQUIRE_GPU();
+  SumCase c{.kernel = GetParam(),
+            .eps = default_eps(GetParam()),
+            .n = 600,
+            .m = 333,
+            .d = 2,
+            .nrhs = 3,
+            .gradient = true};
+  EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
+}
+
+TEST_P(GpuKernels, GradientSingleRhs3DWithDuplicates) {
+  KSUM_REQUIRE_GPU();
+  SumCase c{.kernel = GetParam(),
+            .eps = default_eps(GetParam()),
+            .n = 400,
+            .gradient = true,
+            .duplicates = true};
+  EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
+}
+
+TEST_P(GpuKernels, ChunkedUnderTinyMemoryLimit) {
+  KSUM_REQUIRE_GPU();
+  // 24 KiB per device forces a few hundred points per chunk: many target and source chunks, the
+  // self term crossing chunk boundaries.
+  SumCase self{
+      .kernel = GetParam(), .eps = default_eps(GetParam()), .n = 2000, .device_memory = 24 << 10};
+  EXPECT_LE(run_case<double>(self, Backend::cuda), tolerance<double>());
+  SumCase sep{.kernel = GetParam(),
+              .eps = default_eps(GetParam()),
+              .n = 1500,
+              .m = 900,
+              .d = 4,
+              .nrhs = 6,
+              .gradient = true,
+              .device_memory = 16 << 10};
+  EXPECT_LE(run_case<double>(sep, Backend::cuda), tolerance<double>());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, GpuKernels, ::testing::ValuesIn(every_kernel()),
+                         [](const auto &info) { return kernel_test_name(info.param); });
+
+class GpuDims : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuDims, AnyDimensionWithGradient) {
+  KSUM_REQUIRE_GPU();
+  for (Kernel k : {Kernel::gaussian, Kernel::multiquadric, Kernel::laplace, Kernel::matern2}) {
+    SumCase c{.kernel = k,
+              .eps = default_eps(k),
+              .n = 300,
+              .m = 170,
+              .d = GetParam(),
+              .nrhs = 5,
+              .gradient = true};
+    EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
+    EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>()) << kernel_info(k).name;
+    SumCase s{.kernel = k, .eps = default_eps(k), .n = 257, .d = GetParam()};
+    EXPECT_LE(run_case<double>(s, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneToEight, GpuDims, ::testing::Range(1, 9));
+
+TEST(GpuDirect, AgreesWithCpuInDouble) {
+  KSUM_REQUIRE_GPU();
+  const auto p = random_points(5000, 3, 11);
+  const auto w = random_points(5000, 1, 12, -1, 1);
+  for (Kernel k : {Kernel::laplace, Kernel::gaussian, Kernel::multiquadric, Kernel::tps}) {
+    DirectSum<double> cpu({.kernel = k, .eps = default_eps(k), .backend = Backend::cpu});
+    DirectSum<double> gpu({.kernel = k, .eps = default_eps(k), .backend = Backend::cuda});
+    cpu.set_points(p);
+    gpu.set_points(p);
+    const auto a = cpu.execute(w), b = gpu.execute(w);
+    double num = 0, den = 0;
+    for (std::int64_t i = 0; i < 5000; ++i) {
+      num += (a(i, 0) - b(i, 0)) * (a(i, 0) - b(i, 0));
+      den += a(i, 0) * a(i, 0);
+    }
+    EXPECT_LE(std::sqrt(num / den), 1e-12) << kernel_info(k).name;
+  }
+}
+
+TEST(GpuDirect, AutoPicksTheGpuAndLargeDimensionFallsBackToCpu) {
+  KSUM_REQUIRE_GPU();
+  DirectSum<double> plan({});
+  plan.set_points(random_points(10, 3, 1));
+  EXPECT_EQ(plan.backend(), Backend::cuda);
+  plan.set_points(random_points(10, 9, 1));
+  EXPECT_EQ(plan.backend(), Backend::cpu);
+  DirectSum<double> forced({.backend = Backend::cuda});
+  try {
+    forced.set_points(random_points(10, 9, 1));
+    ADD_FAILURE() << "no error for d = 9 on the GPU";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+  }
+}
+
+TEST(GpuDirect, BadDeviceIdIsAnError) {
+  KSUM_REQUIRE_GPU();
+  DirectSum<double> plan({.backend = Backend::cuda, .devices = {99}});
+  try {
+    plan.set_points(random_points(10, 3, 1));
+    ADD_FAILURE() << "no error for GPU 99";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("GPU 99"), std::string::npos);
+  }
+}
+
+TEST(GpuDirect, LargeSelfSumMatchesReferenceAtSamples) {
+  KSUM_REQUIRE_GPU();
+  SumCase c{.kernel = Kernel::laplace, .n = 70000};
+  EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
+}
+
+} // namespace
+} // namespace ksum::test
