@@ -10,7 +10,7 @@
 #include <ksum/error.hpp>
 
 #include <cuda_runtime.h>
-#include <fmt/format.h>
+#include <string>
 
 namespace ksum::detail {
 
@@ -144,7 +144,7 @@ void launch_variant(const TileArgs<T> &a, cudaStream_t stream) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
     throw Error(ErrorCode::device,
-                fmt::format("direct GPU sum: kernel launch failed: {}", cudaGetErrorString(e)));
+                std::string("direct GPU sum: kernel launch failed: ") + cudaGetErrorString(e));
 }
 
 // Variants: the fast path (d <= 3, one rhs, no gradient: 2 targets per thread), d <= 3 with the

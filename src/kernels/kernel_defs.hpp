@@ -163,13 +163,13 @@ template <class T> struct Wendland6 {
   }
 };
 
-// Thin-plate spline s² log s = q log(q) / 2.
+// Thin-plate spline s² log s = q log(q) / 2; q = 0 gives 0 · log_nonneg(0) = 0, with no branch.
 template <class T> struct Tps {
   static constexpr Kernel kind = Kernel::tps;
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const { return q > T(0) ? T(0.5) * q * kmath::log(q) : T(0); }
+  KSUM_HD T value(T q) const { return T(0.5) * q * kmath::log_nonneg(q); }
   KSUM_HD T value(T q, T &dk) const {
-    const T l = q > T(0) ? kmath::log(q) : T(0);
+    const T l = kmath::log_nonneg(q);
     dk = q > T(0) ? T(0.5) * (l + T(1)) : T(0);
     return T(0.5) * q * l;
   }
@@ -220,14 +220,15 @@ template <class T> struct Laplace {
   }
 };
 
-// −log r, the 2D free-space kernel: −log(q)/2.
+// −log r, the 2D free-space kernel: −log(q)/2, defined as 0 at q = 0 by a 0/1 factor (a select on
+// the result would keep GCC 12 from vectorising the loop).
 template <class T> struct Log {
   static constexpr Kernel kind = Kernel::log;
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const { return q > T(0) ? T(-0.5) * kmath::log(q) : T(0); }
+  KSUM_HD T value(T q) const { return T(-0.5) * kmath::log_nonneg(q) * (q > T(0) ? T(1) : T(0)); }
   KSUM_HD T value(T q, T &dk) const {
     dk = q > T(0) ? T(-0.5) / q : T(0);
-    return q > T(0) ? T(-0.5) * kmath::log(q) : T(0);
+    return value(q);
   }
 };
 

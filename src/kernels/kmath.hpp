@@ -44,10 +44,6 @@ template <class T> KSUM_HD T from_bits(typename Bits<T>::U u) {
 #endif
 }
 
-template <class T> KSUM_HD T select(bool c, T a, T b) {
-  return c ? a : b;
-}
-
 // 1/sqrt(a) for a > 0 (a normal). Host: bit-level seed (3.4 % error) refined by Newton steps, each
 // squaring the error, so that the loop vectorises with FMAs only; device: the SFU's approximation.
 template <class T> KSUM_HD T rsqrt(T a) {
@@ -182,6 +178,14 @@ template <class T> KSUM_HD T log(T x) {
   }
   return T(e) * T(0.69314718055994530942) + T(2) * u * p;
 #endif
+}
+
+// log(x) for x >= 0 that stays finite at 0: log(x + smallest normal). The shift changes no x above
+// 2^-969 (and below that the kernels multiply the log by x or select it away); written as an add,
+// because any select or max feeding the bit-level log stops GCC 12 from vectorising the loop.
+template <class T> KSUM_HD T log_nonneg(T x) {
+  constexpr T tiny = std::is_same_v<T, float> ? T(1.17549435e-38f) : T(2.2250738585072014e-308);
+  return kmath::log(x + tiny);
 }
 
 } // namespace ksum::kmath
