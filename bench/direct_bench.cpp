@@ -1,7 +1,8 @@
 // Direct-sum benchmarks through the public API. Prints tables, writes JSON (--json FILE).
 //   --gpu     N = M = 2^20 in the unit cube, laplace / gaussian / multiquadric, f32 and f64:
 //             pair interactions per second (median of --reps runs after a warm-up).
-//   --cpu     every kernel, f32 and f64, pairs per second per core, and the ratio against the plain
+//   --cpu     every kernel (or --kernels a,b), f32 and f64, pairs per second per core, and the
+//   ratio against the plain
 //             `#pragma omp simd` double loop of bench/plain_loops.hpp in the same run.
 //   --seed000 seed 000's brute-force matrix-vector product (multiquadric, 602 ... 89,702 nodes),
 //             beside the seed's GTX 680 / i7-2600K times (its figures 1 and 2).
@@ -28,6 +29,7 @@ struct Args {
   std::int64_t gpu_n = 1 << 20, cpu_n = 1 << 14;
   int reps = 5, threads = 1;
   std::string json;
+  std::vector<Kernel> cpu_kernels; // empty: all
 };
 
 Table<double> cube(std::int64_t n, std::uint64_t seed) {
@@ -122,6 +124,9 @@ void bench_cpu(const Args &a, nlohmann::json &out) {
              "|---|---|---|---|---|---|\n");
   for (const auto &info : all_kernels()) {
     const Kernel k = info.kind;
+    if (!a.cpu_kernels.empty() &&
+        std::find(a.cpu_kernels.begin(), a.cpu_kernels.end(), k) == a.cpu_kernels.end())
+      continue;
     const double e = eps_for(k);
     const double tp = median_seconds(a.reps, [&] {
       bench::plain_sum(k, e, pts.col(0).data(), pts.col(1).data(), pts.col(2).data(),
@@ -215,9 +220,16 @@ int main(int argc, char **argv) {
       a.threads = std::stoi(next());
     else if (s == "--json")
       a.json = next();
-    else {
+    else if (s == "--kernels") {
+      const std::string list = next();
+      for (std::size_t b = 0; b <= list.size();) {
+        const std::size_t e = std::min(list.find(',', b), list.size());
+        a.cpu_kernels.push_back(parse_kernel(list.substr(b, e - b)));
+        b = e + 1;
+      }
+    } else {
       fmt::print(stderr, "usage: direct_bench [--gpu] [--cpu] [--seed000] [--gpu-n N] [--cpu-n N] "
-                         "[--reps R] [--threads T] [--json FILE]\n");
+                         "[--reps R] [--threads T] [--kernels k1,k2] [--json FILE]\n");
       return 2;
     }
   }

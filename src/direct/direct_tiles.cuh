@@ -31,15 +31,20 @@ __device__ __forceinline__ void tile_pass(const K &kf, const PackedSource<T, DM,
 #pragma unroll
     for (int t = 0; t < TPT; ++t) {
       T diff[DM];
-      T q = 0;
 #pragma unroll
-      for (int k = 0; k < DM; ++k) {
+      for (int k = 0; k < DM; ++k)
         diff[k] = xi[t][k] - s.v[k];
+      // p = p0 + |x' - y'|^2, the first term an FMA with p0 (or a plain square when p0 = 0).
+      T q = kdef::p_offset<K>() != 0 ? fma(diff[0], diff[0], T(kdef::p_offset<K>()))
+                                     : diff[0] * diff[0];
+#pragma unroll
+      for (int k = 1; k < DM; ++k)
         q = fma(diff[k], diff[k], q);
-      }
       T v, dk = 0;
       if constexpr (GRAD)
         v = kf.value(q, dk);
+      else if constexpr (!CHECK && kdef::HasFastValue<K, T>)
+        v = kf.value_fast(q);
       else
         v = kf.value(q);
       if constexpr (CHECK) {
@@ -58,6 +63,30 @@ __device__ __forceinline__ void tile_pass(const K &kf, const PackedSource<T, DM,
         }
       }
     }
+  }
+}
+
+// One target's sum over all sources straight from global memory with the checked kernel value.
+template <class K, class T, int DM, int NR>
+__device__ void checked_target_sum(const K &kf, const TileArgs<T> &a, std::int64_t i,
+                                   const T (&x)[DM], T (&acc)[NR]) {
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+    acc[r] = 0;
+  for (std::int64_t j = 0; j < a.n; ++j) {
+    if (a.self && i + a.self_offset == j)
+      continue;
+    T q = T(kdef::p_offset<K>());
+#pragma unroll
+    for (int k = 0; k < DM; ++k) {
+      const T dk = k < a.d ? x[k] - a.src[k * a.src_ld + j] : T(0);
+      q = fma(dk, dk, q);
+    }
+    const T v = kf.value(q);
+#pragma unroll
+    for (int r = 0; r < NR; ++r)
+      if (r < a.nrhs)
+        acc[r] = fma(a.w[r * a.w_ld + j], v, acc[r]);
   }
 }
 
@@ -105,6 +134,19 @@ __global__ void __launch_bounds__(tile_threads) direct_tile_kernel(TileArgs<T> a
     else
       tile_pass<K, T, DM, NR, GRAD, TPT, false>(kf, tile, xi, acc, g, first, j0, a.self_offset);
     __syncthreads();
+  }
+
+  if constexpr (!GRAD && kdef::HasFastValue<K, T>) {
+#pragma unroll
+    for (int t = 0; t < TPT; ++t) {
+      bool finite = true;
+#pragma unroll
+      for (int r = 0; r < NR; ++r)
+        finite = finite && isfinite(acc[t][r]);
+      const std::int64_t i = first + t * tile_threads;
+      if (!finite && i < a.m)
+        checked_target_sum(kf, a, i, xi[t], acc[t]);
+    }
   }
 
   const int cpr = GRAD ? 1 + a.d : 1;

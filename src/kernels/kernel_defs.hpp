@@ -32,24 +32,23 @@ template <class T> struct Gaussian {
 
 template <class T> struct Multiquadric {
   static constexpr Kernel kind = Kernel::multiquadric;
+  static constexpr double p0 = 1; // p = 1 + q
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const {
-    const T a = T(1) + q;
-    return a * rsqrt(a);
-  }
-  KSUM_HD T value(T q, T &dk) const {
-    const T a = T(1) + q, y = rsqrt(a);
+  KSUM_HD T value(T p) const { return kmath::sqrt_pos(p); }
+  KSUM_HD T value(T p, T &dk) const {
+    const T y = rsqrt(p);
     dk = T(0.5) * y;
-    return a * y;
+    return p * y;
   }
 };
 
 template <class T> struct InverseMultiquadric {
   static constexpr Kernel kind = Kernel::inverse_multiquadric;
+  static constexpr double p0 = 1; // p = 1 + q
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const { return rsqrt(T(1) + q); }
-  KSUM_HD T value(T q, T &dk) const {
-    const T a = T(1) + q, y = rsqrt(a);
+  KSUM_HD T value(T p) const { return rsqrt(p); }
+  KSUM_HD T value(T p, T &dk) const {
+    const T y = rsqrt(p);
     dk = T(-0.5) * y * y * y;
     return y;
   }
@@ -57,10 +56,11 @@ template <class T> struct InverseMultiquadric {
 
 template <class T> struct InverseQuadratic {
   static constexpr Kernel kind = Kernel::inverse_quadratic;
+  static constexpr double p0 = 1; // p = 1 + q
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const { return T(1) / (T(1) + q); }
-  KSUM_HD T value(T q, T &dk) const {
-    const T v = T(1) / (T(1) + q);
+  KSUM_HD T value(T p) const { return T(1) / p; }
+  KSUM_HD T value(T p, T &dk) const {
+    const T v = T(1) / p;
     dk = -v * v;
     return v;
   }
@@ -213,6 +213,7 @@ template <class T> struct Laplace {
   static constexpr Kernel kind = Kernel::laplace;
   static constexpr double coord_scale(double eps) { return eps; }
   KSUM_HD T value(T q) const { return q > T(0) ? rsqrt(q) : T(0); }
+  KSUM_HD T value_fast(T q) const { return rsqrt(q); } // +inf at q = 0
   KSUM_HD T value(T q, T &dk) const {
     const T y = q > T(0) ? rsqrt(q) : T(0);
     dk = T(-0.5) * y * y * y;
@@ -226,10 +227,25 @@ template <class T> struct Log {
   static constexpr Kernel kind = Kernel::log;
   static constexpr double coord_scale(double eps) { return eps; }
   KSUM_HD T value(T q) const { return T(-0.5) * kmath::log_nonneg(q) * (q > T(0) ? T(1) : T(0)); }
+  KSUM_HD T value_fast(T q) const { return T(-0.5) * kmath::log(q); } // not finite at q = 0
   KSUM_HD T value(T q, T &dk) const {
     dk = q > T(0) ? T(-0.5) / q : T(0);
     return value(q);
   }
+};
+
+// The offset p0 of a functor (0 when it declares none).
+template <class K> constexpr double p_offset() {
+  if constexpr (requires { K::p0; })
+    return K::p0;
+  else
+    return 0.0;
+}
+
+// Whether a functor has the unchecked value_fast (see the top of this file).
+template <class K, class T>
+concept HasFastValue = requires(const K &k, T p) {
+  k.value_fast(p);
 };
 
 // Calls f(functor) for the runtime kernel kind: one switch, used by every backend.

@@ -49,7 +49,9 @@ template <class T> KSUM_HD T from_bits(typename Bits<T>::U u) {
 template <class T> KSUM_HD T rsqrt(T a) {
 #if defined(__CUDA_ARCH__)
   if constexpr (std::is_same_v<T, float>) {
-    return rsqrtf(a);
+    float y; // the SFU's approximation (2 ulp); ftz skips rsqrtf's denormal scaling instructions
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(a));
+    return y;
   } else {
     double y;
     asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(a));
@@ -73,18 +75,31 @@ template <class T> KSUM_HD T rsqrt(T a) {
 
 template <class T> KSUM_HD T sqrt(T a) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>)
-    return sqrtf(a);
-  else
+  if constexpr (std::is_same_v<T, float>) {
+    float y; // one SFU instruction instead of a correctly rounded sqrtf sequence
+    asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(a));
+    return y;
+  } else {
     return ::sqrt(a);
+  }
 #else
   return __builtin_sqrt(a); // one vsqrtpd/vsqrtps when built with -fno-math-errno
 #endif
 }
 
+// sqrt(a) for a > 0 normal, on the fast unit of each side: host a·rsqrt(a) (FMAs only, vectorises),
+// device single precision one SFU instruction, device double a·rsqrt(a).
+template <class T> KSUM_HD T sqrt_pos(T a) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, float>)
+    return kmath::sqrt(a);
+#endif
+  return a * kmath::rsqrt(a);
+}
+
 // 2^x for x <= 0; returns 0 when the result would be subnormal or underflow.
 // Split x = n + f with n integral and |f| <= 1/2, evaluate 2^f by a Chebyshev-fitted polynomial
-// (degree 11 in double: 1.2e-16 relative; degree 6 in float: 7.6e-8) and add n to the exponent
+// (degree 10 in double: 3.7e-16 relative; degree 6 in float: 7.6e-8) and add n to the exponent
 // bits.
 template <class T> KSUM_HD T exp2_nonpos(T x) {
 #if defined(__CUDA_ARCH__)
@@ -105,17 +120,16 @@ template <class T> KSUM_HD T exp2_nonpos(T x) {
   const T f = x - n;
   T p;
   if constexpr (std::is_same_v<T, double>) {
-    p = 4.4558179083360645e-10;
-    p = p * f + 7.074194297288521e-09;
-    p = p * f + 1.0178057087733941e-07;
-    p = p * f + 1.3215432535912375e-06;
-    p = p * f + 1.5252733841556773e-05;
-    p = p * f + 0.00015403530463724353;
-    p = p * f + 0.001333355814640647;
-    p = p * f + 0.009618129107587256;
-    p = p * f + 0.055504108664821625;
-    p = p * f + 0.24022650695910158;
-    p = p * f + 0.6931471805599453;
+    p = 7.072585949269223e-09;
+    p = p * f + 1.0208690299958306e-07;
+    p = p * f + 1.321544258792169e-06;
+    p = p * f + 1.5252657260200837e-05;
+    p = p * f + 0.0001540353044173605;
+    p = p * f + 0.0013333558230164974;
+    p = p * f + 0.009618129107606888;
+    p = p * f + 0.05550410866444772;
+    p = p * f + 0.24022650695910097;
+    p = p * f + 0.69314718055995;
     p = p * f + 1.0;
   } else {
     p = 0.00015461444854736328f;

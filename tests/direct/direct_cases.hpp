@@ -16,6 +16,7 @@ struct SumCase {
   bool gradient = false;
   std::int64_t device_memory = 0;
   bool duplicates = false; // every fourth source repeats the previous one
+  bool coincident = false; // separate targets that are a copy of the sources (m ignored)
 };
 
 inline double default_eps(Kernel k) {
@@ -39,8 +40,8 @@ template <class T> double run_case(const SumCase &c, Backend backend, std::uint6
     for (std::int64_t j = 1; j < c.n; j += 4)
       for (std::int64_t k = 0; k < c.d; ++k)
         src(j, k) = src(j - 1, k);
-  const bool self = c.m < 0;
-  auto tgt = self ? src : random_points(c.m, c.d, seed + 1);
+  const bool self = c.m < 0 && !c.coincident;
+  auto tgt = (self || c.coincident) ? src : random_points(c.m, c.d, seed + 1);
   auto w = random_points(c.n, c.nrhs, seed + 2, -1.0, 1.0);
   src = rounded<T>(src);
   tgt = rounded<T>(tgt);

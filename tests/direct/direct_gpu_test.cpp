@@ -142,5 +142,19 @@ TEST(GpuDirect, LargeSelfSumMatchesReferenceAtSamples) {
   EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
 }
 
+// Targets given separately that coincide with sources (and duplicated sources): singular kernels
+// define those pairs as 0. On the GPU this exercises the recomputation of non-finite fast sums.
+TEST(GpuDirect, CoincidentTargetsOfSingularKernels) {
+  KSUM_REQUIRE_GPU();
+  for (Kernel k : {Kernel::laplace, Kernel::log})
+    for (std::int64_t d : {2, 3, 5}) {
+      SumCase c{.kernel = k, .n = 700, .d = d, .duplicates = true, .coincident = true};
+      EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
+      EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>()) << kernel_info(k).name;
+      SumCase s{.kernel = k, .n = 700, .d = d, .duplicates = true};
+      EXPECT_LE(run_case<double>(s, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
+    }
+}
+
 } // namespace
 } // namespace ksum::test

@@ -21,6 +21,7 @@ template <int D, class K, class T>
 T sum_values(const K &kf, const T *xi, const T *const *y, const T *__restrict w, std::int64_t d,
              std::int64_t j0, std::int64_t j1) {
   T acc = 0;
+  constexpr double p0 = kdef::p_offset<K>();
   if constexpr (D > 0) {
     const T *__restrict y0 = y[0];
     const T *__restrict y1 = y[D > 1 ? 1 : 0];
@@ -30,6 +31,8 @@ T sum_values(const K &kf, const T *xi, const T *const *y, const T *__restrict w,
     for (std::int64_t j = j0; j < j1; ++j) {
       const T a = x0 - y0[j];
       T q = a * a;
+      if constexpr (p0 != 0)
+        q = T(p0) + a * a; // one FMA, like the plain square
       if constexpr (D > 1) {
         const T b = x1 - y1[j];
         q += b * b;
@@ -43,7 +46,7 @@ T sum_values(const K &kf, const T *xi, const T *const *y, const T *__restrict w,
   } else {
 #pragma omp simd reduction(+ : acc)
     for (std::int64_t j = j0; j < j1; ++j) {
-      T q = 0;
+      T q = T(p0);
       for (std::int64_t k = 0; k < d; ++k) {
         const T a = xi[k] - y[k][j];
         q += a * a;
@@ -64,7 +67,7 @@ void sum_general(const K &kf, const DirectProblem<T> &p, const T *xi, const T *c
     return;
 #pragma omp simd
   for (std::int64_t j = 0; j < len; ++j) {
-    T q = 0;
+    T q = T(kdef::p_offset<K>());
     for (std::int64_t k = 0; k < d; ++k) {
       const T a = xi[k] - y[k][j0 + j];
       q += a * a;
