@@ -22,7 +22,12 @@ rc=0
 {
   echo "# ksum device check ($sections)"
   echo
-  echo "- date: $(date -u +%F' '%T) UTC; commit: $(git rev-parse --short HEAD 2>/dev/null || echo n/a)$(git diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+  if git rev-parse --short HEAD >/dev/null 2>&1; then
+    commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + uncommitted changes')"
+  else
+    commit="${KSUM_COMMIT:-unknown (no git metadata in this copy; set KSUM_COMMIT)}"
+  fi
+  echo "- date: $(date -u +%F' '%T) UTC; commit: $commit"
   echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n1)"
   echo "- CPU: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 } > "$summary"
