@@ -49,7 +49,8 @@ if want tests; then
     echo "- GPU tests (ctest -L gpu): $gpu_line; skipped: $gpu_skipped"
     echo "- other tests (ctest -LE gpu): $(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -n1)"
     grep -E "\(Failed\)|\*\*\*Failed|Timeout" "$OUT/tests.log" | head -n 20
-    echo; echo '```'; $build/apps/ksum/ksum demo --n 200000 2>&1; echo '```'
+    echo; echo '```'; $build/apps/ksum/ksum info 2>&1 | head -n 8; echo
+    $build/apps/ksum/ksum demo --n 200000 2>&1; echo '```'
   } >> "$summary"
 fi
 

@@ -9,6 +9,7 @@
 #include <ksum/reference.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <fmt/format.h>
 #include <random>
 
@@ -40,6 +41,9 @@ void run_case(const DemoArgs &a, Kernel k, double eps, const Table<double> &pts,
   opt.kernel = k;
   opt.eps = eps;
   opt.backend = parse_backend(a.backend);
+  ProgressLine progress(
+      fmt::format("ksum demo: {} {}", kernel_info(k).name, sizeof(T) == 4 ? "f32" : "f64"));
+  opt.progress = progress.callback();
   DirectSum<T> plan(opt);
   plan.set_points(pts.cast<T>());
   const auto wq = q.cast<T>();
@@ -51,6 +55,7 @@ void run_case(const DemoArgs &a, Kernel k, double eps, const Table<double> &pts,
   fmt::print("  {:<14}{:>6}{:>7}{:>12.4f}{:>14.3g}{:>14.2e}\n", kernel_info(k).name,
              sizeof(T) == 4 ? "f32" : "f64", to_string(plan.backend()), 1e3 * secs, pairs / secs,
              rel_l2(ref, u, rows));
+  std::fflush(stdout); // one row at a time, also when stdout is a pipe
 }
 
 void run_demo(const DemoArgs &a) {

@@ -36,6 +36,12 @@ template <class T> struct DeviceArray {
           fmt::format("cudaMalloc of {} MiB", (n * sizeof(T)) >> 20).c_str());
     size = n;
   }
+  // Frees the array when it holds more than `n` elements (so a plan that streams does not keep
+  // what an earlier resident plan allocated on top of its own budget).
+  void shrink_to(std::int64_t n) {
+    if (size > n)
+      release();
+  }
   void release() {
     if (ptr) {
       cudaSetDevice(dev);
@@ -47,29 +53,32 @@ template <class T> struct DeviceArray {
   ~DeviceArray() { release(); }
 };
 
-// Copies rows [r0, r0 + rows) of `cols` columns between a column-major host array (leading
-// dimension host_ld) and a device array (leading dimension dev_ld).
+// Copies `rows` rows of `cols` columns between column-major arrays with leading dimensions dst_ld
+// and src_ld, one contiguous column at a time (cudaMemcpy2D's pitch is limited to 2^31 bytes,
+// which N > 2.7e8 doubles exceed).
 template <class T>
 void copy_block(T *dst, std::int64_t dst_ld, const T *src, std::int64_t src_ld, std::int64_t rows,
                 std::int64_t cols, cudaMemcpyKind kind, cudaStream_t s, int dev) {
-  if (rows == 0 || cols == 0)
-    return;
-  check(cudaMemcpy2DAsync(dst, dst_ld * sizeof(T), src, src_ld * sizeof(T), rows * sizeof(T), cols,
-                          kind, s),
-        dev, "cudaMemcpy2DAsync");
+  for (std::int64_t c = 0; c < cols && rows > 0; ++c)
+    check(cudaMemcpyAsync(dst + c * dst_ld, src + c * src_ld, rows * sizeof(T), kind, s), dev,
+          "cudaMemcpyAsync");
 }
 
 template <class T> class CudaDirectImpl final : public CudaDirect<T> {
 public:
   CudaDirectImpl(std::vector<int> ids, std::int64_t limit) : limit_(limit) {
     for (int id : ids) {
+      // Entries that share a GPU (devices = {0, 0}) share its memory budget.
+      const auto sharing = std::count(ids.begin(), ids.end(), id);
       auto d = std::make_unique<Device>();
       d->id = id;
       check(cudaSetDevice(id), id, "cudaSetDevice");
       check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), id, "cudaStreamCreate");
       std::size_t free_b = 0, total_b = 0;
       check(cudaMemGetInfo(&free_b, &total_b), id, "cudaMemGetInfo");
-      d->budget = limit > 0 ? limit : static_cast<std::int64_t>(0.9 * static_cast<double>(free_b));
+      d->budget =
+          (limit > 0 ? limit : static_cast<std::int64_t>(0.9 * static_cast<double>(free_b))) /
+          sharing;
       devs_.push_back(std::move(d));
     }
   }
@@ -94,7 +103,8 @@ public:
     }
     // Upload now what will stay resident, so execute() moves only weights and results.
     run_all([&](Device &d) {
-      plan_chunks(d, p, 1, 1);
+      d.resident_generation = -1;
+      plan_chunks(d, p, 1, p.cols_per_rhs());
       upload_resident(d, p);
     });
   }
@@ -102,6 +112,8 @@ public:
   void execute(const DirectProblem<T> &p, T *out, const Progress &progress) override {
     run_all(
         [&](Device &d) { run_device(d, p, out, &d == devs_.front().get() ? progress : nullptr); });
+    if (progress)
+      progress(1.0);
   }
 
 private:
@@ -185,6 +197,15 @@ private:
       return;
     plan_chunks(d, p, p.nrhs, ncols);
     const bool resident = single_chunk(d, p) && d.resident_generation == generation_;
+    if (!resident) {
+      // The chunks below overwrite the device arrays: they no longer hold the resident geometry,
+      // and what they held beyond this plan's chunk sizes is freed to stay within the budget.
+      d.resident_generation = -1;
+      d.src.shrink_to(d.schunk * p.d);
+      d.tgt.shrink_to(d.tchunk * p.d);
+    }
+    d.w.shrink_to(d.schunk * p.nrhs);
+    d.out.shrink_to(d.tchunk * ncols);
     d.src.reserve(d.schunk * p.d, d.id);
     d.w.reserve(d.schunk * p.nrhs, d.id);
     d.out.reserve(d.tchunk * ncols, d.id);

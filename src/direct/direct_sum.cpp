@@ -72,6 +72,9 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     return p;
   }
 
+  // Validates and prepares everything in locals and commits only when nothing has thrown, so a
+  // failed set_points leaves the plan as it was (or, if the GPU upload itself failed, unusable
+  // until the next set_points, never silently stale).
   void set(const Table<T> &sources, const Table<T> *targets) {
     if (sources.cols() < 1)
       throw Error(ErrorCode::invalid_argument,
@@ -83,32 +86,48 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     check_finite(sources, "sources");
     if (targets)
       check_finite(*targets, "targets");
-    self = targets == nullptr;
-    n = sources.rows();
-    d = sources.cols();
-    m = self ? n : targets->rows();
+    const std::int64_t dim = sources.cols();
+    Backend chosen = opt.backend;
+    if (chosen == Backend::automatic)
+      chosen = (!gpus().empty() && dim <= detail::gpu_max_dim) ? Backend::cuda : Backend::cpu;
+    if (chosen == Backend::cuda && dim > detail::gpu_max_dim)
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("the GPU direct sum handles dimension up to {}, got {}; use the "
+                              "cpu backend",
+                              detail::gpu_max_dim, dim));
     const T c = static_cast<T>(kdef::coord_scale(opt.kernel, opt.eps));
-    auto scaled = [c](const Table<T> &t) {
+    auto scaled = [c](const Table<T> &t, const char *what) {
       Table<T> s(t.rows(), t.cols());
-      for (std::int64_t k = 0; k < t.rows() * t.cols(); ++k)
+      for (std::int64_t k = 0; k < t.rows() * t.cols(); ++k) {
         s.data()[k] = c * t.data()[k];
+        if (!std::isfinite(s.data()[k]))
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("{}: eps = {} times the coordinate {} at row {} overflows the {} "
+                                  "range",
+                                  what, static_cast<double>(c), static_cast<double>(t.data()[k]),
+                                  k % t.rows(), sizeof(T) == 4 ? "float32" : "float64"));
+      }
       return s;
     };
-    src = scaled(sources);
-    tgt = self ? Table<T>() : scaled(*targets);
+    Table<T> new_src = scaled(sources, "sources");
+    Table<T> new_tgt = targets ? scaled(*targets, "targets") : Table<T>();
+    if (chosen == Backend::cuda && !cuda)
+      cuda = detail::make_cuda_direct<T>(opt.devices, opt.device_memory_limit);
 
-    backend = opt.backend;
-    if (backend == Backend::automatic)
-      backend = (!gpus().empty() && d <= detail::gpu_max_dim) ? Backend::cuda : Backend::cpu;
+    self = targets == nullptr;
+    n = sources.rows();
+    d = dim;
+    m = self ? n : targets->rows();
+    src = std::move(new_src);
+    tgt = std::move(new_tgt);
+    backend = chosen;
     if (backend == Backend::cuda) {
-      if (d > detail::gpu_max_dim)
-        throw Error(ErrorCode::unsupported,
-                    fmt::format("the GPU direct sum handles dimension up to {}, got {}; use the "
-                                "cpu backend",
-                                detail::gpu_max_dim, d));
-      if (!cuda)
-        cuda = detail::make_cuda_direct<T>(opt.devices, opt.device_memory_limit);
-      cuda->set_geometry(problem(nullptr, 0));
+      try {
+        cuda->set_geometry(problem(nullptr, 0));
+      } catch (...) {
+        d = 0; // execute() now asks for set_points instead of using half-uploaded geometry
+        throw;
+      }
     }
   }
 };

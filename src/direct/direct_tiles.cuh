@@ -116,7 +116,9 @@ __global__ void __launch_bounds__(tile_threads) direct_tile_kernel(TileArgs<T> a
   }
 
   for (std::int64_t j0 = 0; j0 < a.n; j0 += tile_threads) {
-    // Padding sources sit at the origin with weight 0: they add exactly 0 (K is finite there).
+    // Padding sources sit at the origin with weight 0: they add exactly 0, except through
+    // value_fast for a target at the origin, whose non-finite sum is then recomputed
+    // (checked_target_sum).
     const std::int64_t j = j0 + tid;
     PackedSource<T, DM, NR> s;
 #pragma unroll
@@ -185,8 +187,11 @@ void launch_variant(const TileArgs<T> &a, cudaStream_t stream) {
       <<<static_cast<unsigned>(blocks), tile_threads, 0, stream>>>(a);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    throw Error(ErrorCode::device,
-                std::string("direct GPU sum: kernel launch failed: ") + cudaGetErrorString(e));
+    throw Error(
+        ErrorCode::device,
+        std::string("direct GPU sum: CUDA error at kernel launch (it may come from an earlier "
+                    "asynchronous failure): ") +
+            cudaGetErrorString(e));
 }
 
 // Variants: the fast path (d <= 3, one rhs, no gradient: 2 targets per thread), d <= 3 with the

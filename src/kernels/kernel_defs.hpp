@@ -73,7 +73,7 @@ template <class T> struct Matern0 {
   KSUM_HD T value(T q) const { return exp_nonpos(-sqrt(q)); }
   KSUM_HD T value(T q, T &dk) const {
     const T s = sqrt(q), e = exp_nonpos(-s);
-    dk = q > T(0) ? T(-0.5) * e / s : T(0); // the cusp at 0: gradient defined as 0
+    dk = q >= kmath::min_normal<T>() ? T(-0.5) * e / s : T(0); // the cusp at 0: gradient 0
     return e;
   }
 };
@@ -170,7 +170,7 @@ template <class T> struct Tps {
   KSUM_HD T value(T q) const { return T(0.5) * q * kmath::log_nonneg(q); }
   KSUM_HD T value(T q, T &dk) const {
     const T l = kmath::log_nonneg(q);
-    dk = q > T(0) ? T(0.5) * (l + T(1)) : T(0);
+    dk = q >= kmath::min_normal<T>() ? T(0.5) * (l + T(1)) : T(0);
     return T(0.5) * q * l;
   }
 };
@@ -192,7 +192,7 @@ template <class T> struct Linear {
   KSUM_HD T value(T q) const { return sqrt(q); }
   KSUM_HD T value(T q, T &dk) const {
     const T s = sqrt(q);
-    dk = q > T(0) ? T(0.5) / s : T(0);
+    dk = q >= kmath::min_normal<T>() ? T(0.5) / s : T(0);
     return s;
   }
 };
@@ -212,10 +212,10 @@ template <class T> struct Quintic {
 template <class T> struct Laplace {
   static constexpr Kernel kind = Kernel::laplace;
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const { return q > T(0) ? rsqrt(q) : T(0); }
+  KSUM_HD T value(T q) const { return q >= kmath::min_normal<T>() ? rsqrt(q) : T(0); }
   KSUM_HD T value_fast(T q) const { return rsqrt(q); } // +inf at q = 0
   KSUM_HD T value(T q, T &dk) const {
-    const T y = q > T(0) ? rsqrt(q) : T(0);
+    const T y = q >= kmath::min_normal<T>() ? rsqrt(q) : T(0);
     dk = T(-0.5) * y * y * y;
     return y;
   }
@@ -226,10 +226,12 @@ template <class T> struct Laplace {
 template <class T> struct Log {
   static constexpr Kernel kind = Kernel::log;
   static constexpr double coord_scale(double eps) { return eps; }
-  KSUM_HD T value(T q) const { return T(-0.5) * kmath::log_nonneg(q) * (q > T(0) ? T(1) : T(0)); }
+  KSUM_HD T value(T q) const {
+    return T(-0.5) * kmath::log_nonneg(q) * (q >= kmath::min_normal<T>() ? T(1) : T(0));
+  }
   KSUM_HD T value_fast(T q) const { return T(-0.5) * kmath::log(q); } // not finite at q = 0
   KSUM_HD T value(T q, T &dk) const {
-    dk = q > T(0) ? T(-0.5) / q : T(0);
+    dk = q >= kmath::min_normal<T>() ? T(-0.5) / q : T(0);
     return value(q);
   }
 };
@@ -242,7 +244,7 @@ template <class K> constexpr double p_offset() {
     return 0.0;
 }
 
-// Whether a functor has the unchecked value_fast (see the top of this file).
+// Whether a functor has the unchecked value_fast (described at the top of this file).
 template <class K, class T>
 concept HasFastValue = requires(const K &k, T p) {
   k.value_fast(p);

@@ -44,6 +44,12 @@ template <class T> KSUM_HD T from_bits(typename Bits<T>::U u) {
 #endif
 }
 
+// The smallest normal number. Squared distances below it count as coincident points: the device's
+// ftz instructions flush them to 0 and the host's bit-level seeds are not valid there.
+template <class T> constexpr T min_normal() {
+  return std::is_same_v<T, float> ? T(1.17549435e-38f) : T(2.2250738585072014e-308);
+}
+
 // 1/sqrt(a) for a > 0 (a normal). Host: bit-level seed (3.4 % error) refined by Newton steps, each
 // squaring the error, so that the loop vectorises with FMAs only; device: the SFU's approximation.
 template <class T> KSUM_HD T rsqrt(T a) {
@@ -195,11 +201,11 @@ template <class T> KSUM_HD T log(T x) {
 }
 
 // log(x) for x >= 0 that stays finite at 0: log(x + smallest normal). The shift changes no x above
-// 2^-969 (and below that the kernels multiply the log by x or select it away); written as an add,
-// because any select or max feeding the bit-level log stops GCC 12 from vectorising the loop.
+// 2^-969 (float: 2^-102); the kernels use it only where x below that is a coincident pair (tps
+// multiplies the log by x, log multiplies it by 0). Written as an add because any select or max
+// feeding the bit-level log stops GCC 12 from vectorising the loop.
 template <class T> KSUM_HD T log_nonneg(T x) {
-  constexpr T tiny = std::is_same_v<T, float> ? T(1.17549435e-38f) : T(2.2250738585072014e-308);
-  return kmath::log(x + tiny);
+  return kmath::log(x + min_normal<T>());
 }
 
 } // namespace ksum::kmath

@@ -15,8 +15,9 @@ struct SumCase {
   std::int64_t n = 500, m = -1, d = 3, nrhs = 1; // m = −1: targets are the sources
   bool gradient = false;
   std::int64_t device_memory = 0;
-  bool duplicates = false; // every fourth source repeats the previous one
-  bool coincident = false; // separate targets that are a copy of the sources (m ignored)
+  bool duplicates = false;    // every fourth source repeats the previous one
+  bool coincident = false;    // separate targets that are a copy of the sources (m ignored)
+  std::vector<int> devices{}; // GPUs to split the targets over (empty: all)
 };
 
 inline double default_eps(Kernel k) {
@@ -53,6 +54,7 @@ template <class T> double run_case(const SumCase &c, Backend backend, std::uint6
   opt.gradient = c.gradient;
   opt.backend = backend;
   opt.device_memory_limit = c.device_memory;
+  opt.devices = c.devices;
   DirectSum<T> plan(opt);
   if (self)
     plan.set_points(src.cast<T>());

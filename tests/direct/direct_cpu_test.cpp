@@ -164,6 +164,32 @@ TEST(DirectContract, AutoPicksCpuWithoutGpu) {
   EXPECT_EQ(plan.backend(), Backend::cpu);
 }
 
+TEST(DirectContract, FailedSetPointsLeavesThePlanAsItWas) {
+  DirectSum<double> plan({.kernel = Kernel::gaussian, .backend = Backend::cpu});
+  const auto a = random_points(50, 3, 1);
+  const auto w = random_points(50, 1, 2);
+  plan.set_points(a);
+  const auto before = plan.execute(w);
+  auto bad = random_points(80, 3, 3);
+  bad(10, 1) = NAN;
+  expect_error([&] { plan.set_points(bad); }, ErrorCode::non_finite, "row 10");
+  EXPECT_EQ(plan.num_sources(), 50);
+  const auto after = plan.execute(w);
+  for (std::int64_t i = 0; i < 50; ++i)
+    EXPECT_EQ(before(i, 0), after(i, 0));
+  DirectSum<double> never({.backend = Backend::cuda});
+  expect_error([&] { never.set_points(random_points(5, 9, 1)); }, ErrorCode::unsupported, "9");
+  expect_error([&] { never.execute(Table<double>(5, 1)); }, ErrorCode::invalid_argument,
+               "set_points first");
+}
+
+TEST(DirectContract, ShapeParameterThatOverflowsTheCoordinates) {
+  DirectSum<float> plan({.kernel = Kernel::gaussian, .eps = 1e30, .backend = Backend::cpu});
+  Table<float> p(2, 1);
+  p(1, 0) = 1e10f;
+  expect_error([&] { plan.set_points(p); }, ErrorCode::invalid_argument, "overflows the float32");
+}
+
 TEST(DirectContract, OverflowIsReportedNotReturned) {
   DirectSum<float> plan({.kernel = Kernel::quintic, .backend = Backend::cpu});
   Table<float> p(2, 1);

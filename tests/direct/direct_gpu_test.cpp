@@ -123,6 +123,45 @@ TEST(GpuDirect, AutoPicksTheGpuAndLargeDimensionFallsBackToCpu) {
   }
 }
 
+// Targets split over several workers, each with its own host thread, stream and buffers. With one
+// GPU the three workers share GPU 0 (the same code path); with more, the first two GPUs are used.
+TEST(GpuDirect, SplitsTargetsOverSeveralDevices) {
+  KSUM_REQUIRE_GPU();
+  const std::vector<int> devs =
+      gpus().size() >= 2 ? std::vector<int>{0, 1} : std::vector<int>{0, 0, 0};
+  for (std::int64_t limit : {std::int64_t(0), std::int64_t(20) << 10}) {
+    SumCase self{
+        .kernel = Kernel::gaussian, .eps = 2.0, .n = 3001, .device_memory = limit, .devices = devs};
+    EXPECT_LE(run_case<double>(self, Backend::cuda), tolerance<double>()) << "limit " << limit;
+    SumCase sep{.kernel = Kernel::laplace,
+                .n = 1200,
+                .m = 2501,
+                .d = 3,
+                .nrhs = 5,
+                .gradient = true,
+                .device_memory = limit,
+                .devices = devs};
+    EXPECT_LE(run_case<double>(sep, Backend::cuda), tolerance<double>()) << "limit " << limit;
+    EXPECT_LE(run_case<float>(sep, Backend::cuda), tolerance<float>()) << "limit " << limit;
+  }
+}
+
+// A plan whose points are resident for one right-hand side must not reuse them after an execute
+// with more right-hand sides had to stream chunks through the same device arrays.
+TEST(GpuDirect, ResidentGeometrySurvivesAStreamingExecute) {
+  KSUM_REQUIRE_GPU();
+  const auto p = random_points(2000, 3, 31);
+  const auto w1 = random_points(2000, 1, 32, -1, 1), w4 = random_points(2000, 4, 33, -1, 1);
+  // 1 rhs needs 2000 * (3 + 1) * 8 * 2 = 128 KB: resident; 4 rhs need 224 KB: streamed.
+  DirectSum<double> plan(
+      {.kernel = Kernel::multiquadric, .backend = Backend::cuda, .device_memory_limit = 160 << 10});
+  plan.set_points(p);
+  for (const auto *w : {&w1, &w4, &w1, &w4}) {
+    const auto u = plan.execute(*w);
+    EXPECT_LE(sum_error(Kernel::multiquadric, 1.0, p, p, *w, false, true, u), tolerance<double>());
+  }
+}
+
 TEST(GpuDirect, BadDeviceIdIsAnError) {
   KSUM_REQUIRE_GPU();
   DirectSum<double> plan({.backend = Backend::cuda, .devices = {99}});

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <omp.h>
 #include <vector>
 
@@ -112,42 +113,59 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
   const std::int64_t nblocks = (m + target_block - 1) / target_block;
   std::atomic<std::int64_t> done{0};
   const int nthreads = threads > 0 ? threads : omp_get_max_threads();
+  // An exception must not leave an OpenMP region (that terminates): the first is kept, the other
+  // threads skip their remaining blocks, and it is rethrown after the region.
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
 
 #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<T> xi(static_cast<std::size_t>(d)), acc(static_cast<std::size_t>(ncols));
+    std::vector<T> xi(static_cast<std::size_t>(d));
     std::vector<T> kv(source_chunk), dk(source_chunk);
     std::vector<T> block_acc(static_cast<std::size_t>(target_block * ncols));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t b = 0; b < nblocks; ++b) {
-      const std::int64_t i0 = b * target_block, i1 = std::min(m, i0 + target_block);
-      std::fill(block_acc.begin(), block_acc.end(), T(0));
-      for (std::int64_t j0 = 0; j0 < n; j0 += source_chunk) {
-        const std::int64_t j1 = std::min(n, j0 + source_chunk);
-        for (std::int64_t i = i0; i < i1; ++i) {
-          for (std::int64_t k = 0; k < d; ++k)
-            xi[k] = p.tgt[k * m + i];
-          // With targets = sources, skip j = i by summing the two ranges around it.
-          const bool split = p.self && i >= j0 && i < j1;
-          const std::int64_t a1 = split ? i : j1, a2 = split ? i + 1 : j1;
-          T *accb = block_acc.data() + (i - i0) * ncols;
-          if (fused) {
-            accb[0] += sum_values<D>(kf, xi.data(), ycols.data(), p.w, d, j0, a1) +
-                       sum_values<D>(kf, xi.data(), ycols.data(), p.w, d, a2, j1);
-          } else {
-            sum_general(kf, p, xi.data(), ycols.data(), j0, a1, kv.data(), dk.data(), accb);
-            sum_general(kf, p, xi.data(), ycols.data(), a2, j1, kv.data(), dk.data(), accb);
+      if (failed.load(std::memory_order_relaxed))
+        continue;
+      try {
+        const std::int64_t i0 = b * target_block, i1 = std::min(m, i0 + target_block);
+        std::fill(block_acc.begin(), block_acc.end(), T(0));
+        for (std::int64_t j0 = 0; j0 < n; j0 += source_chunk) {
+          const std::int64_t j1 = std::min(n, j0 + source_chunk);
+          for (std::int64_t i = i0; i < i1; ++i) {
+            for (std::int64_t k = 0; k < d; ++k)
+              xi[k] = p.tgt[k * m + i];
+            // With targets = sources, skip j = i by summing the two ranges around it.
+            const bool split = p.self && i >= j0 && i < j1;
+            const std::int64_t a1 = split ? i : j1, a2 = split ? i + 1 : j1;
+            T *accb = block_acc.data() + (i - i0) * ncols;
+            if (fused) {
+              accb[0] += sum_values<D>(kf, xi.data(), ycols.data(), p.w, d, j0, a1) +
+                         sum_values<D>(kf, xi.data(), ycols.data(), p.w, d, a2, j1);
+            } else {
+              sum_general(kf, p, xi.data(), ycols.data(), j0, a1, kv.data(), dk.data(), accb);
+              sum_general(kf, p, xi.data(), ycols.data(), a2, j1, kv.data(), dk.data(), accb);
+            }
           }
         }
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (std::int64_t c = 0; c < ncols; ++c)
+            out[c * m + i] = block_acc[(i - i0) * ncols + c];
+        const std::int64_t finished = ++done;
+        if (progress && omp_get_thread_num() == 0)
+          progress(static_cast<double>(finished) / static_cast<double>(nblocks));
+      } catch (...) {
+#pragma omp critical(ksum_cpu_direct_error)
+        if (!error)
+          error = std::current_exception();
+        failed = true;
       }
-      for (std::int64_t i = i0; i < i1; ++i)
-        for (std::int64_t c = 0; c < ncols; ++c)
-          out[c * m + i] = block_acc[(i - i0) * ncols + c];
-      const std::int64_t finished = ++done;
-      if (progress && omp_get_thread_num() == 0)
-        progress(static_cast<double>(finished) / static_cast<double>(nblocks));
     }
   }
+  if (error)
+    std::rethrow_exception(error);
+  if (progress)
+    progress(1.0);
 }
 
 } // namespace
