@@ -2,7 +2,7 @@
 # The GPU check, for the lent GPU machine: configure with CUDA for sm_90, build, then the sections
 # named in KSUM_CHECK (comma-separated; default all):
 #   tests  ctest -L gpu and the rest of the suite, and `ksum demo`
-#   gpu    GPU direct-sum benchmark (N = 2^20) and seed 000's brute-force table
+#   gpu    GPU direct-sum benchmark (N = 2^20), seed 000's brute-force table, KeOps / PyTorch peers
 #   cpu    CPU benchmark: every kernel per core vs the plain loop; 3 kernels on all cores
 #   cli    end-to-end `ksum sum` time and memory, N = 1e5 and 1e6, CPU and GPU
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
@@ -56,6 +56,16 @@ fi
 
 if want gpu; then
   $build/bench/direct_bench --gpu --seed000 --json "$OUT/bench_gpu.json" >> "$summary" 2>&1 || rc=1
+  # Peers in the same run: KeOps when its wheels were carried in .whl/ (README: device tool), and
+  # PyTorch's dense blocks. A peer that cannot run is reported in peers_gpu.log, not fatal.
+  if ls .whl/pykeops-*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-peers .whl/*.whl \
+      && export PYTHONPATH=/tmp/ksum-peers${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  echo >> "$summary"
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/peers/gpu_direct_peers.py \
+    --ksum-json "$OUT/bench_gpu.json" --out "$OUT/peers_gpu.md" > "$OUT/peers_gpu.log" 2>&1
+  cat "$OUT/peers_gpu.md" >> "$summary" 2>/dev/null || echo "GPU peers failed (peers_gpu.log)" >> "$summary"
 fi
 
 if want cpu; then
