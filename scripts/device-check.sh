@@ -62,10 +62,15 @@ if want gpu; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-peers .whl/*.whl \
       && export PYTHONPATH=/tmp/ksum-peers${PYTHONPATH:+:$PYTHONPATH}
   fi
-  echo >> "$summary"
-  PYTHONUNBUFFERED=1 timeout 300 python3 bench/peers/gpu_direct_peers.py \
-    --ksum-json "$OUT/bench_gpu.json" --out "$OUT/peers_gpu.md" > "$OUT/peers_gpu.log" 2>&1
-  cat "$OUT/peers_gpu.md" >> "$summary" 2>/dev/null || echo "GPU peers failed (peers_gpu.log)" >> "$summary"
+  for peer in torch keops; do # one process each: a crash of one peer does not hide the other
+    echo >> "$summary"
+    CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1 timeout 240 \
+      python3 -X faulthandler bench/peers/gpu_direct_peers.py --peers $peer \
+      --ksum-json "$OUT/bench_gpu.json" --out "$OUT/peers_$peer.md" > "$OUT/peers_$peer.log" 2>&1
+    peer_rc=$?
+    cat "$OUT/peers_$peer.md" >> "$summary" 2>/dev/null ||
+      echo "GPU peer $peer did not run (exit $peer_rc): $(tail -n 3 "$OUT/peers_$peer.log" | tr '\n' ' ')" >> "$summary"
+  done
 fi
 
 if want cpu; then

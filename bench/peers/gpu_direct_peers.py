@@ -59,25 +59,27 @@ def main():
     ap.add_argument("--n", type=int, default=1 << 20)
     ap.add_argument("--torch-n", type=int, default=1 << 18, help="smaller N for the slow dense peer")
     ap.add_argument("--ksum-json", help="bench_gpu.json of direct_bench from the same run")
+    ap.add_argument("--peers", nargs="+", default=["keops", "torch"], choices=["keops", "torch"])
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     ksum = {}
     if a.ksum_json:
         for r in json.load(open(a.ksum_json)).get("gpu", []):
             ksum[(r["kernel"], r["precision"])] = r["pairs_per_second"]
-    try:
-        import pykeops  # noqa: F401
-        have_keops = True
-    except Exception as e:  # a missing or broken install is reported, not fatal
-        print(f"KeOps unavailable: {e}")
-        have_keops = False
+    have_keops = "keops" in a.peers
+    if have_keops:
+        try:
+            import pykeops  # noqa: F401
+        except Exception as e:  # a missing or broken install is reported, not fatal
+            print(f"KeOps unavailable: {e}")
+            have_keops = False
     rows = []
     for kernel in ["laplace", "gaussian", "multiquadric"]:
         eps = 1.0 if kernel == "laplace" else 2.0
         for prec, dtype in [(32, torch.float32), (64, torch.float64)]:
             g = torch.Generator(device="cuda").manual_seed(1)
             for peer, n in [("keops", a.n), ("torch", a.torch_n)]:
-                if peer == "keops" and not have_keops:
+                if peer not in a.peers or (peer == "keops" and not have_keops):
                     continue
                 x = torch.rand(n, 3, device="cuda", dtype=dtype, generator=g)
                 w = torch.rand(n, 1, device="cuda", dtype=dtype, generator=g) * 2 - 1
@@ -93,7 +95,7 @@ def main():
                 rows.append((kernel, prec, peer, n, t, rate, ours / rate if ours else None))
                 print(rows[-1], flush=True)
     with open(a.out, "w") as f:
-        f.write(f"GPU peers, {torch.cuda.get_device_name(0)} (uniform cube, 3D; ksum rates from "
+        f.write(f"GPU peers ({', '.join(a.peers)}), {torch.cuda.get_device_name(0)} (uniform cube, 3D; ksum rates from "
                 "direct_bench at N = 2^20 in the same run)\n\n"
                 "| kernel | precision | peer | N | time [s] | peer pairs/s | ksum / peer |\n"
                 "|---|---|---|---|---|---|---|\n")
