@@ -102,43 +102,33 @@ TEST_F(Cli, RefusesToOverwriteWithoutForce) {
   EXPECT_NE(over.output.find("overwrite an input"), std::string::npos) << over.output;
 }
 
+// Runs ksum with `args` and expects exit code `code` and `needle` in its output.
+void expect_failure(const std::string &args, int code, const std::string &needle) {
+  const auto r = ksum(args);
+  EXPECT_EQ(r.code, code) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+}
+
 TEST_F(Cli, BadInputsGiveOneClearLineAndNonZeroExit) {
   write("p.csv", "x,y\n0,0\n1,nan\n");
   write("ragged.csv", "0,0\n1\n");
   write("w.csv", "1\n2\n");
   write("w3.csv", "1\n2\n3\n");
-  auto r = ksum("sum --kernel laplace --sources " + path("p.csv") + " --weights " + path("w.csv") +
-                " -o " + path("o.csv"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("p.csv:3:2"), std::string::npos) << r.output;
-  r = ksum("sum --kernel laplace --sources " + path("ragged.csv") + " --weights " + path("w.csv") +
-           " -o " + path("o.csv"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("ragged.csv:2"), std::string::npos) << r.output;
   write("good.csv", "0,0\n1,1\n");
-  r = ksum("sum --kernel laplace --sources " + path("good.csv") + " --weights " + path("w3.csv") +
-           " -o " + path("o.csv"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("one weight row per source"), std::string::npos) << r.output;
-  r = ksum("sum --kernel gausian --sources " + path("good.csv") + " --weights " + path("w.csv") +
-           " -o " + path("o.csv"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("unknown kernel 'gausian'"), std::string::npos) << r.output;
-  r = ksum("sum --kernel laplace --sources " + path("missing.csv") + " --weights " + path("w.csv") +
-           " -o " + path("o.csv"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("missing.csv"), std::string::npos) << r.output;
-  r = ksum("sum --kernel laplace --sources " + path("good.csv") + " --weights " + path("w.csv") +
-           " -o " + path("o.dat"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find(".dat"), std::string::npos) << r.output;
-  r = ksum("sum --sources " + path("good.csv")); // missing required options
+  const std::string out = " -o " + path("o.csv");
+  auto sum = [&](const std::string &kernel, const std::string &src, const std::string &w) {
+    return "sum --kernel " + kernel + " --sources " + path(src) + " --weights " + path(w);
+  };
+  expect_failure(sum("laplace", "p.csv", "w.csv") + out, 1, "p.csv:3:2");
+  expect_failure(sum("laplace", "ragged.csv", "w.csv") + out, 1, "ragged.csv:2");
+  expect_failure(sum("laplace", "good.csv", "w3.csv") + out, 1, "one weight row per source");
+  expect_failure(sum("gausian", "good.csv", "w.csv") + out, 1, "unknown kernel 'gausian'");
+  expect_failure(sum("laplace", "missing.csv", "w.csv") + out, 1, "missing.csv");
+  expect_failure(sum("laplace", "good.csv", "w.csv") + " -o " + path("o.dat"), 1, ".dat");
+  expect_failure(sum("laplace --eps -3", "good.csv", "w.csv") + out, 1, "eps");
+  const auto r = ksum("sum --sources " + path("good.csv")); // missing required options
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.output.find("--kernel"), std::string::npos) << r.output;
-  r = ksum("sum --kernel laplace --eps -3 --sources " + path("good.csv") + " --weights " +
-           path("w.csv") + " -o " + path("o.csv"));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("eps"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "o.csv")); // nothing half-written after a failure
 }
 

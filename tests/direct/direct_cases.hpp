@@ -85,4 +85,51 @@ inline std::string kernel_test_name(Kernel k) {
   return s;
 }
 
+// Test bodies both backends run (direct_cpu_test.cpp, direct_gpu_test.cpp).
+
+// Every kernel, targets = sources in 3D, both precisions.
+inline void expect_self_sum_3d(Kernel k, Backend b) {
+  SumCase c{.kernel = k, .eps = default_eps(k), .n = 1100};
+  EXPECT_LE(run_case<double>(c, b), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, b), tolerance<float>());
+}
+
+// Separate targets in 2D, three right-hand sides, with the gradient.
+inline void expect_targets_gradient_rhs_2d(Kernel k, Backend b) {
+  SumCase c{
+      .kernel = k, .eps = default_eps(k), .n = 600, .m = 333, .d = 2, .nrhs = 3, .gradient = true};
+  EXPECT_LE(run_case<double>(c, b), tolerance<double>());
+  EXPECT_LE(run_case<float>(c, b), tolerance<float>());
+}
+
+// Dimension d with `nrhs` right-hand sides and the gradient, and the plain self sum.
+inline void expect_dimension(std::int64_t d, std::int64_t nrhs, Backend b) {
+  for (Kernel k : {Kernel::gaussian, Kernel::multiquadric, Kernel::laplace, Kernel::matern2}) {
+    SumCase c{.kernel = k,
+              .eps = default_eps(k),
+              .n = 300,
+              .m = 170,
+              .d = d,
+              .nrhs = nrhs,
+              .gradient = true};
+    EXPECT_LE(run_case<double>(c, b), tolerance<double>()) << kernel_info(k).name;
+    EXPECT_LE(run_case<float>(c, b), tolerance<float>()) << kernel_info(k).name;
+    SumCase s{.kernel = k, .eps = default_eps(k), .n = 257, .d = d};
+    EXPECT_LE(run_case<double>(s, b), tolerance<double>()) << kernel_info(k).name;
+  }
+}
+
+// Targets given separately that coincide with sources (and duplicated sources): singular kernels
+// define those pairs as 0. On the GPU this exercises the recomputation of non-finite fast sums.
+inline void expect_coincident_singular(Backend b) {
+  for (Kernel k : {Kernel::laplace, Kernel::log})
+    for (std::int64_t d : {2, 3, 5}) {
+      SumCase c{.kernel = k, .n = 700, .d = d, .duplicates = true, .coincident = true};
+      EXPECT_LE(run_case<double>(c, b), tolerance<double>()) << kernel_info(k).name;
+      EXPECT_LE(run_case<float>(c, b), tolerance<float>()) << kernel_info(k).name;
+      SumCase s{.kernel = k, .n = 700, .d = d, .duplicates = true};
+      EXPECT_LE(run_case<double>(s, b), tolerance<double>()) << kernel_info(k).name;
+    }
+}
+
 } // namespace ksum::test

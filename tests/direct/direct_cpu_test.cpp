@@ -11,21 +11,11 @@ namespace {
 class CpuKernels : public ::testing::TestWithParam<Kernel> {};
 
 TEST_P(CpuKernels, SelfSum3DBothPrecisions) {
-  SumCase c{.kernel = GetParam(), .eps = default_eps(GetParam()), .n = 1100};
-  EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>());
-  EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>());
+  expect_self_sum_3d(GetParam(), Backend::cpu);
 }
 
 TEST_P(CpuKernels, TargetsGradientAndSeveralRhs2D) {
-  SumCase c{.kernel = GetParam(),
-            .eps = default_eps(GetParam()),
-            .n = 600,
-            .m = 333,
-            .d = 2,
-            .nrhs = 3,
-            .gradient = true};
-  EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>());
-  EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>());
+  expect_targets_gradient_rhs_2d(GetParam(), Backend::cpu);
 }
 
 TEST_P(CpuKernels, DuplicatePointsSelfSum) {
@@ -43,19 +33,7 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, CpuKernels, ::testing::ValuesIn(every_kerne
 class CpuDims : public ::testing::TestWithParam<int> {};
 
 TEST_P(CpuDims, AnyDimensionWithGradient) {
-  for (Kernel k : {Kernel::gaussian, Kernel::multiquadric, Kernel::laplace, Kernel::matern2}) {
-    SumCase c{.kernel = k,
-              .eps = default_eps(k),
-              .n = 300,
-              .m = 170,
-              .d = GetParam(),
-              .nrhs = 2,
-              .gradient = true};
-    EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>()) << kernel_info(k).name;
-    EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>()) << kernel_info(k).name;
-    SumCase s{.kernel = k, .eps = default_eps(k), .n = 257, .d = GetParam()};
-    EXPECT_LE(run_case<double>(s, Backend::cpu), tolerance<double>()) << kernel_info(k).name;
-  }
+  expect_dimension(GetParam(), 2, Backend::cpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(OneToSix, CpuDims, ::testing::Range(1, 7));
@@ -200,17 +178,8 @@ TEST(DirectContract, OverflowIsReportedNotReturned) {
                "overflowed the float32 range");
 }
 
-// Targets given separately that coincide with sources (and duplicated sources): singular kernels
-// define those pairs as 0. On the GPU this exercises the recomputation of non-finite fast sums.
 TEST(CpuDirect, CoincidentTargetsOfSingularKernels) {
-  for (Kernel k : {Kernel::laplace, Kernel::log})
-    for (std::int64_t d : {2, 3, 5}) {
-      SumCase c{.kernel = k, .n = 700, .d = d, .duplicates = true, .coincident = true};
-      EXPECT_LE(run_case<double>(c, Backend::cpu), tolerance<double>()) << kernel_info(k).name;
-      EXPECT_LE(run_case<float>(c, Backend::cpu), tolerance<float>()) << kernel_info(k).name;
-      SumCase s{.kernel = k, .n = 700, .d = d, .duplicates = true};
-      EXPECT_LE(run_case<double>(s, Backend::cpu), tolerance<double>()) << kernel_info(k).name;
-    }
+  expect_coincident_singular(Backend::cpu);
 }
 
 } // namespace

@@ -17,22 +17,12 @@ class GpuKernels : public ::testing::TestWithParam<Kernel> {};
 
 TEST_P(GpuKernels, SelfSum3DBothPrecisions) {
   KSUM_REQUIRE_GPU();
-  SumCase c{.kernel = GetParam(), .eps = default_eps(GetParam()), .n = 1100};
-  EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>());
-  EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
+  expect_self_sum_3d(GetParam(), Backend::cuda);
 }
 
 TEST_P(GpuKernels, TargetsGradientAndSeveralRhs2D) {
   KSUM_REQUIRE_GPU();
-  SumCase c{.kernel = GetParam(),
-            .eps = default_eps(GetParam()),
-            .n = 600,
-            .m = 333,
-            .d = 2,
-            .nrhs = 3,
-            .gradient = true};
-  EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>());
-  EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
+  expect_targets_gradient_rhs_2d(GetParam(), Backend::cuda);
 }
 
 TEST_P(GpuKernels, GradientSingleRhs3DWithDuplicates) {
@@ -71,19 +61,7 @@ class GpuDims : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuDims, AnyDimensionWithGradient) {
   KSUM_REQUIRE_GPU();
-  for (Kernel k : {Kernel::gaussian, Kernel::multiquadric, Kernel::laplace, Kernel::matern2}) {
-    SumCase c{.kernel = k,
-              .eps = default_eps(k),
-              .n = 300,
-              .m = 170,
-              .d = GetParam(),
-              .nrhs = 5,
-              .gradient = true};
-    EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
-    EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>()) << kernel_info(k).name;
-    SumCase s{.kernel = k, .eps = default_eps(k), .n = 257, .d = GetParam()};
-    EXPECT_LE(run_case<double>(s, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
-  }
+  expect_dimension(GetParam(), 5, Backend::cuda);
 }
 
 INSTANTIATE_TEST_SUITE_P(OneToEight, GpuDims, ::testing::Range(1, 9));
@@ -181,18 +159,9 @@ TEST(GpuDirect, LargeSelfSumMatchesReferenceAtSamples) {
   EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>());
 }
 
-// Targets given separately that coincide with sources (and duplicated sources): singular kernels
-// define those pairs as 0. On the GPU this exercises the recomputation of non-finite fast sums.
 TEST(GpuDirect, CoincidentTargetsOfSingularKernels) {
   KSUM_REQUIRE_GPU();
-  for (Kernel k : {Kernel::laplace, Kernel::log})
-    for (std::int64_t d : {2, 3, 5}) {
-      SumCase c{.kernel = k, .n = 700, .d = d, .duplicates = true, .coincident = true};
-      EXPECT_LE(run_case<double>(c, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
-      EXPECT_LE(run_case<float>(c, Backend::cuda), tolerance<float>()) << kernel_info(k).name;
-      SumCase s{.kernel = k, .n = 700, .d = d, .duplicates = true};
-      EXPECT_LE(run_case<double>(s, Backend::cuda), tolerance<double>()) << kernel_info(k).name;
-    }
+  expect_coincident_singular(Backend::cuda);
 }
 
 } // namespace

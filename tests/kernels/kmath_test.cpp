@@ -15,6 +15,17 @@ template <class T> double ulps(double got, double want) {
   return std::abs(got - want) / (std::abs(want) * std::numeric_limits<T>::epsilon());
 }
 
+// The largest error(x, f(x), reference(x)) over x log-spaced across the normal range of T.
+template <class T, class F, class R, class E> double worst_over_range(F f, R ref, E error) {
+  const double lo = sizeof(T) == 4 ? -37 : -307, hi = -lo;
+  double worst = 0;
+  for (int k = 0; k <= 100000; ++k) {
+    const T x = static_cast<T>(std::pow(10.0, lo + (hi - lo) * k / 100000.0));
+    worst = std::max(worst, error(double(f(x)), ref(double(x))));
+  }
+  return worst;
+}
+
 template <class T> class KmathTest : public ::testing::Test {};
 using Precisions = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(KmathTest, Precisions);
@@ -36,26 +47,20 @@ TYPED_TEST(KmathTest, Exp2MatchesLibm) {
 
 TYPED_TEST(KmathTest, RsqrtMatchesLibm) {
   using T = TypeParam;
-  const double lo = sizeof(T) == 4 ? -37 : -307, hi = -lo;
-  double worst = 0;
-  for (int k = 0; k <= 100000; ++k) {
-    const T x = static_cast<T>(std::pow(10.0, lo + (hi - lo) * k / 100000.0));
-    worst = std::max(worst, ulps<T>(ksum::kmath::rsqrt(x), 1.0 / std::sqrt(double(x))));
-  }
+  const double worst = worst_over_range<T>(
+      [](T x) { return ksum::kmath::rsqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); },
+      [](double got, double want) { return ulps<T>(got, want); });
   EXPECT_LE(worst, 4.0);
 }
 
 TYPED_TEST(KmathTest, LogMatchesLibm) {
   using T = TypeParam;
-  const double lo = sizeof(T) == 4 ? -37 : -307, hi = -lo;
-  double worst = 0;
-  for (int k = 0; k <= 100000; ++k) {
-    const T x = static_cast<T>(std::pow(10.0, lo + (hi - lo) * k / 100000.0));
-    const double want = std::log(double(x));
-    const double err = std::abs(ksum::kmath::log(x) - want) /
-                       (std::max(std::abs(want), 1.0) * std::numeric_limits<T>::epsilon());
-    worst = std::max(worst, err);
-  }
+  const double worst = worst_over_range<T>(
+      [](T x) { return ksum::kmath::log(x); }, [](double x) { return std::log(x); },
+      [](double got, double want) {
+        return std::abs(got - want) /
+               (std::max(std::abs(want), 1.0) * std::numeric_limits<T>::epsilon());
+      });
   EXPECT_LE(worst, 4.0);
 }
 
