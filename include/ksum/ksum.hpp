@@ -1,9 +1,11 @@
 #pragma once
 // The ksum umbrella header.
+#include <ksum/datasets.hpp>
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
 #include <ksum/io.hpp>
 #include <ksum/kernels.hpp>
+#include <ksum/pum.hpp>
 #include <ksum/reference.hpp>
 #include <ksum/table.hpp>

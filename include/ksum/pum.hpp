@@ -1,0 +1,62 @@
+#pragma once
+// RBF partition-of-unity interpolation (seed 001): local RBF interpolants on overlapping spherical
+// patches centred on a regular grid, glued by Shepard weights built from the Wendland W2 function.
+//   s(x) = Σ_j W_j(x) R_j(x),  W_j = φ_j / Σ_k φ_k,  φ_j(x) = W2(|x − ξ_j| / δ_j)
+// The shape parameter is fixed or chosen per patch by leave-one-out cross validation (Rippa's
+// formula, Brent's method over log ε). CPU, double precision.
+#include <ksum/kernels.hpp>
+#include <ksum/table.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ksum {
+
+struct PumOptions {
+  Kernel kernel = Kernel::matern4; // must be strictly positive definite (min_degree −1)
+  double eps = 1.0;                // the shape parameter when loocv is false
+  bool loocv = false;              // choose ε per patch by LOOCV in [eps_min, eps_max]
+  double eps_min = 0.1, eps_max = 100.0;
+  int loocv_iterations = 40; // Brent iterations at most per patch
+  // Multiplies the seed's number of cells per axis (more cells: smaller, cheaper patches).
+  double patch_density = 1.0;
+  // A patch with fewer points (but at least one) grows its radius until it has this many;
+  // 0: 3 (s + 1).
+  std::int64_t min_patch_points = 0;
+  bool merge_duplicates = false; // average the values of repeated points instead of an error
+  bool extrapolate = false; // evaluate outside the data's box (nearest patches) instead of error
+  int threads = 0;          // 0: OpenMP's default
+};
+
+// What set_data did: the numbers a user wants to see in verbose output.
+struct PumStats {
+  std::int64_t patches = 0, empty_patches = 0, grown_patches = 0, regularised_patches = 0;
+  std::int64_t merged_duplicates = 0;
+  std::int64_t min_points = 0, median_points = 0, max_points = 0;
+  double eps_min = 0, eps_median = 0, eps_max = 0; // chosen ε over the patches
+  double radius = 0;                               // the seed's δ_PU
+  double seconds_index = 0, seconds_fit = 0;
+};
+
+class PumInterpolant {
+public:
+  explicit PumInterpolant(PumOptions options);
+  ~PumInterpolant();
+  PumInterpolant(PumInterpolant &&) noexcept;
+  PumInterpolant &operator=(PumInterpolant &&) noexcept;
+
+  // points: N × s, values: N × c (several value columns share the factorisations).
+  void set_data(const Table<double> &points, const Table<double> &values);
+  // Returns M × c. Points outside the data's box are an error unless options.extrapolate.
+  Table<double> evaluate(const Table<double> &points) const;
+
+  const PumStats &stats() const;
+  const PumOptions &options() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ksum

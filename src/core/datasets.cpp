@@ -1,0 +1,65 @@
+#include <ksum/datasets.hpp>
+#include <ksum/error.hpp>
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace ksum::datasets {
+
+Table<double> halton(std::int64_t n, std::int64_t s, std::int64_t skip) {
+  static constexpr int primes[32] = {2,  3,  5,  7,   11,  13,  17,  19,  23,  29, 31,
+                                     37, 41, 43, 47,  53,  59,  61,  67,  71,  73, 79,
+                                     83, 89, 97, 101, 103, 107, 109, 113, 127, 131};
+  if (s < 1 || s > 32 || n < 0 || skip < 0)
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("halton: need 1 <= s <= 32, n >= 0, skip >= 0 (got s={}, n={}, skip={})", s, n,
+                    skip));
+  Table<double> t(n, s);
+  for (std::int64_t k = 0; k < s; ++k) {
+    const int b = primes[k];
+    for (std::int64_t i = 0; i < n; ++i) {
+      // Radical inverse of i + skip in base b.
+      std::int64_t m = i + skip;
+      double f = 1.0, r = 0.0;
+      while (m > 0) {
+        f /= b;
+        r += f * static_cast<double>(m % b);
+        m /= b;
+      }
+      t(i, k) = r;
+    }
+  }
+  return t;
+}
+
+Table<double> grid(const std::int64_t *counts, const double *lo, const double *hi, std::int64_t s) {
+  std::int64_t total = 1;
+  for (std::int64_t k = 0; k < s; ++k) {
+    if (counts[k] < 1)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("grid: axis {} has {} points; need at least 1", k, counts[k]));
+    total *= counts[k];
+  }
+  Table<double> t(total, s);
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::int64_t rest = i;
+    for (std::int64_t k = 0; k < s; ++k) {
+      const std::int64_t j = rest % counts[k];
+      rest /= counts[k];
+      t(i, k) = counts[k] == 1 ? 0.5 * (lo[k] + hi[k])
+                               : lo[k] + (hi[k] - lo[k]) * static_cast<double>(j) /
+                                             static_cast<double>(counts[k] - 1);
+    }
+  }
+  return t;
+}
+
+double franke(double x, double y) {
+  return 0.75 * std::exp(-(std::pow(9 * x - 2, 2) + std::pow(9 * y - 2, 2)) / 4) +
+         0.75 * std::exp(-std::pow(9 * x + 1, 2) / 49 - (9 * y + 1) / 10) +
+         0.5 * std::exp(-(std::pow(9 * x - 7, 2) + std::pow(9 * y - 3, 2)) / 4) -
+         0.2 * std::exp(-std::pow(9 * x - 4, 2) - std::pow(9 * y - 7, 2));
+}
+
+} // namespace ksum::datasets

@@ -1,0 +1,486 @@
+// RBF partition of unity (seed 001): indexing (spatial/grid_index), local fits with Cholesky and
+// LOOCV (Rippa's e_k = c_k / (Φ⁻¹)_kk, Brent over log ε), Shepard evaluation with W2 weights.
+#include "kernels/kernel_defs.hpp"
+#include "linalg/brent.hpp"
+#include "spatial/grid_index.hpp"
+
+#include <ksum/error.hpp>
+#include <ksum/pum.hpp>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <omp.h>
+
+namespace ksum {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Wendland C2, the PU weight of seed 001 eq. (7): (1 − r)^4 (4r + 1) on r < 1.
+double w2(double r) {
+  if (r >= 1)
+    return 0;
+  const double t = 1 - r, t2 = t * t;
+  return t2 * t2 * (4 * r + 1);
+}
+
+// A local system is usable when its Cholesky succeeds with a reciprocal condition estimate above
+// this: below it, coefficients would carry fewer than ~3 significant digits.
+constexpr double min_rcond = 1e-13;
+
+void check_finite(const Table<double> &t, const char *what) {
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t r = 0; r < t.rows(); ++r)
+      if (!std::isfinite(t(r, c)))
+        throw Error(
+            ErrorCode::non_finite,
+            fmt::format("{}: non-finite value {} at row {}, column {}", what, t(r, c), r, c));
+}
+
+struct Patch {
+  double radius = 0, eps = 0, scale = 0; // scale: the kernel's coordinate scale for eps
+  std::int64_t begin = 0, end = 0;       // its points: pidx[begin, end)
+  std::int64_t n() const { return end - begin; }
+};
+
+} // namespace
+
+struct PumInterpolant::Impl {
+  PumOptions opt;
+  PumStats stats;
+  std::int64_t s = 0, ncols = 0, min_pts = 0, max_ring = 1;
+  std::unique_ptr<spatial::GridIndex> grid;
+  Table<double> pts, vals;
+  std::vector<Patch> patches;
+  std::vector<std::int64_t> pidx, coef_at;
+  std::vector<double> coef, centres;
+
+  void validate(const Table<double> &points, const Table<double> &values) const;
+  void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
+  void build_patches();
+  void fit();
+  template <class K>
+  double local_value(const K &kf, std::int64_t j, const double *y, std::int64_t col) const;
+};
+
+void PumInterpolant::Impl::validate(const Table<double> &points,
+                                    const Table<double> &values) const {
+  const auto &info = kernel_info(opt.kernel);
+  if (info.min_degree >= 0 || info.singular)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("PUM local interpolants need a strictly positive definite kernel; "
+                            "'{}' needs polynomial degree {}. Use gaussian, inverse-multiquadric, "
+                            "inverse-quadratic, matern0..6 or wendland2..6",
+                            info.name, info.min_degree));
+  if (info.support == Support::compact && points.cols() > 3)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("'{}' is positive definite only up to dimension 3, the data have {}",
+                            info.name, points.cols()));
+  if (points.rows() < 1 || points.cols() < 1)
+    throw Error(ErrorCode::empty_input, "PUM: no data points");
+  if (values.rows() != points.rows() || values.cols() < 1)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("PUM: {} points but {} value rows with {} columns", points.rows(),
+                            values.rows(), values.cols()));
+  if (!(opt.eps > 0) || !std::isfinite(opt.eps))
+    throw Error(ErrorCode::invalid_argument, fmt::format("eps must be > 0, got {}", opt.eps));
+  if (!(opt.eps_min > 0) || !(opt.eps_max > opt.eps_min) || !std::isfinite(opt.eps_max))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("the LOOCV bracket needs 0 < eps_min < eps_max, got [{}, {}]",
+                            opt.eps_min, opt.eps_max));
+  if (opt.min_patch_points < 0 || opt.loocv_iterations < 1 || opt.threads < 0)
+    throw Error(ErrorCode::invalid_argument,
+                "min_patch_points >= 0, loocv_iterations >= 1 and threads >= 0 are required");
+  check_finite(points, "data points");
+  check_finite(values, "data values");
+}
+
+// Repeated points make a local matrix singular. They always share a cell, so comparing the points
+// of each cell finds them all in linear time.
+void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &points,
+                                                      const Table<double> &values) {
+  const std::int64_t n = points.rows(), sd = points.cols();
+  spatial::GridIndex g(points, opt.patch_density);
+  std::vector<std::int64_t> first(n, -1); // first[i]: the earlier row i repeats, or −1
+  std::int64_t dups = 0;
+  const auto &cells = g.cells();
+  for (std::int64_t c = 0; c < g.num_cells(); ++c)
+    for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1]; ++a)
+      for (std::int64_t b = cells.ptr[c]; b < a; ++b) {
+        const std::int64_t i = std::min(cells.idx[a], cells.idx[b]);
+        const std::int64_t j = std::max(cells.idx[a], cells.idx[b]);
+        if (first[j] >= 0)
+          continue;
+        bool same = true;
+        for (std::int64_t k = 0; k < sd && same; ++k)
+          same = points(i, k) == points(j, k);
+        if (!same)
+          continue;
+        if (!opt.merge_duplicates) {
+          std::string where;
+          for (std::int64_t k = 0; k < sd; ++k)
+            where += fmt::format("{}{}", k ? ", " : "", points(i, k));
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("data rows {} and {} are the same point ({}); remove one or use "
+                                  "--merge-duplicates",
+                                  i, j, where));
+        }
+        first[j] = first[i] >= 0 ? first[i] : i;
+        ++dups;
+      }
+  stats.merged_duplicates = dups;
+  if (dups == 0) {
+    pts = points;
+    vals = values;
+    return;
+  }
+  // Keep the first of each group, with the mean of the group's values.
+  std::vector<std::int64_t> new_row(n, -1), count;
+  std::int64_t m = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (first[i] < 0) {
+      new_row[i] = m++;
+      count.push_back(0);
+    }
+  pts = Table<double>(m, sd);
+  vals = Table<double>(m, values.cols());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = new_row[first[i] < 0 ? i : first[i]];
+    ++count[r];
+    for (std::int64_t k = 0; first[i] < 0 && k < sd; ++k)
+      pts(r, k) = points(i, k);
+    for (std::int64_t c = 0; c < values.cols(); ++c)
+      vals(r, c) += values(i, c);
+  }
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t c = 0; c < values.cols(); ++c)
+      vals(r, c) /= static_cast<double>(count[r]);
+}
+
+void PumInterpolant::Impl::build_patches() {
+  const std::int64_t ncells = grid->num_cells(), n = pts.rows();
+  const double delta = grid->patch_radius();
+  double min_width = std::numeric_limits<double>::infinity(), diag = 0;
+  for (std::int64_t k = 0; k < s; ++k) {
+    min_width = std::min(min_width, grid->cell_width(k));
+    diag += std::pow(grid->hi(k) - grid->lo(k), 2);
+  }
+  diag = std::sqrt(diag);
+  centres.resize(ncells * s);
+  patches.assign(ncells, Patch{});
+  std::vector<std::vector<std::int64_t>> members(ncells);
+  std::atomic<std::int64_t> grown{0};
+  const auto ring_for = [&](double r) {
+    return static_cast<std::int64_t>(std::ceil(r / min_width + 0.5));
+  };
+#pragma omp parallel for schedule(dynamic, 64)                                                     \
+    num_threads(opt.threads > 0 ? opt.threads : omp_get_max_threads())
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    double *xi = centres.data() + c * s;
+    grid->cell_centre(c, xi);
+    double r = delta;
+    auto &mem = members[c];
+    bool was_grown = false;
+    while (true) {
+      mem.clear();
+      const double r2 = r * r;
+      grid->for_neighbours(c, ring_for(r), [&](std::int64_t cell) {
+        const auto &cl = grid->cells();
+        for (std::int64_t a = cl.ptr[cell]; a < cl.ptr[cell + 1]; ++a) {
+          const std::int64_t i = cl.idx[a];
+          double d2 = 0;
+          for (std::int64_t k = 0; k < s; ++k)
+            d2 += (pts(i, k) - xi[k]) * (pts(i, k) - xi[k]);
+          if (d2 < r2)
+            mem.push_back(i);
+        }
+      });
+      // An empty patch stays empty (growing it would extrapolate from far away); a sparse one
+      // grows.
+      if (mem.empty() || static_cast<std::int64_t>(mem.size()) >= std::min(min_pts, n) ||
+          r > 2 * diag)
+        break;
+      r *= 1.25;
+      was_grown = true;
+    }
+    patches[c].radius = r;
+    if (was_grown)
+      ++grown;
+  }
+  std::int64_t total = 0;
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    patches[c].begin = total;
+    total += static_cast<std::int64_t>(members[c].size());
+    patches[c].end = total;
+  }
+  pidx.resize(total);
+  coef_at.resize(ncells);
+  std::int64_t cofs = 0, empty = 0;
+  max_ring = 1;
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    std::copy(members[c].begin(), members[c].end(), pidx.begin() + patches[c].begin);
+    coef_at[c] = cofs;
+    cofs += patches[c].n() * ncols;
+    empty += patches[c].n() == 0;
+    if (patches[c].n() > 0)
+      max_ring = std::max(max_ring, ring_for(patches[c].radius));
+  }
+  coef.assign(cofs, 0.0);
+  stats.patches = ncells - empty;
+  stats.empty_patches = empty;
+  stats.grown_patches = grown;
+  stats.radius = delta;
+}
+
+void PumInterpolant::Impl::fit() {
+  const std::int64_t ncells = grid->num_cells();
+  std::vector<double> chosen(ncells, std::numeric_limits<double>::quiet_NaN());
+  std::atomic<std::int64_t> regularised{0};
+  kdef::visit<double>(opt.kernel, [&](auto kf) {
+    using K = decltype(kf);
+    constexpr double p0 = kdef::p_offset<K>();
+#pragma omp parallel for schedule(dynamic, 16)                                                     \
+    num_threads(opt.threads > 0 ? opt.threads : omp_get_max_threads())
+    for (std::int64_t c = 0; c < ncells; ++c) {
+      Patch &P = patches[c];
+      const std::int64_t n = P.n();
+      if (n == 0)
+        continue;
+      const double *xi = centres.data() + c * s;
+      // Local coordinates relative to the centre, and the values.
+      Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n);
+      for (std::int64_t a = 0; a < n; ++a) {
+        const std::int64_t i = pidx[P.begin + a];
+        for (std::int64_t k = 0; k < s; ++k)
+          X(a, k) = pts(i, k) - xi[k];
+        for (std::int64_t q = 0; q < ncols; ++q)
+          F(a, q) = vals(i, q);
+      }
+      Eigen::MatrixXd D2(n, n); // squared distances, computed once for every ε tried
+      for (std::int64_t a = 0; a < n; ++a)
+        for (std::int64_t b = 0; b <= a; ++b)
+          D2(a, b) = D2(b, a) = (X.row(a) - X.row(b)).squaredNorm();
+      Eigen::LLT<Eigen::MatrixXd> llt;
+      const auto factor = [&](double eps, double nugget) {
+        const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
+        for (std::int64_t a = 0; a < n; ++a)
+          for (std::int64_t b = 0; b <= a; ++b)
+            A(a, b) = A(b, a) = kf.value(p0 + c2 * D2(a, b));
+        A.diagonal().array() += nugget;
+        llt.compute(A);
+        return llt.info() == Eigen::Success && llt.rcond() > min_rcond;
+      };
+      double eps = opt.eps;
+      if (opt.loocv && n > 1) {
+        // Seed 001 §3: minimise ‖e‖∞ over log ε, e_k = c_k / (Φ⁻¹)_kk (Rippa); an unusable
+        // factorisation scores +inf so the search moves to better-conditioned ε.
+        const auto cost = [&](double log_eps) {
+          if (!factor(std::exp(log_eps), 0.0))
+            return std::numeric_limits<double>::infinity();
+          const Eigen::MatrixXd C = llt.solve(F);
+          const Eigen::MatrixXd Linv =
+              llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
+          const Eigen::VectorXd dinv = Linv.colwise().squaredNorm().transpose();
+          double e = 0;
+          for (std::int64_t q = 0; q < ncols; ++q)
+            e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
+          return e;
+        };
+        const auto best = linalg::brent_minimize(cost, std::log(opt.eps_min), std::log(opt.eps_max),
+                                                 1e-3, opt.loocv_iterations);
+        eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
+      }
+      // Fixed ε, or the chosen one: when the system is singular or too ill-conditioned, add a small
+      // nugget (growing ×100) and count the patch.
+      double nugget = 0;
+      const double scale = std::max(1.0, std::abs(kf.value(p0)));
+      while (!factor(eps, nugget)) {
+        nugget = nugget == 0 ? 1e-12 * scale : nugget * 100;
+        if (nugget > 1e-2 * scale)
+          break;
+      }
+      if (nugget > 0)
+        ++regularised;
+      if (llt.info() != Eigen::Success) {
+        // Even the largest nugget failed (only for pathological data): a diagonal-dominant solve.
+        A = A.diagonal().asDiagonal();
+        llt.compute(A);
+      }
+      const Eigen::MatrixXd C = llt.solve(F);
+      for (std::int64_t q = 0; q < ncols; ++q)
+        for (std::int64_t a = 0; a < n; ++a)
+          coef[coef_at[c] + q * n + a] = C(a, q);
+      P.eps = eps;
+      P.scale = kdef::coord_scale(opt.kernel, eps);
+      chosen[c] = eps;
+    }
+  });
+  stats.regularised_patches = regularised;
+  std::vector<double> e;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t c = 0; c < ncells; ++c)
+    if (patches[c].n() > 0) {
+      e.push_back(chosen[c]);
+      sizes.push_back(patches[c].n());
+    }
+  std::sort(e.begin(), e.end());
+  std::sort(sizes.begin(), sizes.end());
+  if (!e.empty()) {
+    stats.eps_min = e.front();
+    stats.eps_median = e[e.size() / 2];
+    stats.eps_max = e.back();
+    stats.min_points = sizes.front();
+    stats.median_points = sizes[sizes.size() / 2];
+    stats.max_points = sizes.back();
+  }
+}
+
+template <class K>
+double PumInterpolant::Impl::local_value(const K &kf, std::int64_t j, const double *y,
+                                         std::int64_t col) const {
+  constexpr double p0 = kdef::p_offset<K>();
+  const Patch &P = patches[j];
+  const double c2 = P.scale * P.scale;
+  const double *cf = coef.data() + coef_at[j] + col * P.n();
+  double r = 0;
+  for (std::int64_t a = 0; a < P.n(); ++a) {
+    const std::int64_t i = pidx[P.begin + a];
+    double d2 = 0;
+    for (std::int64_t k = 0; k < s; ++k)
+      d2 += (y[k] - pts(i, k)) * (y[k] - pts(i, k));
+    r += cf[a] * kf.value(p0 + c2 * d2);
+  }
+  return r;
+}
+
+PumInterpolant::PumInterpolant(PumOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = options;
+}
+PumInterpolant::~PumInterpolant() = default;
+PumInterpolant::PumInterpolant(PumInterpolant &&) noexcept = default;
+PumInterpolant &PumInterpolant::operator=(PumInterpolant &&) noexcept = default;
+const PumStats &PumInterpolant::stats() const {
+  return impl_->stats;
+}
+const PumOptions &PumInterpolant::options() const {
+  return impl_->opt;
+}
+
+void PumInterpolant::set_data(const Table<double> &points, const Table<double> &values) {
+  auto fresh = std::make_unique<Impl>();
+  fresh->opt = impl_->opt;
+  Impl &im = *fresh;
+  im.validate(points, values);
+  const auto t0 = Clock::now();
+  im.s = points.cols();
+  im.ncols = values.cols();
+  im.min_pts = im.opt.min_patch_points > 0 ? im.opt.min_patch_points : 3 * (im.s + 1);
+  im.merge_or_reject_duplicates(points, values);
+  im.grid = std::make_unique<spatial::GridIndex>(im.pts, im.opt.patch_density);
+  im.build_patches();
+  im.stats.seconds_index = since(t0);
+  const auto t1 = Clock::now();
+  im.fit();
+  im.stats.seconds_fit = since(t1);
+  impl_ = std::move(fresh); // a failure above leaves the interpolant as it was
+}
+
+Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
+  const Impl &im = *impl_;
+  if (!im.grid)
+    throw Error(ErrorCode::invalid_argument, "evaluate: call set_data first");
+  if (y.cols() != im.s)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("evaluation points have {} columns but the data have dimension {}",
+                            y.cols(), im.s));
+  check_finite(y, "evaluation points");
+  const std::int64_t m = y.rows(), s = im.s;
+  Table<double> out(m, im.ncols);
+  std::atomic<std::int64_t> bad{-1}; // first point outside the box or not covered
+  std::atomic<bool> outside{false};
+  kdef::visit<double>(im.opt.kernel, [&](auto kf) {
+#pragma omp parallel num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
+    {
+      std::vector<double> x(s), acc(im.ncols);
+#pragma omp for schedule(dynamic, 256)
+      for (std::int64_t i = 0; i < m; ++i) {
+        bool in_box = true;
+        for (std::int64_t k = 0; k < s; ++k) {
+          x[k] = y(i, k);
+          const double tol = 1e-12 * (im.grid->hi(k) - im.grid->lo(k));
+          in_box = in_box && x[k] >= im.grid->lo(k) - tol && x[k] <= im.grid->hi(k) + tol;
+        }
+        if (!in_box && !im.opt.extrapolate) {
+          std::int64_t expected = -1;
+          bad.compare_exchange_strong(expected, i);
+          outside = true;
+          continue;
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
+        std::int64_t nearest = -1;
+        const std::int64_t cell = im.grid->hash(x.data());
+        auto visit_patch = [&](std::int64_t j) {
+          const Patch &P = im.patches[j];
+          if (P.n() == 0)
+            return;
+          const double *xi = im.centres.data() + j * s;
+          double d2 = 0;
+          for (std::int64_t k = 0; k < s; ++k)
+            d2 += (x[k] - xi[k]) * (x[k] - xi[k]);
+          if (d2 < best_d2) {
+            best_d2 = d2;
+            nearest = j;
+          }
+          const double w = w2(std::sqrt(d2) / P.radius);
+          if (w <= 0)
+            return;
+          wsum += w;
+          for (std::int64_t q = 0; q < im.ncols; ++q)
+            acc[q] += w * im.local_value(kf, j, x.data(), q);
+        };
+        im.grid->for_neighbours(cell, im.max_ring, visit_patch);
+        if (wsum > 0) {
+          for (std::int64_t q = 0; q < im.ncols; ++q)
+            out(i, q) = acc[q] / wsum;
+          continue;
+        }
+        if (!im.opt.extrapolate) {
+          std::int64_t expected = -1;
+          bad.compare_exchange_strong(expected, i);
+          continue;
+        }
+        // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings.
+        for (std::int64_t ring = im.max_ring + 1; nearest < 0; ring *= 2)
+          im.grid->for_neighbours(cell, ring, visit_patch);
+        for (std::int64_t q = 0; q < im.ncols; ++q)
+          out(i, q) = im.local_value(kf, nearest, x.data(), q);
+      }
+    }
+  });
+  if (bad >= 0) {
+    const std::int64_t i = bad;
+    std::string where;
+    for (std::int64_t k = 0; k < s; ++k)
+      where += fmt::format("{}{}", k ? ", " : "", y(i, k));
+    throw Error(ErrorCode::invalid_argument,
+                outside ? fmt::format("evaluation point {} ({}) lies outside the data's bounding "
+                                      "box; use --extrapolate to evaluate it from the nearest "
+                                      "patches",
+                                      i, where)
+                        : fmt::format("evaluation point {} ({}) is not covered by any patch (a "
+                                      "hole in the data); use --extrapolate",
+                                      i, where));
+  }
+  return out;
+}
+
+} // namespace ksum

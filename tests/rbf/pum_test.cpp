@@ -1,0 +1,234 @@
+// RBF partition of unity (seed 001) against known functions. Tolerances: the interpolation property
+// at the data to 1e-10 relative; accuracy bounds are 3-5x above the errors measured when the tests
+// were written (Franke on Halton points, M4), so a regression in the method fails them.
+#include "spatial/grid_index.hpp"
+
+#include <ksum/datasets.hpp>
+#include <ksum/error.hpp>
+#include <ksum/pum.hpp>
+
+#include <cmath>
+#include <gtest/gtest.h>
+
+namespace ksum {
+namespace {
+
+Table<double> franke_values(const Table<double> &x) {
+  Table<double> f(x.rows(), 1);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    f(i, 0) = datasets::franke(x(i, 0), x(i, 1));
+  return f;
+}
+
+// A smooth test function in any dimension: exp(−|x − ½|²) cos(Σ x_k).
+double smooth(const Table<double> &x, std::int64_t i) {
+  double r = 0, c = 0;
+  for (std::int64_t k = 0; k < x.cols(); ++k) {
+    r += (x(i, k) - 0.5) * (x(i, k) - 0.5);
+    c += x(i, k);
+  }
+  return std::exp(-r) * std::cos(c);
+}
+
+Table<double> interior_grid(std::int64_t n) {
+  const std::int64_t cnt[2] = {n, n};
+  const double lo[2] = {0.02, 0.02}, hi[2] = {0.98, 0.98};
+  return datasets::grid(cnt, lo, hi, 2);
+}
+
+double franke_rmse(const PumInterpolant &p, std::int64_t grid_n = 40) {
+  const auto g = interior_grid(grid_n);
+  const auto u = p.evaluate(g);
+  double se = 0;
+  for (std::int64_t i = 0; i < g.rows(); ++i)
+    se += std::pow(u(i, 0) - datasets::franke(g(i, 0), g(i, 1)), 2);
+  return std::sqrt(se / static_cast<double>(g.rows()));
+}
+
+template <class F> void expect_error(F &&f, ErrorCode code, const std::string &needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing '" << needle << "'";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(GridIndex, SeedFormulaHashAndCompressedIndex) {
+  const auto x = datasets::halton(4225, 2);
+  spatial::GridIndex g(x);
+  // d_PU = ceil(0.5 sqrt(4225 / 2)) = 23 on both axes of the (nearly square) Halton box.
+  EXPECT_EQ(g.cells_per_axis()[0], 23);
+  EXPECT_EQ(g.cells_per_axis()[1], 23);
+  EXPECT_NEAR(g.patch_radius(),
+              std::sqrt(2.0) / 23 * std::min(g.hi(0) - g.lo(0), g.hi(1) - g.lo(1)), 1e-15);
+  // Every point is in exactly one cell, the one its hash names.
+  std::vector<int> seen(x.rows(), 0);
+  const auto &c = g.cells();
+  for (std::int64_t cell = 0; cell < g.num_cells(); ++cell)
+    for (std::int64_t a = c.ptr[cell]; a < c.ptr[cell + 1]; ++a) {
+      const std::int64_t i = c.idx[a];
+      const double p[2] = {x(i, 0), x(i, 1)};
+      EXPECT_EQ(g.hash(p), cell);
+      ++seen[i];
+    }
+  for (int s : seen)
+    ASSERT_EQ(s, 1);
+  // 3^s neighbours in the interior.
+  std::int64_t count = 0;
+  g.for_neighbours(g.num_cells() / 2, 1, [&](std::int64_t) { ++count; });
+  EXPECT_EQ(count, 9);
+}
+
+TEST(Pum, InterpolatesTheDataAndConvergesOnFranke) {
+  double previous = 1;
+  for (std::int64_t n : {1089, 4225, 16641}) {
+    const auto x = datasets::halton(n, 2);
+    const auto f = franke_values(x);
+    PumInterpolant p({.kernel = Kernel::matern4, .eps = 10.0});
+    p.set_data(x, f);
+    const auto at_data = p.evaluate(x);
+    for (std::int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(at_data(i, 0), f(i, 0), 1e-10 * 1.22) << "data point " << i; // max |f| = 1.22
+    const double rmse = franke_rmse(p);
+    EXPECT_LT(rmse, previous / 4) << "N = " << n; // M4: error falls faster than h^2
+    previous = rmse;
+    EXPECT_EQ(p.stats().regularised_patches, 0);
+  }
+  EXPECT_LT(previous, 2e-6); // measured 4.2e-7 at N = 16641, eps = 10
+}
+
+TEST(Pum, LoocvIsCloseToTheBestFixedShape) {
+  const auto x = datasets::halton(4225, 2);
+  const auto f = franke_values(x);
+  double best = INFINITY;
+  for (double eps : {1.0, 3.0, 10.0, 20.0}) {
+    PumInterpolant p({.kernel = Kernel::matern4, .eps = eps});
+    p.set_data(x, f);
+    best = std::min(best, franke_rmse(p));
+  }
+  PumInterpolant cv({.kernel = Kernel::matern4, .loocv = true});
+  cv.set_data(x, f);
+  EXPECT_LT(franke_rmse(cv), 2 * best);
+  const auto &st = cv.stats();
+  EXPECT_LT(st.eps_min, st.eps_max); // ε differs between patches
+  EXPECT_GE(st.eps_min, 0.1);
+  EXPECT_LE(st.eps_max, 100.0);
+}
+
+class PumDims : public ::testing::TestWithParam<int> {};
+
+TEST_P(PumDims, SmoothFunctionInDimension) {
+  const int s = GetParam();
+  const std::int64_t sizes[6] = {0, 200, 1000, 3000, 800, 500};
+  const double bounds[6] = {0, 1e-6, 2e-6, 2e-5, 1e-3, 6e-3}; // measured: 1.7e-7 … 1.4e-3
+  const auto x = datasets::halton(sizes[s], s);
+  Table<double> f(x.rows(), 2);
+  for (std::int64_t i = 0; i < x.rows(); ++i) {
+    f(i, 0) = smooth(x, i);
+    f(i, 1) = -3 * smooth(x, i); // a second column: the same factorisations serve both
+  }
+  PumInterpolant p({.kernel = Kernel::matern4, .eps = 1.0});
+  p.set_data(x, f);
+  auto y = datasets::halton(2000, s, 5000);
+  for (std::int64_t k = 0; k < y.rows() * y.cols(); ++k)
+    y.data()[k] = 0.05 + 0.9 * y.data()[k];
+  const auto u = p.evaluate(y);
+  double se = 0;
+  for (std::int64_t i = 0; i < y.rows(); ++i) {
+    se += std::pow(u(i, 0) - smooth(y, i), 2);
+    EXPECT_NEAR(u(i, 1), -3 * u(i, 0), 1e-10); // the interpolant is linear in the values
+  }
+  EXPECT_LT(std::sqrt(se / 2000.0), bounds[s]);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneToFive, PumDims, ::testing::Range(1, 6));
+
+TEST(PumRobustness, DuplicatesAreNamedOrMerged) {
+  auto x = datasets::halton(500, 2);
+  x(321, 0) = x(17, 0);
+  x(321, 1) = x(17, 1);
+  auto f = franke_values(x);
+  f(321, 0) = f(17, 0) + 0.2;
+  PumInterpolant p({.kernel = Kernel::matern2, .eps = 5.0});
+  expect_error([&] { p.set_data(x, f); }, ErrorCode::invalid_argument, "data rows 17 and 321");
+  PumInterpolant m({.kernel = Kernel::matern2, .eps = 5.0, .merge_duplicates = true});
+  m.set_data(x, f);
+  EXPECT_EQ(m.stats().merged_duplicates, 1);
+  Table<double> one(1, 2);
+  one(0, 0) = x(17, 0);
+  one(0, 1) = x(17, 1);
+  EXPECT_NEAR(m.evaluate(one)(0, 0), f(17, 0) + 0.1, 1e-9); // the mean of the two values
+}
+
+TEST(PumRobustness, OutsideTheBoxIsAnErrorUnlessExtrapolating) {
+  const auto x = datasets::halton(1089, 2);
+  const auto f = franke_values(x);
+  Table<double> y(2, 2, 0.5);
+  y(1, 0) = 1.05;
+  PumInterpolant p({.kernel = Kernel::matern4, .eps = 5.0});
+  p.set_data(x, f);
+  expect_error([&] { p.evaluate(y); }, ErrorCode::invalid_argument,
+               "evaluation point 1 (1.05, 0.5) lies outside");
+  PumInterpolant e({.kernel = Kernel::matern4, .eps = 5.0, .extrapolate = true});
+  e.set_data(x, f);
+  const auto u = e.evaluate(y);
+  EXPECT_NEAR(u(0, 0), datasets::franke(0.5, 0.5), 1e-4);
+  EXPECT_NEAR(u(1, 0), datasets::franke(1.05, 0.5), 0.05); // extrapolated: close, not exact
+}
+
+TEST(PumRobustness, SparsePatchesGrowAndIllConditionedOnesAreRegularised) {
+  // A dense cluster and a few far points: patches near the far points start with too few points.
+  auto x = datasets::halton(600, 2);
+  for (std::int64_t i = 0; i < 590; ++i)
+    for (std::int64_t k = 0; k < 2; ++k)
+      x(i, k) = 0.2 * x(i, k);
+  const auto f = franke_values(x);
+  PumInterpolant p({.kernel = Kernel::matern4, .eps = 3.0, .extrapolate = true});
+  p.set_data(x, f);
+  EXPECT_GT(p.stats().grown_patches, 0);
+  EXPECT_GE(p.stats().min_points, 9); // 3 (s + 1)
+  // A very flat Gaussian makes every local matrix numerically singular: a nugget, no NaN.
+  PumInterpolant flat({.kernel = Kernel::gaussian, .eps = 0.01});
+  const auto xs = datasets::halton(1089, 2);
+  flat.set_data(xs, franke_values(xs));
+  EXPECT_GT(flat.stats().regularised_patches, 0);
+  const auto u = flat.evaluate(interior_grid(20));
+  for (std::int64_t i = 0; i < u.rows(); ++i)
+    ASSERT_TRUE(std::isfinite(u(i, 0)));
+}
+
+TEST(PumContract, BadInputsAreErrors) {
+  const auto x = datasets::halton(100, 2);
+  const auto f = franke_values(x);
+  expect_error([&] { PumInterpolant({.kernel = Kernel::tps}).set_data(x, f); },
+               ErrorCode::invalid_argument, "strictly positive definite");
+  expect_error([&] { PumInterpolant({.eps = -1}).set_data(x, f); }, ErrorCode::invalid_argument,
+               "eps must be > 0");
+  expect_error([&] { PumInterpolant({.loocv = true, .eps_min = 5, .eps_max = 1}).set_data(x, f); },
+               ErrorCode::invalid_argument, "bracket");
+  expect_error([&] { PumInterpolant({}).set_data(x, Table<double>(99, 1)); },
+               ErrorCode::shape_mismatch, "99 value rows");
+  auto bad = x;
+  bad(4, 1) = NAN;
+  expect_error([&] { PumInterpolant({}).set_data(bad, f); }, ErrorCode::non_finite, "row 4");
+  expect_error([&] { PumInterpolant({}).evaluate(x); }, ErrorCode::invalid_argument, "set_data");
+  PumInterpolant p({});
+  p.set_data(x, f);
+  expect_error([&] { p.evaluate(Table<double>(3, 3)); }, ErrorCode::shape_mismatch, "dimension 2");
+  Table<double> line(10, 2, 0.5); // zero extent along both axes
+  for (std::int64_t i = 0; i < 10; ++i)
+    line(i, 0) = 0.1 * static_cast<double>(i);
+  expect_error([&] { PumInterpolant({}).set_data(line, Table<double>(10, 1)); },
+               ErrorCode::invalid_argument, "zero extent along axis 1");
+  expect_error(
+      [&] {
+        PumInterpolant({.kernel = Kernel::wendland2})
+            .set_data(datasets::halton(50, 4), Table<double>(50, 1));
+      },
+      ErrorCode::invalid_argument, "up to dimension 3");
+}
+
+} // namespace
+} // namespace ksum
