@@ -39,5 +39,6 @@ void note(const std::string &line);
 void register_info(CLI::App &app);
 void register_sum(CLI::App &app);
 void register_demo(CLI::App &app);
+void register_interpolate(CLI::App &app);
 
 } // namespace ksum::cli

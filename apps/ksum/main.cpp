@@ -17,6 +17,7 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", std::string(ksum::version()));
   ksum::cli::register_info(app);
   ksum::cli::register_sum(app);
+  ksum::cli::register_interpolate(app);
   ksum::cli::register_demo(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,195 @@
+// ksum interpolate: scattered-data interpolation. --method pum is the RBF partition of unity of
+// seed 001 (local RBF fits on overlapping patches, fixed ε or per-patch LOOCV).
+#include "common.hpp"
+
+#include <ksum/datasets.hpp>
+#include <ksum/error.hpp>
+#include <ksum/io.hpp>
+#include <ksum/pum.hpp>
+
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace ksum::cli {
+namespace {
+
+struct InterpArgs {
+  std::string method = "pum", data, eval, grid, output, kernel = "matern4", eps = "1";
+  std::vector<double> eps_range{0.1, 100.0};
+  std::int64_t dim = 0, min_points = 0;
+  double density = 1.0;
+  bool merge = false, extrapolate = false, force = false;
+  int threads = 0;
+};
+
+// "40x40" or "20x20x10": one count per axis.
+std::vector<std::int64_t> parse_grid(const std::string &spec, std::int64_t dim) {
+  std::vector<std::int64_t> counts;
+  std::size_t b = 0;
+  while (b <= spec.size()) {
+    const std::size_t e = std::min(spec.find('x', b), spec.size());
+    const std::string part = spec.substr(b, e - b);
+    char *end = nullptr;
+    const long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 1)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("--grid '{}': '{}' is not a positive count (expected e.g. 100x100)",
+                              spec, part));
+    counts.push_back(v);
+    b = e + 1;
+  }
+  if (static_cast<std::int64_t>(counts.size()) != dim)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("--grid '{}' has {} axes but the data have dimension {}", spec,
+                            counts.size(), dim));
+  return counts;
+}
+
+void run_interpolate(const InterpArgs &a) {
+  namespace fs = std::filesystem;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  for (const auto *in : {&a.data, &a.eval})
+    if (!in->empty() && fs::equivalent(*in, a.output, ec))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{}: the output would overwrite an input file", a.output));
+  if (!a.force && fs::exists(fs::symlink_status(a.output, ec)))
+    throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", a.output));
+  io::format_from_path(a.output);
+  if (a.eval.empty() == a.grid.empty())
+    throw Error(ErrorCode::invalid_argument, "give exactly one of --eval FILE and --grid N1xN2…");
+
+  const auto table = io::read_table(a.data);
+  const std::int64_t dim = a.dim > 0 ? a.dim : table.cols() - 1;
+  if (dim < 1 || dim >= table.cols())
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("{} has {} columns: need d coordinate columns (--dim {}) and at least "
+                            "one value column",
+                            a.data, table.cols(), dim));
+  Table<double> x(table.rows(), dim), f(table.rows(), table.cols() - dim);
+  for (std::int64_t i = 0; i < table.rows(); ++i) {
+    for (std::int64_t k = 0; k < dim; ++k)
+      x(i, k) = table(i, k);
+    for (std::int64_t q = 0; q < f.cols(); ++q)
+      f(i, q) = table(i, dim + q);
+  }
+
+  PumOptions opt;
+  opt.kernel = parse_kernel(a.kernel);
+  if (a.eps == "loocv") {
+    opt.loocv = true;
+  } else {
+    char *end = nullptr;
+    opt.eps = std::strtod(a.eps.c_str(), &end);
+    if (a.eps.empty() || *end != '\0')
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("--eps '{}': expected a number or 'loocv'", a.eps));
+  }
+  if (a.eps_range.size() != 2)
+    throw Error(ErrorCode::invalid_argument, "--eps-range needs two numbers: MIN,MAX");
+  opt.eps_min = a.eps_range[0];
+  opt.eps_max = a.eps_range[1];
+  opt.patch_density = a.density;
+  opt.min_patch_points = a.min_points;
+  opt.merge_duplicates = a.merge;
+  opt.extrapolate = a.extrapolate;
+  opt.threads = a.threads;
+
+  Table<double> y;
+  if (!a.eval.empty()) {
+    y = io::read_table(a.eval, {.expect_cols = dim});
+  } else {
+    const auto counts = parse_grid(a.grid, dim);
+    std::vector<double> lo(dim), hi(dim);
+    for (std::int64_t k = 0; k < dim; ++k) {
+      lo[k] = hi[k] = x(0, k);
+      for (std::int64_t i = 0; i < x.rows(); ++i) {
+        lo[k] = std::min(lo[k], x(i, k));
+        hi[k] = std::max(hi[k], x(i, k));
+      }
+    }
+    y = datasets::grid(counts.data(), lo.data(), hi.data(), dim);
+  }
+
+  PumInterpolant pum(opt);
+  pum.set_data(x, f);
+  const auto t_eval = std::chrono::steady_clock::now();
+  const auto u = pum.evaluate(y);
+  const double secs_eval = seconds_since(t_eval);
+
+  Table<double> out(y.rows(), dim + u.cols());
+  for (std::int64_t i = 0; i < y.rows(); ++i) {
+    for (std::int64_t k = 0; k < dim; ++k)
+      out(i, k) = y(i, k);
+    for (std::int64_t q = 0; q < u.cols(); ++q)
+      out(i, dim + q) = u(i, q);
+  }
+  // Column names: the data file's header where it had one.
+  for (std::int64_t c = 0; c < out.cols(); ++c)
+    out.names.push_back(static_cast<std::int64_t>(table.names.size()) == table.cols()
+                            ? table.names[c]
+                            : (c < dim ? fmt::format("x{}", c) : fmt::format("f{}", c - dim)));
+  io::write_table(a.output, out, {.overwrite = a.force});
+
+  const auto &st = pum.stats();
+  note(fmt::format("ksum interpolate: pum, {} {}, d={} N={} ({} values each) M={}", a.kernel,
+                   opt.loocv ? "eps=loocv" : fmt::format("eps={}", opt.eps), dim, x.rows(),
+                   f.cols(), y.rows()));
+  note(fmt::format("  patches {} (empty {}, grown {}, regularised {}), radius {:.4g}, points per "
+                   "patch min/median/max {}/{}/{}",
+                   st.patches, st.empty_patches, st.grown_patches, st.regularised_patches,
+                   st.radius, st.min_points, st.median_points, st.max_points));
+  if (opt.loocv)
+    note(fmt::format("  LOOCV eps over patches: min {:.4g}, median {:.4g}, max {:.4g} (bracket "
+                     "[{}, {}])",
+                     st.eps_min, st.eps_median, st.eps_max, opt.eps_min, opt.eps_max));
+  if (st.merged_duplicates)
+    note(fmt::format("  merged {} repeated data points (values averaged)", st.merged_duplicates));
+  note(fmt::format("  index {:.3f} s, fit {:.3f} s, evaluate {:.3f} s, total {:.3f} s -> {}",
+                   st.seconds_index, st.seconds_fit, secs_eval, seconds_since(t0), a.output));
+}
+
+} // namespace
+
+void register_interpolate(CLI::App &app) {
+  static InterpArgs a;
+  auto *cmd = app.add_subcommand("interpolate", "Scattered-data interpolation (RBF partition of "
+                                                "unity)");
+  cmd->footer("The data file has d coordinate columns, then one or more value columns.\n"
+              "Example: ksum interpolate --method pum --data xyf.csv --grid 200x200 "
+              "--kernel matern4 --eps loocv -o grid.csv");
+  cmd->add_option("--method", a.method, "Method: pum (RBF partition of unity, seed 001)")
+      ->check(CLI::IsMember({"pum"}))
+      ->capture_default_str();
+  cmd->add_option("--data", a.data, "Data file: d coordinate columns, then value columns")
+      ->required();
+  cmd->add_option("--dim", a.dim, "Number of coordinate columns (default: all but the last)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--eval", a.eval, "Evaluation points (d columns)");
+  cmd->add_option("--grid", a.grid, "Evaluate on a regular grid over the data's box, e.g. 100x100");
+  cmd->add_option("--kernel", a.kernel,
+                  "Local RBF (strictly positive definite): gaussian, inverse-multiquadric, "
+                  "inverse-quadratic, matern0..6, wendland2..6")
+      ->capture_default_str();
+  cmd->add_option("--eps", a.eps, "Shape parameter, or 'loocv' to choose it per patch")
+      ->capture_default_str();
+  cmd->add_option("--eps-range", a.eps_range, "LOOCV bracket MIN,MAX")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--density", a.density, "Multiplies the seed's number of patches per axis")
+      ->capture_default_str();
+  cmd->add_option("--min-points", a.min_points,
+                  "Grow sparse patches to this many points (default 3(d+1))")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--merge-duplicates", a.merge, "Average repeated data points instead of an error");
+  cmd->add_flag("--extrapolate", a.extrapolate,
+                "Evaluate outside the data's box from the nearest patches instead of an error");
+  cmd->add_option("--threads", a.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-o,--output", a.output,
+                  "Output (.csv or .npy): per evaluation point its coordinates, then the values")
+      ->required();
+  cmd->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  cmd->callback([] { run_interpolate(a); });
+}
+
+} // namespace ksum::cli
