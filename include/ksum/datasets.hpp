@@ -14,7 +14,18 @@ Table<double> halton(std::int64_t n, std::int64_t s, std::int64_t skip = 1);
 // A regular grid of n_1 × … × n_s points over the box [lo_k, hi_k] (the first axis varies fastest).
 Table<double> grid(const std::int64_t *counts, const double *lo, const double *hi, std::int64_t s);
 
-// Franke's 2D test function (seed 001 §5).
+// Halton points on the unit sphere S² ⊂ R³: 2D Halton (u, v) mapped by the area-preserving
+// z = 2u − 1, φ = 2πv (seed 001 §5.2).
+Table<double> halton_sphere(std::int64_t n, std::int64_t skip = 1);
+
+// n nearly uniform "spiral points" on S² (Rakhmanov, Saff & Zhou), from the south to the north
+// pole: z_k = −1 + 2(k − 1)/(n − 1), φ_k = φ_{k−1} + 3.6 / sqrt(n (1 − z_k²)) (seed 001 §5.2).
+Table<double> spiral_sphere(std::int64_t n);
+
+// Franke's 2D and 3D test functions f2, f3 and the s-variate g_s(x) = 4^s Π x_k (1 − x_k)
+// (seed 001 §5).
 double franke(double x, double y);
+double franke3(double x, double y, double z);
+double g_s(const double *x, std::int64_t s);
 
 } // namespace ksum::datasets

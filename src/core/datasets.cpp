@@ -62,4 +62,54 @@ double franke(double x, double y) {
          0.2 * std::exp(-std::pow(9 * x - 4, 2) - std::pow(9 * y - 7, 2));
 }
 
+double franke3(double x, double y, double z) {
+  return 0.75 *
+             std::exp(-(std::pow(9 * x - 2, 2) + std::pow(9 * y - 2, 2) + std::pow(9 * z - 2, 2)) /
+                      4) +
+         0.75 * std::exp(-std::pow(9 * x + 1, 2) / 49 - (9 * y + 1) / 10 - (9 * z + 1) / 10) +
+         0.5 *
+             std::exp(-(std::pow(9 * x - 7, 2) + std::pow(9 * y - 3, 2) + std::pow(9 * z - 5, 2)) /
+                      4) -
+         0.2 * std::exp(-std::pow(9 * x - 4, 2) - std::pow(9 * y - 7, 2) - std::pow(9 * z - 5, 2));
+}
+
+double g_s(const double *x, std::int64_t s) {
+  double v = 1;
+  for (std::int64_t k = 0; k < s; ++k)
+    v *= 4 * x[k] * (1 - x[k]);
+  return v;
+}
+
+Table<double> halton_sphere(std::int64_t n, std::int64_t skip) {
+  const auto uv = halton(n, 2, skip);
+  Table<double> t(n, 3);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double z = 2 * uv(i, 0) - 1, phi = 2 * M_PI * uv(i, 1), r = std::sqrt(1 - z * z);
+    t(i, 0) = r * std::cos(phi);
+    t(i, 1) = r * std::sin(phi);
+    t(i, 2) = z;
+  }
+  return t;
+}
+
+Table<double> spiral_sphere(std::int64_t n) {
+  if (n < 2)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("spiral_sphere: need at least 2 points, got {}", n));
+  Table<double> t(n, 3);
+  double phi = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const double z = -1 + 2 * static_cast<double>(k) / static_cast<double>(n - 1);
+    const double r = std::sqrt(std::max(0.0, 1 - z * z));
+    if (k == 0 || k == n - 1)
+      phi = 0;
+    else
+      phi = std::fmod(phi + 3.6 / std::sqrt(static_cast<double>(n)) / r, 2 * M_PI);
+    t(k, 0) = r * std::cos(phi);
+    t(k, 1) = r * std::sin(phi);
+    t(k, 2) = z;
+  }
+  return t;
+}
+
 } // namespace ksum::datasets
