@@ -74,6 +74,19 @@ GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols
     cells_.idx[fill[cell_of[i]]++] = i;
 }
 
+std::vector<std::int64_t> GridIndex::reorder(Table<double> &t) {
+  std::vector<std::int64_t> perm = cells_.idx;
+  Table<double> sorted(t.rows(), t.cols());
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t r = 0; r < t.rows(); ++r)
+      sorted(r, c) = t(perm[r], c);
+  sorted.names = t.names;
+  t = std::move(sorted);
+  for (std::int64_t r = 0; r < static_cast<std::int64_t>(cells_.idx.size()); ++r)
+    cells_.idx[r] = r;
+  return perm;
+}
+
 std::int64_t GridIndex::axis_cell(double x, std::int64_t k) const {
   const double t = (x - lo_[k]) / (hi_[k] - lo_[k]) * static_cast<double>(d_[k]);
   if (!(t > 0))

@@ -45,6 +45,11 @@ public:
   // Stage 1: cell → points (indices into the point table given to the constructor).
   const Compressed &cells() const { return cells_; }
 
+  // Reorders the rows of `t` (the points given to the constructor, or a table aligned with them) so
+  // that the points of a cell are contiguous (seed 001 §4.1: better locality); cells() then maps
+  // to the new rows. Returns the permutation: new row r held old row perm[r].
+  std::vector<std::int64_t> reorder(Table<double> &t);
+
   // Calls f(cell) for every cell whose coordinates differ from `cell`'s by at most `ring` on each
   // axis (the 3^s − 1 neighbours and itself for ring = 1).
   template <class F> void for_neighbours(std::int64_t cell, std::int64_t ring, F &&f) const;

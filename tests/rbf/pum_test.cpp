@@ -138,7 +138,8 @@ TEST_P(PumDims, SmoothFunctionInDimension) {
   double se = 0;
   for (std::int64_t i = 0; i < y.rows(); ++i) {
     se += std::pow(u(i, 0) - smooth(y, i), 2);
-    EXPECT_NEAR(u(i, 1), -3 * u(i, 0), 1e-10); // the interpolant is linear in the values
+    // Linear in the values up to the rounding of two solves with one (ill-conditioned) factor.
+    EXPECT_NEAR(u(i, 1), -3 * u(i, 0), 3e-9); // |f| <= 3: 1e-9 relative to the data
   }
   EXPECT_LT(std::sqrt(se / 2000.0), bounds[s]);
 }

@@ -1,0 +1,107 @@
+// RBF-PUM benchmarks through the public API (seed 001 §4.3 "linear cost"):
+//   time of set_data vs N (index + local fits) and of evaluate vs M, with the slope of a
+//   least-squares fit of log(time) against log(size): 1 means linear cost.
+// 2D Franke on Halton points, M4, ε = 10. Prints a table, writes JSON (--json FILE).
+#include <ksum/ksum.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+using namespace ksum;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double slope(const std::vector<double> &x, const std::vector<double> &t) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const double n = static_cast<double>(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double a = std::log(x[i]), b = std::log(t[i]);
+    sx += a, sy += b, sxx += a * a, sxy += a * b;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+Table<double> franke_values(const Table<double> &x) {
+  Table<double> f(x.rows(), 1);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    f(i, 0) = datasets::franke(x(i, 0), x(i, 1));
+  return f;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string json;
+  std::int64_t max_n = 1 << 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (s == "--max-n" && i + 1 < argc)
+      max_n = std::stoll(argv[++i]);
+    else {
+      fmt::print(stderr, "usage: pum_bench [--max-n N] [--json FILE]\n");
+      return 2;
+    }
+  }
+  nlohmann::json out;
+  out["threads"] = max_threads();
+  const PumOptions opt{.kernel = Kernel::matern4, .eps = 10.0, .extrapolate = true};
+
+  fmt::print("RBF-PUM fit cost vs N (2D Halton, Franke, M4, eps = 10, {} threads)\n",
+             max_threads());
+  fmt::print("| N | patches | index [s] | fit [s] | total [s] | us per point "
+             "|\n|---|---|---|---|---|---|\n");
+  std::vector<double> ns, ts;
+  for (std::int64_t n = 1 << 14; n <= max_n; n *= 4) {
+    const auto x = datasets::halton(n, 2);
+    const auto f = franke_values(x);
+    PumInterpolant p(opt);
+    const auto t0 = Clock::now();
+    p.set_data(x, f);
+    const double t = seconds(t0);
+    ns.push_back(static_cast<double>(n));
+    ts.push_back(t);
+    fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.2f} |\n", n, p.stats().patches,
+               p.stats().seconds_index, p.stats().seconds_fit, t, 1e6 * t / static_cast<double>(n));
+    out["fit"].push_back({{"n", n}, {"seconds", t}, {"patches", p.stats().patches}});
+  }
+  const double fit_slope = slope(ns, ts);
+  fmt::print("fitted slope of log(time) vs log(N): {:.3f}\n\n", fit_slope);
+  out["fit_slope"] = fit_slope;
+
+  const std::int64_t n = std::min<std::int64_t>(max_n, 1 << 18);
+  const auto x = datasets::halton(n, 2);
+  PumInterpolant p(opt);
+  p.set_data(x, franke_values(x));
+  fmt::print(
+      "RBF-PUM evaluation cost vs M (N = {})\n| M | evaluate [s] | us per point |\n|---|---|---|\n",
+      n);
+  std::vector<double> ms, te;
+  for (std::int64_t m = 1 << 14; m <= (1 << 20); m *= 4) {
+    const auto y = datasets::halton(m, 2, 1000003);
+    const auto t0 = Clock::now();
+    const auto u = p.evaluate(y);
+    const double t = seconds(t0);
+    ms.push_back(static_cast<double>(m));
+    te.push_back(t);
+    fmt::print("| {} | {:.3f} | {:.2f} |\n", m, t, 1e6 * t / static_cast<double>(m));
+    out["evaluate"].push_back({{"m", m}, {"n", n}, {"seconds", t}});
+  }
+  const double eval_slope = slope(ms, te);
+  fmt::print("fitted slope of log(time) vs log(M): {:.3f}\n", eval_slope);
+  out["evaluate_slope"] = eval_slope;
+  if (!json.empty())
+    std::ofstream(json) << out.dump(2) << "\n";
+  return 0;
+}
