@@ -5,6 +5,7 @@
 #   gpu    GPU direct-sum benchmark (N = 2^20), seed 000's brute-force table, KeOps / PyTorch peers
 #   cpu    CPU benchmark: every kernel per core vs the plain loop; 3 kernels on all cores
 #   cli    end-to-end `ksum sum` time and memory, N = 1e5 and 1e6, CPU and GPU
+#   pum    RBF-PUM linear-cost benchmark and the comparison with SciPy's RBFInterpolator (CPU)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,6 +86,18 @@ if want cli; then
   PYTHONUNBUFFERED=1 python3 bench/cli_bench.py --ksum $build/apps/ksum/ksum \
     --sizes 100000 1000000 --backends gpu cpu --out "$OUT/cli_bench.md" > "$OUT/cli_bench.log" 2>&1 || rc=1
   cat "$OUT/cli_bench.md" >> "$summary" 2>/dev/null || echo "cli benchmark failed (cli_bench.log)" >> "$summary"
+fi
+
+if want pum; then
+  python3 -c 'import scipy' 2> /dev/null || { ls .whl/scipy-*.whl > /dev/null 2>&1 &&
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-scipy .whl/scipy-*.whl &&
+    export PYTHONPATH=/tmp/ksum-scipy${PYTHONPATH:+:$PYTHONPATH}; }
+  echo >> "$summary"
+  $build/bench/pum_bench --json "$OUT/pum_scaling.json" >> "$summary" 2>&1 || rc=1
+  echo >> "$summary"
+  PYTHONUNBUFFERED=1 timeout 400 python3 bench/peers/pum_vs_scipy.py --ksum $build/apps/ksum/ksum \
+    --out "$OUT/pum_vs_scipy.md" > "$OUT/pum_vs_scipy.log" 2>&1 || rc=1
+  cat "$OUT/pum_vs_scipy.md" >> "$summary" 2>/dev/null || echo "SciPy comparison failed (pum_vs_scipy.log)" >> "$summary"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"

@@ -58,14 +58,16 @@ GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols
 
   // Stage 1 (seed Algorithm 2): hash every point, count per cell, prefix sum, fill.
   std::vector<std::int64_t> cell_of(n);
-  std::vector<double> x(s_);
-  cells_.ptr.assign(ncells_ + 1, 0);
+#pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
+    std::array<double, grid_max_dim> x{};
     for (std::int64_t k = 0; k < s_; ++k)
       x[k] = pts(i, k);
     cell_of[i] = hash(x.data());
-    ++cells_.ptr[cell_of[i] + 1];
   }
+  cells_.ptr.assign(ncells_ + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i)
+    ++cells_.ptr[cell_of[i] + 1];
   for (std::int64_t c = 0; c < ncells_; ++c)
     cells_.ptr[c + 1] += cells_.ptr[c];
   cells_.idx.resize(n);
