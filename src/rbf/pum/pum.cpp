@@ -184,57 +184,68 @@ void PumInterpolant::Impl::build_patches() {
   diag = std::sqrt(diag);
   centres.resize(ncells * s);
   patches.assign(ncells, Patch{});
-  std::vector<std::vector<std::int64_t>> members(ncells);
+  std::vector<std::int64_t> counts(ncells, 0);
   std::atomic<std::int64_t> grown{0};
+  // A cell k steps away along an axis starts (k − ½)w from a cell centre, so it can hold points
+  // within r only if k < r/w + ½: the seed's 3^s neighbours for δ = √2 w.
   const auto ring_for = [&](double r) {
-    return static_cast<std::int64_t>(std::ceil(r / min_width + 0.5));
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(r / min_width + 0.5)));
   };
-#pragma omp parallel for schedule(dynamic, 64)                                                     \
-    num_threads(opt.threads > 0 ? opt.threads : omp_get_max_threads())
+  // Calls f(i) for every point within r of the centre xi of cell c.
+  const auto for_points_within = [&](std::int64_t c, const double *xi, double r, auto &&f) {
+    const double r2 = r * r;
+    const auto &cl = grid->cells();
+    grid->for_neighbours(c, ring_for(r), [&](std::int64_t cell) {
+      for (std::int64_t a = cl.ptr[cell]; a < cl.ptr[cell + 1]; ++a) {
+        const std::int64_t i = cl.idx[a];
+        double d2 = 0;
+        for (std::int64_t k = 0; k < s; ++k)
+          d2 += (pts(i, k) - xi[k]) * (pts(i, k) - xi[k]);
+        if (d2 < r2)
+          f(i);
+      }
+    });
+  };
+  const int nthreads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  // Seed 001 §4.1, second stage: count the points of every patch (fixing its radius), take the
+  // prefix sum, then fill the patch → points index; both passes in parallel, no per-patch buffers.
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nthreads)
   for (std::int64_t c = 0; c < ncells; ++c) {
     double *xi = centres.data() + c * s;
     grid->cell_centre(c, xi);
     double r = delta;
-    auto &mem = members[c];
-    bool was_grown = false;
+    std::int64_t count = 0;
     while (true) {
-      mem.clear();
-      const double r2 = r * r;
-      grid->for_neighbours(c, ring_for(r), [&](std::int64_t cell) {
-        const auto &cl = grid->cells();
-        for (std::int64_t a = cl.ptr[cell]; a < cl.ptr[cell + 1]; ++a) {
-          const std::int64_t i = cl.idx[a];
-          double d2 = 0;
-          for (std::int64_t k = 0; k < s; ++k)
-            d2 += (pts(i, k) - xi[k]) * (pts(i, k) - xi[k]);
-          if (d2 < r2)
-            mem.push_back(i);
-        }
-      });
+      count = 0;
+      for_points_within(c, xi, r, [&](std::int64_t) { ++count; });
       // An empty patch stays empty (growing it would extrapolate from far away); a sparse one
       // grows.
-      if (mem.empty() || static_cast<std::int64_t>(mem.size()) >= std::min(min_pts, n) ||
-          r > 2 * diag)
+      if (count == 0 || count >= std::min(min_pts, n) || r > 2 * diag)
         break;
       r *= 1.25;
-      was_grown = true;
     }
     patches[c].radius = r;
-    if (was_grown)
+    counts[c] = count;
+    if (r > delta)
       ++grown;
   }
   std::int64_t total = 0;
   for (std::int64_t c = 0; c < ncells; ++c) {
     patches[c].begin = total;
-    total += static_cast<std::int64_t>(members[c].size());
+    total += counts[c];
     patches[c].end = total;
   }
   pidx.resize(total);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nthreads)
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    std::int64_t at = patches[c].begin;
+    for_points_within(c, centres.data() + c * s, patches[c].radius,
+                      [&](std::int64_t i) { pidx[at++] = i; });
+  }
   coef_at.resize(ncells);
   std::int64_t cofs = 0, empty = 0;
   max_ring = 1;
   for (std::int64_t c = 0; c < ncells; ++c) {
-    std::copy(members[c].begin(), members[c].end(), pidx.begin() + patches[c].begin);
     coef_at[c] = cofs;
     cofs += patches[c].n() * ncols;
     empty += patches[c].n() == 0;
@@ -392,12 +403,17 @@ double PumInterpolant::Impl::local_value(const K &kf, std::int64_t j, const doub
   const Patch &P = patches[j];
   const double c2 = P.scale * P.scale;
   const double *cf = coef.data() + coef_at[j] + col * P.n();
+  const std::int64_t *idx = pidx.data() + P.begin;
+  const double *base = pts.data();
+  const std::int64_t rows = pts.rows();
   double r = 0;
+#pragma omp simd reduction(+ : r)
   for (std::int64_t a = 0; a < P.n(); ++a) {
-    const std::int64_t i = pidx[P.begin + a];
     double d2 = 0;
-    for (std::int64_t k = 0; k < s; ++k)
-      d2 += (y[k] - pts(i, k)) * (y[k] - pts(i, k));
+    for (std::int64_t k = 0; k < s; ++k) {
+      const double d = y[k] - base[k * rows + idx[a]];
+      d2 += d * d;
+    }
     r += cf[a] * kf.value(p0 + c2 * d2);
   }
   return r;
