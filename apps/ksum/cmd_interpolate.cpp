@@ -14,7 +14,7 @@ namespace ksum::cli {
 namespace {
 
 struct InterpArgs {
-  std::string method = "pum", data, eval, grid, output, kernel = "matern4", eps = "1";
+  std::string method = "pum", data, eval, grid, output, plot, kernel = "matern4", eps = "1";
   std::vector<double> eps_range{0.1, 100.0};
   std::int64_t dim = 0, min_points = 0;
   double density = 1.0;
@@ -56,6 +56,15 @@ void run_interpolate(const InterpArgs &a) {
   if (!a.force && fs::exists(fs::symlink_status(a.output, ec)))
     throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", a.output));
   io::format_from_path(a.output);
+  if (!a.plot.empty()) {
+    if (fs::path(a.plot).extension() != ".png")
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("--plot {}: expected a .png file", a.plot));
+    if (!a.force && fs::exists(fs::symlink_status(a.plot, ec)))
+      throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", a.plot));
+    if (a.grid.empty())
+      throw Error(ErrorCode::invalid_argument, "--plot needs --grid (a heat map of 2D data)");
+  }
   if (a.eval.empty() == a.grid.empty())
     throw Error(ErrorCode::invalid_argument, "give exactly one of --eval FILE and --grid N1xN2…");
 
@@ -109,6 +118,9 @@ void run_interpolate(const InterpArgs &a) {
       }
     }
     y = datasets::grid(counts.data(), lo.data(), hi.data(), dim);
+    if (!a.plot.empty() && dim != 2)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("--plot draws 2D data; these have dimension {}", dim));
   }
 
   PumInterpolant pum(opt);
@@ -130,6 +142,10 @@ void run_interpolate(const InterpArgs &a) {
                             ? table.names[c]
                             : (c < dim ? fmt::format("x{}", c) : fmt::format("f{}", c - dim)));
   io::write_table(a.output, out, {.overwrite = a.force});
+  if (!a.plot.empty()) {
+    const auto counts = parse_grid(a.grid, dim);
+    io::write_heatmap_png(a.plot, u.col(0).data(), counts[0], counts[1], a.force);
+  }
 
   const auto &st = pum.stats();
   note(fmt::format("ksum interpolate: pum, {} {}, d={} N={} ({} values each) M={}", a.kernel,
@@ -145,8 +161,9 @@ void run_interpolate(const InterpArgs &a) {
                      st.eps_min, st.eps_median, st.eps_max, opt.eps_min, opt.eps_max));
   if (st.merged_duplicates)
     note(fmt::format("  merged {} repeated data points (values averaged)", st.merged_duplicates));
-  note(fmt::format("  index {:.3f} s, fit {:.3f} s, evaluate {:.3f} s, total {:.3f} s -> {}",
-                   st.seconds_index, st.seconds_fit, secs_eval, seconds_since(t0), a.output));
+  note(fmt::format("  index {:.3f} s, fit {:.3f} s, evaluate {:.3f} s, total {:.3f} s -> {}{}",
+                   st.seconds_index, st.seconds_fit, secs_eval, seconds_since(t0), a.output,
+                   a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
 } // namespace
@@ -188,7 +205,9 @@ void register_interpolate(CLI::App &app) {
   cmd->add_option("-o,--output", a.output,
                   "Output (.csv or .npy): per evaluation point its coordinates, then the values")
       ->required();
-  cmd->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  cmd->add_option("--plot", a.plot,
+                  "With --grid on 2D data: a PNG heat map of the first value column");
+  cmd->add_flag("-f,--force", a.force, "Overwrite the output (and plot) file if it exists");
   cmd->callback([] { run_interpolate(a); });
 }
 

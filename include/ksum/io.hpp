@@ -37,4 +37,11 @@ struct WriteOptions {
 void write_table(const std::filesystem::path &path, const Table<double> &table,
                  const WriteOptions &options = {});
 
+// A heat map of values on a regular nx × ny grid (the value of cell (ix, iy) is values[ix + nx·iy],
+// y upwards), colours scaled between the finite minimum and maximum, as an 8-bit RGB PNG; each cell
+// is `pixel` pixels wide (0: chosen so the image is about 500 pixels across). Written like
+// write_table: through a temporary file, an existing file only with overwrite.
+void write_heatmap_png(const std::filesystem::path &path, const double *values, std::int64_t nx,
+                       std::int64_t ny, bool overwrite = false, int pixel = 0);
+
 } // namespace ksum::io

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -66,5 +67,10 @@ void write_csv(std::FILE *out, const std::filesystem::path &path, const Table<do
                const WriteOptions &options);
 void write_npy(std::FILE *out, const std::filesystem::path &path, const Table<double> &table,
                const WriteOptions &options);
+
+// Writes a file through a temporary in the same folder renamed into place, so OUT is never left
+// half-written; with overwrite = false an existing OUT is Error(io) and is left untouched.
+void write_atomically(const std::filesystem::path &path, bool overwrite,
+                      const std::function<void(std::FILE *)> &write_body);
 
 } // namespace ksum::io::detail

@@ -118,15 +118,15 @@ std::uint64_t random_suffix() {
 
 } // namespace
 
-void write_table(const fs::path &path, const Table<double> &table, const WriteOptions &options) {
-  const Format format = format_from_path(path);
+void detail::write_atomically(const fs::path &path, bool overwrite,
+                              const std::function<void(std::FILE *)> &write_body) {
   const std::string name = detail::display(path);
 
   // Checked here rather than at the rename so a refused write costs nothing. Another process could
   // still create OUT between this check and the rename; only a non-portable no-replace rename could
   // close that window.
   std::error_code ec;
-  if (!options.overwrite && fs::exists(fs::symlink_status(path, ec)))
+  if (!overwrite && fs::exists(fs::symlink_status(path, ec)))
     throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", name));
 
   // Same folder as OUT so the final rename stays within one file system and is atomic.
@@ -151,10 +151,7 @@ void write_table(const fs::path &path, const Table<double> &table, const WriteOp
     detail::throw_io(path, "cannot create a temporary file", EEXIST);
   detail::File out(raw);
 
-  if (format == Format::csv)
-    detail::write_csv(out.get(), path, table, options);
-  else
-    detail::write_npy(out.get(), path, table, options);
+  write_body(out.get());
 
   errno = 0;
   if (std::fflush(out.get()) != 0)
@@ -173,6 +170,16 @@ void write_table(const fs::path &path, const Table<double> &table, const WriteOp
     throw Error(ErrorCode::io, fmt::format("{}: cannot move the temporary file into place: {}",
                                            name, ec.message()));
   guard.armed = false;
+}
+
+void write_table(const fs::path &path, const Table<double> &table, const WriteOptions &options) {
+  const Format format = format_from_path(path);
+  detail::write_atomically(path, options.overwrite, [&](std::FILE *out) {
+    if (format == Format::csv)
+      detail::write_csv(out, path, table, options);
+    else
+      detail::write_npy(out, path, table, options);
+  });
 }
 
 } // namespace ksum::io

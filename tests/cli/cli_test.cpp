@@ -174,6 +174,24 @@ TEST_F(Cli, InterpolatePumOnAGridAndAtGivenPoints) {
                  1, "strictly positive definite");
   expect_failure("interpolate --data " + path("data.npy") + " -o " + path("t.csv"), 1,
                  "exactly one of --eval");
+  // A heat map of the grid: a real PNG (signature and size in the IHDR chunk).
+  r = ksum("interpolate --data " + path("data.npy") + " --dim 2 --grid 50x40 --eps 10 -o " +
+           path("g2.csv") + " --plot " + path("map.png"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream png(dir / "map.png", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(png)), {});
+  ASSERT_GT(bytes.size(), 33u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  const auto be32 = [&](std::size_t at) {
+    return (std::uint32_t(std::uint8_t(bytes[at])) << 24) |
+           (std::uint32_t(std::uint8_t(bytes[at + 1])) << 16) |
+           (std::uint32_t(std::uint8_t(bytes[at + 2])) << 8) | std::uint8_t(bytes[at + 3]);
+  };
+  EXPECT_EQ(be32(16), 50u * 10); // 10 pixels per cell for a 50-cell-wide grid
+  EXPECT_EQ(be32(20), 40u * 10);
+  expect_failure("interpolate --data " + path("data.npy") + " --dim 2 --eval " + path("eval.csv") +
+                     " -o " + path("g3.csv") + " --plot " + path("m2.png"),
+                 1, "--plot needs --grid");
 }
 
 TEST_F(Cli, DemoRunsAndReportsErrorAndSpeed) {
