@@ -123,9 +123,13 @@ void run_interpolate(const InterpArgs &a) {
                   fmt::format("--plot draws 2D data; these have dimension {}", dim));
   }
 
+  ProgressLine fit_progress("ksum interpolate: local fits");
+  opt.progress = fit_progress.callback();
   PumInterpolant pum(opt);
   pum.set_data(x, f);
   const auto t_eval = std::chrono::steady_clock::now();
+  ProgressLine eval_progress("ksum interpolate: evaluation");
+  pum.set_progress(eval_progress.callback());
   const auto u = pum.evaluate(y);
   const double secs_eval = seconds_since(t_eval);
 

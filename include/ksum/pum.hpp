@@ -8,6 +8,7 @@
 #include <ksum/table.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,9 @@ struct PumOptions {
   bool merge_duplicates = false; // average the values of repeated points instead of an error
   bool extrapolate = false; // evaluate outside the data's box (nearest patches) instead of error
   int threads = 0;          // 0: OpenMP's default
+  // Called now and then from the calling thread with the fraction done of the current phase (the
+  // local fits in set_data, then the points in evaluate).
+  std::function<void(double)> progress{};
 };
 
 // What set_data did: the numbers a user wants to see in verbose output.
@@ -53,6 +57,8 @@ public:
 
   const PumStats &stats() const;
   const PumOptions &options() const;
+  // Replaces options().progress (e.g. one progress line for the fits, another for evaluation).
+  void set_progress(std::function<void(double)> progress);
 
 private:
   struct Impl;

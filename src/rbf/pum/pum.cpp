@@ -262,7 +262,7 @@ void PumInterpolant::Impl::build_patches() {
 void PumInterpolant::Impl::fit() {
   const std::int64_t ncells = grid->num_cells();
   std::vector<double> chosen(ncells, std::numeric_limits<double>::quiet_NaN());
-  std::atomic<std::int64_t> regularised{0};
+  std::atomic<std::int64_t> regularised{0}, fitted{0};
   kdef::visit<double>(opt.kernel, [&](auto kf) {
     using K = decltype(kf);
     constexpr double p0 = kdef::p_offset<K>();
@@ -374,8 +374,13 @@ void PumInterpolant::Impl::fit() {
       P.eps = eps;
       P.scale = kdef::coord_scale(opt.kernel, eps);
       chosen[c] = eps;
+      const std::int64_t done = ++fitted;
+      if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
+        opt.progress(static_cast<double>(done) / static_cast<double>(ncells));
     }
   });
+  if (opt.progress)
+    opt.progress(1.0);
   stats.regularised_patches = regularised;
   std::vector<double> e;
   std::vector<std::int64_t> sizes;
@@ -431,6 +436,9 @@ const PumStats &PumInterpolant::stats() const {
 const PumOptions &PumInterpolant::options() const {
   return impl_->opt;
 }
+void PumInterpolant::set_progress(std::function<void(double)> progress) {
+  impl_->opt.progress = std::move(progress);
+}
 
 void PumInterpolant::set_data(const Table<double> &points, const Table<double> &values) {
   auto fresh = std::make_unique<Impl>();
@@ -469,6 +477,7 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const std::int64_t m = y.rows(), s = im.s;
   Table<double> out(m, im.ncols);
   std::atomic<std::int64_t> bad{-1}; // first point outside the box or not covered
+  std::atomic<std::int64_t> evaluated{0};
   std::atomic<bool> outside{false};
   kdef::visit<double>(im.opt.kernel, [&](auto kf) {
 #pragma omp parallel num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
@@ -476,6 +485,9 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
       std::vector<double> x(s), acc(im.ncols);
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < m; ++i) {
+        const std::int64_t done = ++evaluated;
+        if (im.opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
+          im.opt.progress(static_cast<double>(done) / static_cast<double>(m));
         bool in_box = true;
         for (std::int64_t k = 0; k < s; ++k) {
           x[k] = y(i, k);
@@ -530,6 +542,8 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
       }
     }
   });
+  if (im.opt.progress)
+    im.opt.progress(1.0);
   if (bad >= 0) {
     const std::int64_t i = bad;
     std::string where;
