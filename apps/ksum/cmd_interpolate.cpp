@@ -38,6 +38,12 @@ std::vector<std::int64_t> parse_grid(const std::string &spec, std::int64_t dim) 
     counts.push_back(v);
     b = e + 1;
   }
+  double total = 1;
+  for (const auto c : counts)
+    total *= static_cast<double>(c);
+  if (total > 4e9)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("--grid '{}' has {:.3g} points; at most 4e9", spec, total));
   if (static_cast<std::int64_t>(counts.size()) != dim)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("--grid '{}' has {} axes but the data have dimension {}", spec,

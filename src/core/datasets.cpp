@@ -39,6 +39,9 @@ Table<double> grid(const std::int64_t *counts, const double *lo, const double *h
     if (counts[k] < 1)
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("grid: axis {} has {} points; need at least 1", k, counts[k]));
+    if (counts[k] > (std::int64_t(1) << 40) / total)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("grid: more than 2^40 points ({} on axis {})", counts[k], k));
     total *= counts[k];
   }
   Table<double> t(total, s);

@@ -37,24 +37,35 @@ GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols
                               k, lo_[k]));
     min_range = std::min(min_range, hi_[k] - lo_[k]);
   }
-  // Seed 001: d_PU^k = ceil( (1/2) (N/2)^{1/s} (B_M^k − B_m^k) / min_l (B_M^l − B_m^l) ).
-  const double base = 0.5 * std::pow(0.5 * static_cast<double>(n), 1.0 / static_cast<double>(s_));
+  // Seed 001: d_PU^k = floor( ceil((1/2) (N/2)^{1/s}) (B_M^k − B_m^k) / min_l (B_M^l − B_m^l) ).
+  const double base = std::ceil(
+      cells_scale * 0.5 * std::pow(0.5 * static_cast<double>(n), 1.0 / static_cast<double>(s_)));
+  // Bounded before any cast to an integer: far more cells than points only wastes memory.
+  const double max_cells = 64.0 * static_cast<double>(n) + double(1 << 20);
   d_.resize(s_);
   width_.resize(s_);
-  ncells_ = 1;
+  double total = 1;
   std::int64_t min_d = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t k = 0; k < s_; ++k) {
-    d_[k] = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
-                                          cells_scale * base * (hi_[k] - lo_[k]) / min_range)));
-    width_[k] = (hi_[k] - lo_[k]) / static_cast<double>(d_[k]);
-    min_d = std::min(min_d, d_[k]);
-    if (ncells_ > (std::int64_t(1) << 40) / d_[k])
+    const double dk = std::max(1.0, std::floor(base * (hi_[k] - lo_[k]) / min_range));
+    total *= dk;
+    if (!(total <= max_cells))
       throw Error(ErrorCode::invalid_argument,
-                  "grid index: too many cells; lower the patch density");
-    ncells_ *= d_[k];
+                  fmt::format("grid index: more than {:.3g} cells for {} points (an elongated box "
+                              "or a large patch density); lower --density",
+                              max_cells, n));
+    d_[k] = static_cast<std::int64_t>(dk);
+    width_[k] = (hi_[k] - lo_[k]) / dk;
+    min_d = std::min(min_d, d_[k]);
   }
-  // Seed 001 eq. (10): δ_PU = sqrt(2) / min_k d_PU^k · min_k (B_M^k − B_m^k).
-  delta_ = std::sqrt(2.0) / static_cast<double>(min_d) * min_range;
+  ncells_ = static_cast<std::int64_t>(total);
+  // Seed 001 eq. (10): δ_PU = sqrt(2) / min_k d_PU^k · min_k (B_M^k − B_m^k), enlarged where a
+  // cell's half-diagonal is longer (elongated cells, s >= 9), so that every patch covers its cell.
+  double half_diag = 0;
+  for (std::int64_t k = 0; k < s_; ++k)
+    half_diag += 0.25 * width_[k] * width_[k];
+  delta_ = std::max(std::sqrt(2.0) / static_cast<double>(min_d) * min_range,
+                    1.001 * std::sqrt(half_diag));
 
   // Stage 1 (seed Algorithm 2): hash every point, count per cell, prefix sum, fill.
   std::vector<std::int64_t> cell_of(n);
@@ -93,7 +104,9 @@ std::int64_t GridIndex::axis_cell(double x, std::int64_t k) const {
   const double t = (x - lo_[k]) / (hi_[k] - lo_[k]) * static_cast<double>(d_[k]);
   if (!(t > 0))
     return 0;
-  return std::min<std::int64_t>(d_[k] - 1, static_cast<std::int64_t>(t));
+  if (!(t < static_cast<double>(d_[k]))) // also far outside: no out-of-range cast
+    return d_[k] - 1;
+  return static_cast<std::int64_t>(t);
 }
 
 // Seed 001 eq. (11): j(x) = Σ_k floor((x_k − B_m^k)/(B_M^k − B_m^k) d^k) Π_{l>k} d^l.

@@ -1,6 +1,7 @@
 // RBF partition of unity (seed 001) against known functions. Tolerances: the interpolation property
 // at the data to 1e-10 relative; accuracy bounds are 3-5x above the errors measured when the tests
 // were written (Franke on Halton points, M4), so a regression in the method fails them.
+#include "linalg/brent.hpp"
 #include "spatial/grid_index.hpp"
 
 #include <ksum/datasets.hpp>
@@ -79,6 +80,20 @@ TEST(GridIndex, SeedFormulaHashAndCompressedIndex) {
   std::int64_t count = 0;
   g.for_neighbours(g.num_cells() / 2, 1, [&](std::int64_t) { ++count; });
   EXPECT_EQ(count, 9);
+}
+
+TEST(Brent, MinimaOfKnownFunctions) {
+  const auto a =
+      linalg::brent_minimize([](double x) { return (x - 0.3) * (x - 0.3) + 1; }, -1, 2, 1e-9, 100);
+  EXPECT_NEAR(a.x, 0.3, 1e-6);
+  EXPECT_NEAR(a.fx, 1.0, 1e-12);
+  const auto b =
+      linalg::brent_minimize([](double x) { return std::exp(x) - 2 * x; }, -3, 3, 1e-9, 100);
+  EXPECT_NEAR(b.x, std::log(2.0), 1e-6); // d/dx = e^x − 2
+  // +inf on part of the bracket (an unusable ε in LOOCV) must not stop the search.
+  const auto c = linalg::brent_minimize(
+      [](double x) { return x < 0 ? INFINITY : (x - 1.5) * (x - 1.5); }, -2, 3, 1e-9, 100);
+  EXPECT_NEAR(c.x, 1.5, 1e-5);
 }
 
 TEST(Pum, InterpolatesTheDataAndConvergesOnFranke) {
@@ -184,6 +199,12 @@ TEST(PumRobustness, DuplicatesAreNamedOrMerged) {
   PumInterpolant m({.kernel = Kernel::matern2, .eps = 5.0, .merge_duplicates = true});
   m.set_data(x, f);
   EXPECT_EQ(m.stats().merged_duplicates, 1);
+  const auto all = m.evaluate(x); // every other data point keeps its own value
+  for (std::int64_t i = 0; i < x.rows(); ++i) {
+    if (i != 17 && i != 321) {
+      ASSERT_NEAR(all(i, 0), f(i, 0), 1e-9) << "row " << i;
+    }
+  }
   Table<double> one(1, 2);
   one(0, 0) = x(17, 0);
   one(0, 1) = x(17, 1);
@@ -204,6 +225,30 @@ TEST(PumRobustness, OutsideTheBoxIsAnErrorUnlessExtrapolating) {
   const auto u = e.evaluate(y);
   EXPECT_NEAR(u(0, 0), datasets::franke(0.5, 0.5), 1e-4);
   EXPECT_NEAR(u(1, 0), datasets::franke(1.05, 0.5), 0.05); // extrapolated: close, not exact
+  // Far outside every patch: the nearest patch's interpolant, finite, found in bounded time.
+  Table<double> far(2, 2);
+  far(0, 0) = 3.0;
+  far(0, 1) = 0.5;
+  far(1, 0) = 1e20;
+  far(1, 1) = -1e20;
+  const auto uf = e.evaluate(far);
+  EXPECT_TRUE(std::isfinite(uf(0, 0)));
+  EXPECT_TRUE(std::isfinite(uf(1, 0)));
+}
+
+TEST(PumRobustness, TwoPointsInAnElongated3DBox) {
+  // One cell whose patch must still hold both points (radius covers the cell's half-diagonal).
+  Table<double> x(2, 3, 0.0), f(2, 1);
+  x(1, 0) = 1;
+  x(1, 1) = 1.9;
+  x(1, 2) = 1.9;
+  f(0, 0) = 1;
+  f(1, 0) = 2;
+  PumInterpolant p({.kernel = Kernel::matern2, .eps = 1.0, .extrapolate = true});
+  p.set_data(x, f);
+  const auto u = p.evaluate(x);
+  EXPECT_NEAR(u(0, 0), 1.0, 1e-10);
+  EXPECT_NEAR(u(1, 0), 2.0, 1e-10);
 }
 
 TEST(PumRobustness, SparsePatchesGrowAndIllConditionedOnesAreRegularised) {
@@ -225,6 +270,15 @@ TEST(PumRobustness, SparsePatchesGrowAndIllConditionedOnesAreRegularised) {
   const auto u = flat.evaluate(interior_grid(20));
   for (std::int64_t i = 0; i < u.rows(); ++i)
     ASSERT_TRUE(std::isfinite(u(i, 0)));
+  // Regularised, the fit no longer interpolates exactly (ε = 0.01 makes the kernel nearly constant
+  // over a patch), but it degrades gracefully: within 5 % of the data's range, not garbage
+  // (2.2 % measured).
+  const auto fx = franke_values(xs);
+  const auto at = flat.evaluate(xs);
+  double worst = 0;
+  for (std::int64_t i = 0; i < xs.rows(); ++i)
+    worst = std::max(worst, std::abs(at(i, 0) - fx(i, 0)));
+  EXPECT_LT(worst, 0.05 * 1.22);
 }
 
 TEST(PumContract, BadInputsAreErrors) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <fmt/format.h>
 #include <limits>
 #include <omp.h>
@@ -40,6 +41,7 @@ double w2(double r) {
 // chase that noise to ever smaller ε.
 constexpr double min_rcond_loocv = 1e-13;
 constexpr double max_residual = 1e-6;
+constexpr double max_noise = 1e-3;
 
 void check_finite(const Table<double> &t, const char *what) {
   for (std::int64_t c = 0; c < t.cols(); ++c)
@@ -61,7 +63,8 @@ struct Patch {
 struct PumInterpolant::Impl {
   PumOptions opt;
   PumStats stats;
-  std::int64_t s = 0, ncols = 0, min_pts = 0, max_ring = 1;
+  std::int64_t s = 0, ncols = 0, min_pts = 0, base_ring = 1;
+  std::vector<std::int64_t> grown_list; // patches whose radius grew: visited apart from the rings
   std::unique_ptr<spatial::GridIndex> grid;
   Table<double> pts, vals;
   std::vector<Patch> patches;
@@ -229,12 +232,23 @@ void PumInterpolant::Impl::build_patches() {
     if (r > delta)
       ++grown;
   }
-  std::int64_t total = 0;
+  std::int64_t total = 0, largest = 0;
   for (std::int64_t c = 0; c < ncells; ++c) {
     patches[c].begin = total;
     total += counts[c];
     patches[c].end = total;
+    largest = std::max(largest, counts[c]);
   }
+  if (total == 0)
+    throw Error(ErrorCode::internal, "PUM: no patch holds a data point");
+  // Dense local systems of this size cost O(n^3) time and O(n^2) memory each: refuse, with advice
+  // (checked before the index is allocated).
+  constexpr std::int64_t max_patch = 4096;
+  if (largest > max_patch)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("a patch holds {} points (the most allowed is {}): the data are very "
+                            "clustered or --min-points is large; raise --density",
+                            largest, max_patch));
   pidx.resize(total);
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nthreads)
   for (std::int64_t c = 0; c < ncells; ++c) {
@@ -244,13 +258,14 @@ void PumInterpolant::Impl::build_patches() {
   }
   coef_at.resize(ncells);
   std::int64_t cofs = 0, empty = 0;
-  max_ring = 1;
+  base_ring = ring_for(delta);
+  grown_list.clear();
   for (std::int64_t c = 0; c < ncells; ++c) {
     coef_at[c] = cofs;
     cofs += patches[c].n() * ncols;
     empty += patches[c].n() == 0;
-    if (patches[c].n() > 0)
-      max_ring = std::max(max_ring, ring_for(patches[c].radius));
+    if (patches[c].n() > 0 && patches[c].radius > delta)
+      grown_list.push_back(c);
   }
   coef.assign(cofs, 0.0);
   stats.patches = ncells - empty;
@@ -263,122 +278,140 @@ void PumInterpolant::Impl::fit() {
   const std::int64_t ncells = grid->num_cells();
   std::vector<double> chosen(ncells, std::numeric_limits<double>::quiet_NaN());
   std::atomic<std::int64_t> regularised{0}, fitted{0};
+  std::int64_t nonempty = 0;
+  for (std::int64_t c = 0; c < ncells; ++c)
+    nonempty += patches[c].n() > 0;
+  std::exception_ptr error; // an exception must not leave the OpenMP region
+  std::atomic<bool> failed{false};
   kdef::visit<double>(opt.kernel, [&](auto kf) {
     using K = decltype(kf);
     constexpr double p0 = kdef::p_offset<K>();
 #pragma omp parallel for schedule(dynamic, 16)                                                     \
     num_threads(opt.threads > 0 ? opt.threads : omp_get_max_threads())
     for (std::int64_t c = 0; c < ncells; ++c) {
-      Patch &P = patches[c];
-      const std::int64_t n = P.n();
-      if (n == 0)
+      if (failed.load(std::memory_order_relaxed))
         continue;
-      const double *xi = centres.data() + c * s;
-      // Local coordinates relative to the centre, and the values.
-      Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n);
-      for (std::int64_t a = 0; a < n; ++a) {
-        const std::int64_t i = pidx[P.begin + a];
-        for (std::int64_t k = 0; k < s; ++k)
-          X(a, k) = pts(i, k) - xi[k];
-        for (std::int64_t q = 0; q < ncols; ++q)
-          F(a, q) = vals(i, q);
-      }
-      // Squared distances, computed once for every ε tried (column-major: the inner loop runs down
-      // a column and vectorises).
-      Eigen::MatrixXd D2 = Eigen::MatrixXd::Zero(n, n);
-      for (std::int64_t k = 0; k < s; ++k)
-        for (std::int64_t b = 0; b < n; ++b) {
-          const double xb = X(b, k);
-          double *col = D2.data() + b * n;
-          const double *xk = X.data() + k * n;
-#pragma omp simd
-          for (std::int64_t a = 0; a < n; ++a)
-            col[a] += (xk[a] - xb) * (xk[a] - xb);
-        }
-      Eigen::LLT<Eigen::MatrixXd> llt;
-      // rcond_floor > 0 also asks for the condition estimate (5 µs at n = 50, as much as half the
-      // factorisation): LOOCV needs it; the fixed-ε fit relies on success and the residual test.
-      const auto factor = [&](double eps, double nugget, double rcond_floor = 0.0) {
-        const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
-        const double *d2 = D2.data();
-        double *av = A.data();
-#pragma omp simd
-        for (std::int64_t k = 0; k < n * n; ++k) // the whole block: one vector loop
-          av[k] = kf.value(p0 + c2 * d2[k]);
-        A.diagonal().array() += nugget;
-        llt.compute(A);
-        return llt.info() == Eigen::Success && (rcond_floor <= 0 || llt.rcond() > rcond_floor);
-      };
-      double eps = opt.eps;
-      if (opt.loocv && n > 1) {
-        // Seed 001 §3: minimise ‖e‖∞ over log ε, e_k = c_k / (Φ⁻¹)_kk (Rippa); an unusable
-        // factorisation scores +inf so the search moves to better-conditioned ε.
-        const auto cost = [&](double log_eps) {
-          if (!factor(std::exp(log_eps), 0.0, min_rcond_loocv))
-            return std::numeric_limits<double>::infinity();
-          const Eigen::MatrixXd C = llt.solve(F);
-          const Eigen::MatrixXd Linv =
-              llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
-          const Eigen::VectorXd dinv = Linv.colwise().squaredNorm().transpose();
-          double e = 0;
-          for (std::int64_t q = 0; q < ncols; ++q)
-            e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
-          return e;
-        };
-        const auto best = linalg::brent_minimize(cost, std::log(opt.eps_min), std::log(opt.eps_max),
-                                                 1e-3, opt.loocv_iterations);
-        eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
-      }
-      // Fixed ε, or the chosen one: when the system is singular to working precision or its solve
-      // does not reproduce the data, add a small nugget (growing ×100) and count the patch.
-      double nugget = 0;
-      const double scale = std::max(1.0, std::abs(kf.value(p0)));
-      const double fmax = std::max(F.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
-      // Try without a nugget, then with 1e-12 · K(0) growing ×100; keep the first attempt that
-      // reproduces the data, or else the one that comes closest.
-      Eigen::MatrixXd C, best_C;
-      double best_res = std::numeric_limits<double>::infinity(), best_nugget = 0;
-      for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
-        if (!factor(eps, nug))
+      try {
+        Patch &P = patches[c];
+        const std::int64_t n = P.n();
+        if (n == 0)
           continue;
-        C = llt.solve(F);
-        // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
-        // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
-        const double res = (A * C - F - nug * C).cwiseAbs().maxCoeff();
-        const double rounding = 8.0 * static_cast<double>(n) *
-                                std::numeric_limits<double>::epsilon() * A.cwiseAbs().maxCoeff() *
-                                C.cwiseAbs().maxCoeff();
-        if (res < best_res) {
-          best_res = res;
-          best_C = C;
-          best_nugget = nug;
+        const double *xi = centres.data() + c * s;
+        // Local coordinates relative to the centre, and the values.
+        Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n);
+        for (std::int64_t a = 0; a < n; ++a) {
+          const std::int64_t i = pidx[P.begin + a];
+          for (std::int64_t k = 0; k < s; ++k)
+            X(a, k) = pts(i, k) - xi[k];
+          for (std::int64_t q = 0; q < ncols; ++q)
+            F(a, q) = vals(i, q);
         }
-        if (res <= max_residual * fmax + rounding)
-          break;
+        // Squared distances, computed once for every ε tried (column-major: the inner loop runs
+        // down a column and vectorises).
+        Eigen::MatrixXd D2 = Eigen::MatrixXd::Zero(n, n);
+        for (std::int64_t k = 0; k < s; ++k)
+          for (std::int64_t b = 0; b < n; ++b) {
+            const double xb = X(b, k);
+            double *col = D2.data() + b * n;
+            const double *xk = X.data() + k * n;
+#pragma omp simd
+            for (std::int64_t a = 0; a < n; ++a)
+              col[a] += (xk[a] - xb) * (xk[a] - xb);
+          }
+        Eigen::LLT<Eigen::MatrixXd> llt;
+        // rcond_floor > 0 also asks for the condition estimate (5 µs at n = 50, as much as half the
+        // factorisation): LOOCV needs it; the fixed-ε fit relies on success and the residual test.
+        const auto factor = [&](double eps, double nugget, double rcond_floor = 0.0) {
+          const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
+          const double *d2 = D2.data();
+          double *av = A.data();
+#pragma omp simd
+          for (std::int64_t k = 0; k < n * n; ++k) // the whole block: one vector loop
+            av[k] = kf.value(p0 + c2 * d2[k]);
+          A.diagonal().array() += nugget;
+          llt.compute(A);
+          return llt.info() == Eigen::Success && (rcond_floor <= 0 || llt.rcond() > rcond_floor);
+        };
+        double eps = opt.eps;
+        if (opt.loocv && n > 1) {
+          // Seed 001 §3: minimise ‖e‖∞ over log ε, e_k = c_k / (Φ⁻¹)_kk (Rippa); an unusable
+          // factorisation scores +inf so the search moves to better-conditioned ε.
+          const auto cost = [&](double log_eps) {
+            if (!factor(std::exp(log_eps), 0.0, min_rcond_loocv))
+              return std::numeric_limits<double>::infinity();
+            const Eigen::MatrixXd C = llt.solve(F);
+            const Eigen::MatrixXd Linv =
+                llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
+            const Eigen::VectorXd dinv = Linv.colwise().squaredNorm().transpose();
+            double e = 0;
+            for (std::int64_t q = 0; q < ncols; ++q)
+              e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
+            return e;
+          };
+          const auto best = linalg::brent_minimize(
+              cost, std::log(opt.eps_min), std::log(opt.eps_max), 1e-3, opt.loocv_iterations);
+          eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
+        }
+        // Fixed ε, or the chosen one: when the system is singular to working precision or its solve
+        // does not reproduce the data, add a small nugget (growing ×100) and count the patch.
+        double nugget = 0;
+        const double scale = std::max(1.0, std::abs(kf.value(p0)));
+        const double fmax = std::max(F.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
+        // Try without a nugget, then with 1e-12 · K(0) growing ×100; keep the first attempt that
+        // reproduces the data, or else the one that comes closest.
+        Eigen::MatrixXd C, best_C;
+        double best_res = std::numeric_limits<double>::infinity(), best_nugget = 0;
+        for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
+          if (!factor(eps, nug))
+            continue;
+          C = llt.solve(F);
+          // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
+          // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
+          const double res = (A * C - F - nug * C).cwiseAbs().maxCoeff();
+          const double rounding = 8.0 * static_cast<double>(n) *
+                                  std::numeric_limits<double>::epsilon() * A.cwiseAbs().maxCoeff() *
+                                  C.cwiseAbs().maxCoeff();
+          if (res < best_res) {
+            best_res = res;
+            best_C = C;
+            best_nugget = nug;
+          }
+          // Accept when the data are reproduced and the rounding noise of using these coefficients
+          // (the same |A| |c| n eps anywhere the interpolant is evaluated) stays small.
+          if (res <= max_residual * fmax + rounding && rounding <= max_noise * fmax)
+            break;
+        }
+        if (std::isfinite(best_res)) {
+          C = std::move(best_C);
+          nugget = best_nugget;
+        } else {
+          // No factorisation succeeded (pathological data): a diagonal solve, never NaN.
+          A = A.diagonal().asDiagonal();
+          llt.compute(A);
+          C = llt.solve(F);
+          nugget = 1;
+        }
+        if (nugget > 0)
+          ++regularised;
+        for (std::int64_t q = 0; q < ncols; ++q)
+          for (std::int64_t a = 0; a < n; ++a)
+            coef[coef_at[c] + q * n + a] = C(a, q);
+        P.eps = eps;
+        P.scale = kdef::coord_scale(opt.kernel, eps);
+        chosen[c] = eps;
+        const std::int64_t done = ++fitted;
+        if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
+          opt.progress(static_cast<double>(done) / static_cast<double>(nonempty));
+      } catch (...) {
+#pragma omp critical(ksum_pum_fit_error)
+        if (!error)
+          error = std::current_exception();
+        failed = true;
       }
-      if (std::isfinite(best_res)) {
-        C = std::move(best_C);
-        nugget = best_nugget;
-      } else {
-        // No factorisation succeeded (pathological data): a diagonal solve, never NaN.
-        A = A.diagonal().asDiagonal();
-        llt.compute(A);
-        C = llt.solve(F);
-        nugget = 1;
-      }
-      if (nugget > 0)
-        ++regularised;
-      for (std::int64_t q = 0; q < ncols; ++q)
-        for (std::int64_t a = 0; a < n; ++a)
-          coef[coef_at[c] + q * n + a] = C(a, q);
-      P.eps = eps;
-      P.scale = kdef::coord_scale(opt.kernel, eps);
-      chosen[c] = eps;
-      const std::int64_t done = ++fitted;
-      if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
-        opt.progress(static_cast<double>(done) / static_cast<double>(ncells));
     }
   });
+  if (error)
+    std::rethrow_exception(error);
   if (opt.progress)
     opt.progress(1.0);
   stats.regularised_patches = regularised;
@@ -465,6 +498,16 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
   impl_ = std::move(fresh); // a failure above leaves the interpolant as it was
 }
 
+namespace {
+// Lowers `a` to v if v is smaller (an atomic minimum: the reported point does not depend on
+// timing).
+void atomic_min(std::atomic<std::int64_t> &a, std::int64_t v) {
+  std::int64_t cur = a.load();
+  while (v < cur && !a.compare_exchange_weak(cur, v)) {
+  }
+}
+} // namespace
+
 Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const Impl &im = *impl_;
   if (!im.grid)
@@ -475,77 +518,102 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
                             y.cols(), im.s));
   check_finite(y, "evaluation points");
   const std::int64_t m = y.rows(), s = im.s;
+  const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   Table<double> out(m, im.ncols);
-  std::atomic<std::int64_t> bad{-1}; // first point outside the box or not covered
-  std::atomic<std::int64_t> evaluated{0};
-  std::atomic<bool> outside{false};
+  std::atomic<std::int64_t> first_outside{none}, first_hole{none}, evaluated{0};
+  std::exception_ptr error; // an exception must not leave the OpenMP region
+  std::atomic<bool> failed{false};
+  const double delta = im.grid->patch_radius();
+  std::int64_t max_cells_per_axis = 1;
+  for (std::int64_t k = 0; k < s; ++k)
+    max_cells_per_axis = std::max(max_cells_per_axis, im.grid->cells_per_axis()[k]);
   kdef::visit<double>(im.opt.kernel, [&](auto kf) {
 #pragma omp parallel num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
     {
       std::vector<double> x(s), acc(im.ncols);
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < m; ++i) {
-        const std::int64_t done = ++evaluated;
-        if (im.opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
-          im.opt.progress(static_cast<double>(done) / static_cast<double>(m));
-        bool in_box = true;
-        for (std::int64_t k = 0; k < s; ++k) {
-          x[k] = y(i, k);
-          const double tol = 1e-12 * (im.grid->hi(k) - im.grid->lo(k));
-          in_box = in_box && x[k] >= im.grid->lo(k) - tol && x[k] <= im.grid->hi(k) + tol;
-        }
-        if (!in_box && !im.opt.extrapolate) {
-          std::int64_t expected = -1;
-          bad.compare_exchange_strong(expected, i);
-          outside = true;
+        if (failed.load(std::memory_order_relaxed))
           continue;
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
-        std::int64_t nearest = -1;
-        const std::int64_t cell = im.grid->hash(x.data());
-        auto visit_patch = [&](std::int64_t j) {
-          const Patch &P = im.patches[j];
-          if (P.n() == 0)
-            return;
-          const double *xi = im.centres.data() + j * s;
-          double d2 = 0;
-          for (std::int64_t k = 0; k < s; ++k)
-            d2 += (x[k] - xi[k]) * (x[k] - xi[k]);
-          if (d2 < best_d2) {
-            best_d2 = d2;
-            nearest = j;
+        try {
+          const std::int64_t done = ++evaluated;
+          if (im.opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
+            im.opt.progress(static_cast<double>(done) / static_cast<double>(m));
+          bool in_box = true;
+          for (std::int64_t k = 0; k < s; ++k) {
+            x[k] = y(i, k);
+            const double tol = 1e-12 * (im.grid->hi(k) - im.grid->lo(k));
+            in_box = in_box && x[k] >= im.grid->lo(k) - tol && x[k] <= im.grid->hi(k) + tol;
           }
-          const double w = w2(std::sqrt(d2) / P.radius);
-          if (w <= 0)
-            return;
-          wsum += w;
+          if (!in_box && !im.opt.extrapolate) {
+            atomic_min(first_outside, i);
+            continue;
+          }
+          std::fill(acc.begin(), acc.end(), 0.0);
+          double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
+          std::int64_t nearest = -1;
+          const std::int64_t cell = im.grid->hash(x.data());
+          auto visit_patch = [&](std::int64_t j) {
+            const Patch &P = im.patches[j];
+            if (P.n() == 0)
+              return;
+            const double *xi = im.centres.data() + j * s;
+            double d2 = 0;
+            for (std::int64_t k = 0; k < s; ++k)
+              d2 += (x[k] - xi[k]) * (x[k] - xi[k]);
+            if (d2 < best_d2) {
+              best_d2 = d2;
+              nearest = j;
+            }
+            const double w = w2(std::sqrt(d2) / P.radius);
+            if (w <= 0)
+              return;
+            wsum += w;
+            for (std::int64_t q = 0; q < im.ncols; ++q)
+              acc[q] += w * im.local_value(kf, j, x.data(), q);
+          };
+          // Patches of the seed's radius through the neighbouring cells; grown ones (few) apart,
+          // so that one sparse region does not widen every point's search.
+          im.grid->for_neighbours(cell, im.base_ring, [&](std::int64_t j) {
+            if (im.patches[j].radius <= delta)
+              visit_patch(j);
+          });
+          for (const std::int64_t j : im.grown_list)
+            visit_patch(j);
+          if (wsum > 0) {
+            for (std::int64_t q = 0; q < im.ncols; ++q)
+              out(i, q) = acc[q] / wsum;
+            continue;
+          }
+          if (!im.opt.extrapolate) {
+            atomic_min(in_box ? first_hole : first_outside, i);
+            continue;
+          }
+          // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings
+          // (at most the whole grid; set_data guarantees a non-empty patch exists).
+          for (std::int64_t ring = 2 * im.base_ring; nearest < 0; ring *= 2) {
+            im.grid->for_neighbours(cell, ring, visit_patch);
+            if (ring > max_cells_per_axis)
+              break;
+          }
           for (std::int64_t q = 0; q < im.ncols; ++q)
-            acc[q] += w * im.local_value(kf, j, x.data(), q);
-        };
-        im.grid->for_neighbours(cell, im.max_ring, visit_patch);
-        if (wsum > 0) {
-          for (std::int64_t q = 0; q < im.ncols; ++q)
-            out(i, q) = acc[q] / wsum;
-          continue;
+            out(i, q) = im.local_value(kf, nearest, x.data(), q);
+        } catch (...) {
+#pragma omp critical(ksum_pum_evaluate_error)
+          if (!error)
+            error = std::current_exception();
+          failed = true;
         }
-        if (!im.opt.extrapolate) {
-          std::int64_t expected = -1;
-          bad.compare_exchange_strong(expected, i);
-          continue;
-        }
-        // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings.
-        for (std::int64_t ring = im.max_ring + 1; nearest < 0; ring *= 2)
-          im.grid->for_neighbours(cell, ring, visit_patch);
-        for (std::int64_t q = 0; q < im.ncols; ++q)
-          out(i, q) = im.local_value(kf, nearest, x.data(), q);
       }
     }
   });
+  if (error)
+    std::rethrow_exception(error);
   if (im.opt.progress)
     im.opt.progress(1.0);
-  if (bad >= 0) {
-    const std::int64_t i = bad;
+  const bool outside = first_outside.load() != none;
+  if (outside || first_hole.load() != none) {
+    const std::int64_t i = outside ? first_outside.load() : first_hole.load();
     std::string where;
     for (std::int64_t k = 0; k < s; ++k)
       where += fmt::format("{}{}", k ? ", " : "", y(i, k));
