@@ -54,20 +54,13 @@ std::vector<std::int64_t> parse_grid(const std::string &spec, std::int64_t dim) 
 void run_interpolate(const InterpArgs &a) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
-  std::error_code ec;
-  for (const auto *in : {&a.data, &a.eval})
-    if (!in->empty() && fs::equivalent(*in, a.output, ec))
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("{}: the output would overwrite an input file", a.output));
-  if (!a.force && fs::exists(fs::symlink_status(a.output, ec)))
-    throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", a.output));
+  refuse_overwrite(a.output, {&a.data, &a.eval}, a.force);
   io::format_from_path(a.output);
   if (!a.plot.empty()) {
     if (fs::path(a.plot).extension() != ".png")
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("--plot {}: expected a .png file", a.plot));
-    if (!a.force && fs::exists(fs::symlink_status(a.plot, ec)))
-      throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", a.plot));
+    refuse_overwrite(a.plot, {&a.data, &a.eval, &a.output}, a.force);
     if (a.grid.empty())
       throw Error(ErrorCode::invalid_argument, "--plot needs --grid (a heat map of 2D data)");
   }

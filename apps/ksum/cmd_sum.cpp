@@ -36,15 +36,7 @@ std::vector<std::string> column_names(std::int64_t nrhs, std::int64_t d, bool gr
 template <class T> void run_sum(const SumArgs &a) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
-  // Refuse an output that would overwrite an input or, without --force, any existing file before
-  // doing the work, not after it.
-  std::error_code ec;
-  for (const auto *in : {&a.sources, &a.targets, &a.weights})
-    if (!in->empty() && fs::equivalent(*in, a.output, ec))
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("{}: the output would overwrite an input file", a.output));
-  if (!a.force && fs::exists(fs::symlink_status(a.output, ec)))
-    throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", a.output));
+  refuse_overwrite(a.output, {&a.sources, &a.targets, &a.weights}, a.force);
   io::format_from_path(a.output);
 
   const auto src = io::read_table(a.sources);

@@ -1,7 +1,9 @@
 #include "common.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
+#include <ksum/error.hpp>
 #include <unistd.h>
 
 namespace ksum::cli {
@@ -13,6 +15,18 @@ Global &global() {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void refuse_overwrite(const std::string &output, std::initializer_list<const std::string *> inputs,
+                      bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto *in : inputs)
+    if (!in->empty() && fs::equivalent(*in, output, ec))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{}: the output would overwrite an input file", output));
+  if (!force && fs::exists(fs::symlink_status(output, ec)))
+    throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", output));
 }
 
 void note(const std::string &line) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <initializer_list>
 #include <string>
 
 namespace ksum::cli {
@@ -32,6 +33,11 @@ private:
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0);
+
+// Refuses, before any work: an output that is one of the inputs, or an existing output without
+// --force. Empty names are skipped.
+void refuse_overwrite(const std::string &output, std::initializer_list<const std::string *> inputs,
+                      bool force);
 
 // Prints a line to stderr unless --quiet.
 void note(const std::string &line);

@@ -1,5 +1,6 @@
 // The DirectSum plan: validates inputs (naming the offending index), scales coordinates once, picks
 // the backend and hands the work to the CPU or CUDA engine.
+#include "core/validate.hpp"
 #include "direct/direct_problem.hpp"
 #include "kernels/kernel_defs.hpp"
 
@@ -35,18 +36,7 @@ std::string_view to_string(Backend b) {
   return "?";
 }
 
-namespace {
-
-template <class T> void check_finite(const Table<T> &t, const char *what) {
-  for (std::int64_t c = 0; c < t.cols(); ++c)
-    for (std::int64_t r = 0; r < t.rows(); ++r)
-      if (!std::isfinite(t(r, c)))
-        throw Error(ErrorCode::non_finite,
-                    fmt::format("{}: non-finite value {} at row {}, column {}", what,
-                                static_cast<double>(t(r, c)), r, c));
-}
-
-} // namespace
+using detail::check_finite;
 
 template <std::floating_point T> struct DirectSum<T>::Impl {
   DirectOptions opt;

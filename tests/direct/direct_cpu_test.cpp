@@ -1,6 +1,7 @@
 // CPU direct sum against the fp64 reference (tolerances: tests/support/reference.hpp), and the
 // plan's contract: every bad input is an Error with a code and a message naming it.
 #include "direct/direct_cases.hpp"
+#include "support/expect_error.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
@@ -78,16 +79,6 @@ TEST(CpuDirect, ThreadCountDoesNotChangeTheResultBeyondRounding) {
   const auto a = one.execute(w), b = two.execute(w);
   for (std::int64_t i = 0; i < 900; ++i)
     EXPECT_EQ(a(i, 0), b(i, 0)); // blocks are independent: bitwise the same
-}
-
-template <class F> void expect_error(F &&f, ErrorCode code, const std::string &needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error &e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(DirectContract, BadShapeParameter) {

@@ -3,6 +3,7 @@
 // were written (Franke on Halton points, M4), so a regression in the method fails them.
 #include "linalg/brent.hpp"
 #include "spatial/grid_index.hpp"
+#include "support/expect_error.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/error.hpp>
@@ -13,6 +14,8 @@
 
 namespace ksum {
 namespace {
+
+using test::expect_error;
 
 Table<double> franke_values(const Table<double> &x) {
   Table<double> f(x.rows(), 1);
@@ -44,16 +47,6 @@ double franke_rmse(const PumInterpolant &p, std::int64_t grid_n = 40) {
   for (std::int64_t i = 0; i < g.rows(); ++i)
     se += std::pow(u(i, 0) - datasets::franke(g(i, 0), g(i, 1)), 2);
   return std::sqrt(se / static_cast<double>(g.rows()));
-}
-
-template <class F> void expect_error(F &&f, ErrorCode code, const std::string &needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error &e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(GridIndex, SeedFormulaHashAndCompressedIndex) {

@@ -2,6 +2,7 @@
 // the inner loop over sources vectorised (#pragma omp simd reductions, branch-free kernel math from
 // kernels/kmath.hpp). The self term is left out by splitting the source range around j = i, so the
 // vector loop carries no index test (seed 000 §4: "CPU no cond.").
+#include "core/parallel_errors.hpp"
 #include "direct/direct_problem.hpp"
 #include "kernels/kernel_defs.hpp"
 
@@ -113,10 +114,7 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
   const std::int64_t nblocks = (m + target_block - 1) / target_block;
   std::atomic<std::int64_t> done{0};
   const int nthreads = threads > 0 ? threads : omp_get_max_threads();
-  // An exception must not leave an OpenMP region (that terminates): the first is kept, the other
-  // threads skip their remaining blocks, and it is rethrown after the region.
-  std::exception_ptr error;
-  std::atomic<bool> failed{false};
+  detail::ParallelErrors errors; // the other threads skip their blocks once one has failed
 
 #pragma omp parallel num_threads(nthreads)
   {
@@ -125,7 +123,7 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
     std::vector<T> block_acc(static_cast<std::size_t>(target_block * ncols));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t b = 0; b < nblocks; ++b) {
-      if (failed.load(std::memory_order_relaxed))
+      if (errors.failed())
         continue;
       try {
         const std::int64_t i0 = b * target_block, i1 = std::min(m, i0 + target_block);
@@ -155,15 +153,11 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
         if (progress && omp_get_thread_num() == 0)
           progress(static_cast<double>(finished) / static_cast<double>(nblocks));
       } catch (...) {
-#pragma omp critical(ksum_cpu_direct_error)
-        if (!error)
-          error = std::current_exception();
-        failed = true;
+        errors.capture();
       }
     }
   }
-  if (error)
-    std::rethrow_exception(error);
+  errors.rethrow();
   if (progress)
     progress(1.0);
 }

@@ -1,5 +1,7 @@
 // RBF partition of unity (seed 001): indexing (spatial/grid_index), local fits with Cholesky and
 // LOOCV (Rippa's e_k = c_k / (Φ⁻¹)_kk, Brent over log ε), Shepard evaluation with W2 weights.
+#include "core/parallel_errors.hpp"
+#include "core/validate.hpp"
 #include "kernels/kernel_defs.hpp"
 #include "linalg/brent.hpp"
 #include "spatial/grid_index.hpp"
@@ -19,6 +21,8 @@
 
 namespace ksum {
 namespace {
+
+using detail::check_finite;
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
@@ -42,15 +46,6 @@ double w2(double r) {
 constexpr double min_rcond_loocv = 1e-13;
 constexpr double max_residual = 1e-6;
 constexpr double max_noise = 1e-3;
-
-void check_finite(const Table<double> &t, const char *what) {
-  for (std::int64_t c = 0; c < t.cols(); ++c)
-    for (std::int64_t r = 0; r < t.rows(); ++r)
-      if (!std::isfinite(t(r, c)))
-        throw Error(
-            ErrorCode::non_finite,
-            fmt::format("{}: non-finite value {} at row {}, column {}", what, t(r, c), r, c));
-}
 
 struct Patch {
   double radius = 0, eps = 0, scale = 0; // scale: the kernel's coordinate scale for eps
@@ -281,15 +276,14 @@ void PumInterpolant::Impl::fit() {
   std::int64_t nonempty = 0;
   for (std::int64_t c = 0; c < ncells; ++c)
     nonempty += patches[c].n() > 0;
-  std::exception_ptr error; // an exception must not leave the OpenMP region
-  std::atomic<bool> failed{false};
+  detail::ParallelErrors errors;
   kdef::visit<double>(opt.kernel, [&](auto kf) {
     using K = decltype(kf);
     constexpr double p0 = kdef::p_offset<K>();
 #pragma omp parallel for schedule(dynamic, 16)                                                     \
     num_threads(opt.threads > 0 ? opt.threads : omp_get_max_threads())
     for (std::int64_t c = 0; c < ncells; ++c) {
-      if (failed.load(std::memory_order_relaxed))
+      if (errors.failed())
         continue;
       try {
         Patch &P = patches[c];
@@ -403,15 +397,11 @@ void PumInterpolant::Impl::fit() {
         if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
           opt.progress(static_cast<double>(done) / static_cast<double>(nonempty));
       } catch (...) {
-#pragma omp critical(ksum_pum_fit_error)
-        if (!error)
-          error = std::current_exception();
-        failed = true;
+        errors.capture();
       }
     }
   });
-  if (error)
-    std::rethrow_exception(error);
+  errors.rethrow();
   if (opt.progress)
     opt.progress(1.0);
   stats.regularised_patches = regularised;
@@ -521,8 +511,7 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   Table<double> out(m, im.ncols);
   std::atomic<std::int64_t> first_outside{none}, first_hole{none}, evaluated{0};
-  std::exception_ptr error; // an exception must not leave the OpenMP region
-  std::atomic<bool> failed{false};
+  detail::ParallelErrors errors;
   const double delta = im.grid->patch_radius();
   std::int64_t max_cells_per_axis = 1;
   for (std::int64_t k = 0; k < s; ++k)
@@ -533,7 +522,7 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
       std::vector<double> x(s), acc(im.ncols);
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t i = 0; i < m; ++i) {
-        if (failed.load(std::memory_order_relaxed))
+        if (errors.failed())
           continue;
         try {
           const std::int64_t done = ++evaluated;
@@ -599,16 +588,12 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
           for (std::int64_t q = 0; q < im.ncols; ++q)
             out(i, q) = im.local_value(kf, nearest, x.data(), q);
         } catch (...) {
-#pragma omp critical(ksum_pum_evaluate_error)
-          if (!error)
-            error = std::current_exception();
-          failed = true;
+          errors.capture();
         }
       }
     }
   });
-  if (error)
-    std::rethrow_exception(error);
+  errors.rethrow();
   if (im.opt.progress)
     im.opt.progress(1.0);
   const bool outside = first_outside.load() != none;
