@@ -43,20 +43,80 @@ Table<double> franke_values(const Table<double> &x) {
 int main(int argc, char **argv) {
   std::string json;
   std::int64_t max_n = 1 << 20;
+  bool gpu_section = false;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     if (s == "--json" && i + 1 < argc)
       json = argv[++i];
     else if (s == "--max-n" && i + 1 < argc)
       max_n = std::stoll(argv[++i]);
+    else if (s == "--gpu")
+      gpu_section = true;
     else {
-      fmt::print(stderr, "usage: pum_bench [--max-n N] [--json FILE]\n");
+      fmt::print(stderr, "usage: pum_bench [--max-n N] [--gpu] [--json FILE]\n");
       return 2;
     }
   }
   nlohmann::json out;
   out["threads"] = max_threads();
   const PumOptions opt{.kernel = Kernel::matern4, .eps = 10.0, .extrapolate = true};
+  if (gpu_section) {
+    // Issue 3 item 10's sizes (seed 001 fig. 5-6): fits on the CPU cores, evaluation on the GPU.
+    if (gpus().empty()) {
+      fmt::print("GPU section: no GPU visible\n");
+      return 1;
+    }
+    fmt::print("RBF-PUM on {} + {} CPU threads (M4, eps = 10): CPU fits, GPU evaluation\n",
+               gpus()[0].name, max_threads());
+    fmt::print(
+        "| s | N | M | fit (CPU) [s] | evaluate (GPU) [s] | evaluate (CPU) [s] | total [s] |\n"
+        "|---|---|---|---|---|---|---|\n");
+    struct Size {
+      std::int64_t s, n, m;
+    };
+    for (const Size z : {Size{2, 4000000, 9000000}, Size{3, 4913000, 8000000}}) {
+      const auto x = datasets::halton(z.n, z.s);
+      Table<double> f(z.n, 1);
+      for (std::int64_t i = 0; i < z.n; ++i)
+        f(i, 0) = z.s == 2 ? datasets::franke(x(i, 0), x(i, 1))
+                           : datasets::franke3(x(i, 0), x(i, 1), x(i, 2));
+      auto y = datasets::halton(z.m, z.s, 1000003);
+      for (std::int64_t k = 0; k < y.rows() * y.cols(); ++k)
+        y.data()[k] = 0.01 + 0.98 * y.data()[k];
+      PumOptions o = opt;
+      o.backend = Backend::cuda;
+      PumInterpolant p(o);
+      auto t0 = Clock::now();
+      p.set_data(x, f);
+      const double tf = seconds(t0);
+      p.evaluate(y); // warm-up: uploads the patch arrays
+      t0 = Clock::now();
+      const auto ug = p.evaluate(y);
+      const double tg = seconds(t0);
+      o.backend = Backend::cpu;
+      p.set_progress(nullptr);
+      PumInterpolant c(o);
+      c.set_data(x, f);
+      t0 = Clock::now();
+      const auto uc = c.evaluate(y);
+      const double tc = seconds(t0);
+      double diff = 0;
+      for (std::int64_t i = 0; i < z.m; ++i)
+        diff = std::max(diff, std::abs(ug(i, 0) - uc(i, 0)));
+      fmt::print("| {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |  (max |GPU - CPU| {:.1e})\n",
+                 z.s, z.n, z.m, tf, tg, tc, tf + tg, diff);
+      out["gpu"].push_back({{"s", z.s},
+                            {"n", z.n},
+                            {"m", z.m},
+                            {"fit_cpu", tf},
+                            {"eval_gpu", tg},
+                            {"eval_cpu", tc},
+                            {"max_abs_diff", diff}});
+    }
+    if (!json.empty())
+      std::ofstream(json) << out.dump(2) << "\n";
+    return 0;
+  }
 
   fmt::print("RBF-PUM fit cost vs N (2D Halton, Franke, M4, eps = 10, {} threads)\n",
              max_threads());

@@ -95,6 +95,8 @@ if want pum; then
   echo >> "$summary"
   $build/bench/pum_bench --json "$OUT/pum_scaling.json" >> "$summary" 2>&1 || rc=1
   echo >> "$summary"
+  $build/bench/pum_bench --gpu --json "$OUT/pum_gpu.json" >> "$summary" 2>&1 || rc=1
+  echo >> "$summary"
   PYTHONUNBUFFERED=1 timeout 400 python3 bench/peers/pum_vs_scipy.py --ksum $build/apps/ksum/ksum \
     --out "$OUT/pum_vs_scipy.md" > "$OUT/pum_vs_scipy.log" 2>&1 || rc=1
   cat "$OUT/pum_vs_scipy.md" >> "$summary" 2>/dev/null || echo "SciPy comparison failed (pum_vs_scipy.log)" >> "$summary"

@@ -4,6 +4,7 @@
 //   s(x) = Σ_j W_j(x) R_j(x),  W_j = φ_j / Σ_k φ_k,  φ_j(x) = W2(|x − ξ_j| / δ_j)
 // The shape parameter is fixed or chosen per patch by leave-one-out cross validation (Rippa's
 // formula, Brent's method over log ε). CPU, double precision.
+#include <ksum/direct.hpp>
 #include <ksum/kernels.hpp>
 #include <ksum/table.hpp>
 
@@ -31,6 +32,9 @@ struct PumOptions {
   // Called now and then from the calling thread with the fraction done of the current phase (the
   // local fits in set_data, then the points in evaluate).
   std::function<void(double)> progress{};
+  // Where evaluate() runs: automatic uses a GPU when one is visible (dimension 2 or 3, at most 4
+  // value columns); the local fits run on the CPU.
+  Backend backend = Backend::automatic;
 };
 
 // What set_data did: the numbers a user wants to see in verbose output.

@@ -4,8 +4,10 @@
 #include "core/validate.hpp"
 #include "kernels/kernel_defs.hpp"
 #include "linalg/brent.hpp"
+#include "rbf/pum/pum_gpu.hpp"
 #include "spatial/grid_index.hpp"
 
+#include <ksum/device.hpp>
 #include <ksum/error.hpp>
 #include <ksum/pum.hpp>
 
@@ -65,7 +67,10 @@ struct PumInterpolant::Impl {
   std::vector<Patch> patches;
   std::vector<std::int64_t> pidx, coef_at;
   std::vector<double> coef, centres;
+  mutable std::unique_ptr<detail::PumGpu> gpu; // made at the first GPU evaluation
 
+  // The GPU engine for this fit (uploads the patch arrays once).
+  detail::PumGpu &gpu_engine() const;
   void validate(const Table<double> &points, const Table<double> &values) const;
   // Sets pts, vals and grid (the index of pts).
   void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
@@ -498,6 +503,50 @@ void atomic_min(std::atomic<std::int64_t> &a, std::int64_t v) {
 }
 } // namespace
 
+detail::PumGpu &PumInterpolant::Impl::gpu_engine() const {
+  if (!gpu) {
+    const std::int64_t ncells = grid->num_cells();
+    std::vector<double> radius(ncells), scale(ncells), lo(s), hi(s);
+    std::vector<std::int64_t> begin(ncells), end(ncells);
+    for (std::int64_t c = 0; c < ncells; ++c) {
+      radius[c] = patches[c].radius;
+      scale[c] = patches[c].scale;
+      begin[c] = patches[c].begin;
+      end[c] = patches[c].end;
+    }
+    for (std::int64_t k = 0; k < s; ++k) {
+      lo[k] = grid->lo(k);
+      hi[k] = grid->hi(k);
+    }
+    detail::PumGeometry g;
+    g.kernel = opt.kernel;
+    g.s = s;
+    g.ncols = ncols;
+    g.n = pts.rows();
+    g.ncells = ncells;
+    g.cells_per_axis = grid->cells_per_axis().data();
+    g.lo = lo.data();
+    g.hi = hi.data();
+    g.delta = grid->patch_radius();
+    g.base_ring = base_ring;
+    g.radius = radius.data();
+    g.scale = scale.data();
+    g.begin = begin.data();
+    g.end = end.data();
+    g.coef_at = coef_at.data();
+    g.centres = centres.data();
+    g.pidx = pidx.data();
+    g.npidx = static_cast<std::int64_t>(pidx.size());
+    g.coef = coef.data();
+    g.ncoef = static_cast<std::int64_t>(coef.size());
+    g.pts = pts.data();
+    g.grown = grown_list.data();
+    g.ngrown = static_cast<std::int64_t>(grown_list.size());
+    gpu = detail::make_pum_gpu(g);
+  }
+  return *gpu;
+}
+
 Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const Impl &im = *impl_;
   if (!im.grid)
@@ -510,6 +559,17 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const std::int64_t m = y.rows(), s = im.s;
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   Table<double> out(m, im.ncols);
+  const bool gpu_fits = (s == 2 || s == 3) && im.ncols <= detail::pum_gpu_max_cols;
+  if (im.opt.backend == Backend::cuda ||
+      (im.opt.backend == Backend::automatic && gpu_fits && !gpus().empty())) {
+    // Points outside the box or in holes make the GPU decline the batch: the CPU path below then
+    // extrapolates them or names them in its error.
+    if (im.gpu_engine().evaluate(y.data(), m, out.data())) {
+      if (im.opt.progress)
+        im.opt.progress(1.0);
+      return out;
+    }
+  }
   std::atomic<std::int64_t> first_outside{none}, first_hole{none}, evaluated{0};
   detail::ParallelErrors errors;
   const double delta = im.grid->patch_radius();
