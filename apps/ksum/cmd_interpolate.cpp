@@ -15,6 +15,7 @@ namespace {
 
 struct InterpArgs {
   std::string method = "pum", data, eval, grid, output, plot, kernel = "matern4", eps = "1";
+  std::string backend = "auto";
   std::vector<double> eps_range{0.1, 100.0};
   std::int64_t dim = 0, min_points = 0;
   double density = 1.0;
@@ -102,6 +103,7 @@ void run_interpolate(const InterpArgs &a) {
   opt.merge_duplicates = a.merge;
   opt.extrapolate = a.extrapolate;
   opt.threads = a.threads;
+  opt.backend = parse_backend(a.backend);
 
   Table<double> y;
   if (!a.eval.empty()) {
@@ -205,6 +207,11 @@ void register_interpolate(CLI::App &app) {
   cmd->add_flag("--extrapolate", a.extrapolate,
                 "Evaluate outside the data's box from the nearest patches instead of an error");
   cmd->add_option("--threads", a.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--backend", a.backend,
+                  "Evaluation on: auto (the GPU when present, 2D/3D), cpu or gpu; fits run on the "
+                  "CPU")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("-o,--output", a.output,
                   "Output (.csv or .npy): per evaluation point its coordinates, then the values")
       ->required();

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""RBF-PUM (ksum) against SciPy's RBFInterpolator(neighbors=50) on the same points and cores.
+"""RBF-PUM (ksum) against SciPy's RBFInterpolator(neighbors=50) on the same points and cores (CPU only:
+ksum runs with --backend cpu).
 
 2D Franke's function on the first N Halton points (bases 2, 3, skipping the origin: the same points
 as ksum::datasets::halton), M evaluation points uniform in [0.001, 0.999]^2 (fixed seed). ksum runs
@@ -36,7 +37,8 @@ def franke(x, y):
 def run_ksum(ksum, data, ev, out, eps):
     t0 = time.perf_counter()
     p = subprocess.run([ksum, "interpolate", "--method", "pum", "--data", data, "--dim", "2",
-                        "--eval", ev, "--kernel", "matern4", "--eps", str(eps), "--force", "-o", out],
+                        "--eval", ev, "--kernel", "matern4", "--eps", str(eps), "--backend", "cpu",
+                        "--force", "-o", out],
                        capture_output=True, text=True)
     secs = time.perf_counter() - t0
     if p.returncode != 0:

@@ -53,7 +53,9 @@ TEST_P(PumGpuDims, AgreesWithTheCpu) {
       worst = std::max(worst, std::abs(a.data()[k] - b.data()[k]));
       scale = std::max(scale, std::abs(a.data()[k]));
     }
-    EXPECT_LE(worst, 1e-12 * scale) << "s = " << s << " loocv = " << loocv;
+    // Fixed eps: 1e-12. LOOCV picks small, ill-conditioned eps per patch: large coefficients then
+    // amplify the rounding of the two summation orders (2.2e-10 measured in 3D on the H100).
+    EXPECT_LE(worst, (loocv ? 1e-9 : 1e-12) * scale) << "s = " << s << " loocv = " << loocv;
   }
 }
 
