@@ -2,16 +2,13 @@
 // the general kernel (d up to 8, several right-hand sides, gradient), the chunked path under a tiny
 // memory limit, and agreement with the CPU. Skips cleanly where no GPU is visible.
 #include "direct/direct_cases.hpp"
+#include "support/gpu.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
 
 namespace ksum::test {
 namespace {
-
-#define KSUM_REQUIRE_GPU()                                                                         \
-  if (gpus().empty())                                                                              \
-  GTEST_SKIP() << "no CUDA GPU visible"
 
 class GpuKernels : public ::testing::TestWithParam<Kernel> {};
 

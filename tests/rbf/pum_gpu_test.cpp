@@ -1,6 +1,7 @@
 // GPU evaluation of RBF-PUM (CTest label `gpu`): the same interpolant evaluated on the GPU and on
 // the CPU agrees to 1e-12 relative; points the GPU cannot serve fall back to the CPU path.
 #include "support/expect_error.hpp"
+#include "support/gpu.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/device.hpp>
@@ -12,10 +13,6 @@
 
 namespace ksum {
 namespace {
-
-#define KSUM_REQUIRE_GPU()                                                                         \
-  if (gpus().empty())                                                                              \
-  GTEST_SKIP() << "no CUDA GPU visible"
 
 Table<double> values(const Table<double> &x, std::int64_t ncols) {
   Table<double> f(x.rows(), ncols);
