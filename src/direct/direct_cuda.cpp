@@ -66,7 +66,7 @@ void copy_block(T *dst, std::int64_t dst_ld, const T *src, std::int64_t src_ld, 
 
 template <class T> class CudaDirectImpl final : public CudaDirect<T> {
 public:
-  CudaDirectImpl(std::vector<int> ids, std::int64_t limit) : limit_(limit) {
+  CudaDirectImpl(std::vector<int> ids, std::int64_t limit) {
     for (int id : ids) {
       // Entries that share a GPU (devices = {0, 0}) share its memory budget.
       const auto sharing = std::count(ids.begin(), ids.end(), id);
@@ -261,7 +261,6 @@ private:
     }
   }
 
-  std::int64_t limit_;
   std::int64_t generation_ = 0;
   std::vector<std::unique_ptr<Device>> devs_;
 };

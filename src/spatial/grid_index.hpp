@@ -3,6 +3,8 @@
 // two-stage compressed index Γ = {aptr, aidx}: cell → points (a counting sort, linear time, points
 // of a cell contiguous), then patch → points (each cell centre is a patch centre; its points are
 // found by visiting the neighbouring cells). Any dimension s >= 1.
+#include "spatial/cell_box.hpp"
+
 #include <ksum/table.hpp>
 
 #include <algorithm>
@@ -64,25 +66,13 @@ private:
 
 template <class F>
 void GridIndex::for_neighbours(std::int64_t cell, std::int64_t ring, F &&f) const {
-  std::array<std::int64_t, grid_max_dim> c{}, lo{}, hi{}, cur{};
+  std::array<std::int64_t, grid_max_dim> c{}, lo{}, hi{};
   cell_coords(cell, c.data());
   for (std::int64_t k = 0; k < s_; ++k) {
     lo[k] = std::max<std::int64_t>(0, c[k] - ring);
     hi[k] = std::min<std::int64_t>(d_[k] - 1, c[k] + ring);
-    cur[k] = lo[k];
   }
-  // A mixed-radix counter over the box of neighbour coordinates.
-  while (true) {
-    f(cell_of_coords(cur.data()));
-    std::int64_t k = 0;
-    while (k < s_ && cur[k] == hi[k]) {
-      cur[k] = lo[k];
-      ++k;
-    }
-    if (k == s_)
-      return;
-    ++cur[k];
-  }
+  for_cell_box<grid_max_dim>(lo.data(), hi.data(), d_.data(), static_cast<int>(s_), f);
 }
 
 } // namespace ksum::spatial

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <omp.h>
 #include <vector>
 

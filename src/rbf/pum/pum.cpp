@@ -16,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <fmt/format.h>
 #include <limits>
 #include <omp.h>
@@ -276,7 +275,6 @@ void PumInterpolant::Impl::build_patches() {
 
 void PumInterpolant::Impl::fit() {
   const std::int64_t ncells = grid->num_cells();
-  std::vector<double> chosen(ncells, std::numeric_limits<double>::quiet_NaN());
   std::atomic<std::int64_t> regularised{0}, fitted{0};
   std::int64_t nonempty = 0;
   for (std::int64_t c = 0; c < ncells; ++c)
@@ -397,7 +395,6 @@ void PumInterpolant::Impl::fit() {
             coef[coef_at[c] + q * n + a] = C(a, q);
         P.eps = eps;
         P.scale = kdef::coord_scale(opt.kernel, eps);
-        chosen[c] = eps;
         const std::int64_t done = ++fitted;
         if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
           opt.progress(static_cast<double>(done) / static_cast<double>(nonempty));
@@ -414,7 +411,7 @@ void PumInterpolant::Impl::fit() {
   std::vector<std::int64_t> sizes;
   for (std::int64_t c = 0; c < ncells; ++c)
     if (patches[c].n() > 0) {
-      e.push_back(chosen[c]);
+      e.push_back(patches[c].eps);
       sizes.push_back(patches[c].n());
     }
   std::sort(e.begin(), e.end());

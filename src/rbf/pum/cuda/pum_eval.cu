@@ -2,6 +2,7 @@
 // (and the grown patches), each local interpolant summed over its points from global memory.
 #include "kernels/kernel_defs.hpp"
 #include "rbf/pum/pum_gpu.hpp"
+#include "spatial/cell_box.hpp"
 
 #include <ksum/error.hpp>
 
@@ -80,29 +81,16 @@ template <class K, int S> __global__ void pum_eval_kernel(PumEvalArgs a) {
   }
   double acc[pum_gpu_max_cols] = {0, 0, 0, 0}, wsum = 0;
   const std::int64_t R = a.base_ring;
-  std::int64_t lo[S], hi[S], cur[S];
+  std::int64_t lo[S], hi[S];
 #pragma unroll
   for (int k = 0; k < S; ++k) {
     lo[k] = c[k] - R > 0 ? c[k] - R : 0;
     hi[k] = c[k] + R < a.d[k] - 1 ? c[k] + R : a.d[k] - 1;
-    cur[k] = lo[k];
   }
-  while (true) {
-    std::int64_t j = 0;
-#pragma unroll
-    for (int k = 0; k < S; ++k)
-      j = j * a.d[k] + cur[k];
+  spatial::for_cell_box<S>(lo, hi, a.d, S, [&](std::int64_t j) {
     if (a.radius[j] <= a.delta) // grown patches are visited from their own list below
       visit<K, S>(kf, a, j, x, acc, wsum);
-    int k = 0;
-    while (k < S && cur[k] == hi[k]) {
-      cur[k] = lo[k];
-      ++k;
-    }
-    if (k == S)
-      break;
-    ++cur[k];
-  }
+  });
   for (std::int64_t g = 0; g < a.ngrown; ++g)
     visit<K, S>(kf, a, a.grown[g], x, acc, wsum);
   if (!(wsum > 0)) {
