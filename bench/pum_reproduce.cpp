@@ -3,6 +3,10 @@
 // kind of grid (regular grids over [0, 1]^s; spiral points on the sphere). Prints the seed's RMSE
 // beside ours and their ratio; writes JSON. --max-n caps N (the largest seed runs need a big
 // machine); --eval-scale shrinks the evaluation grids (1: the seed's sizes).
+// Experiment options (defaults reproduce the seed's configuration; see docs/reproduction-pum.md):
+// --density F (PumOptions::patch_density), --eps-factor F (multiplies every fixed ε),
+// --halton-skip K (first Halton index; 1 skips the origin), --min-points K, --only-n N,
+// --only-kernel NAME, --only-eps E (filters), --detail (extra error measures and patch sizes).
 #include <ksum/ksum.hpp>
 
 #include <chrono>
@@ -26,12 +30,37 @@ struct Entry {
 
 using Fn = std::function<double(const Table<double> &, std::int64_t)>;
 
-double rmse_of(const PumInterpolant &p, const Table<double> &y, const Fn &f) {
+struct Errors {
+  double rmse = 0, max = 0, rmse_inner = 0, rmse_outer = 0; // inner: at least `margin` inside
+  double outer_fraction = 0; // fraction of evaluation points in the boundary strip
+};
+
+// RMSE over all points (seed 001 eq. (12)), the maximum error, and the RMSE split between points
+// at least `margin` inside [0, 1]^s (not on the sphere: margin 0) and the rest.
+Errors errors_of(const PumInterpolant &p, const Table<double> &y, const Fn &f, double margin) {
   const auto u = p.evaluate(y);
-  double se = 0;
-  for (std::int64_t i = 0; i < y.rows(); ++i)
-    se += std::pow(u(i, 0) - f(y, i), 2);
-  return std::sqrt(se / static_cast<double>(y.rows()));
+  double se = 0, se_in = 0, se_out = 0;
+  std::int64_t n_in = 0;
+  Errors e;
+  for (std::int64_t i = 0; i < y.rows(); ++i) {
+    const double d = std::abs(u(i, 0) - f(y, i));
+    se += d * d;
+    e.max = std::max(e.max, d);
+    bool inner = true;
+    for (std::int64_t k = 0; k < y.cols() && margin > 0; ++k)
+      inner = inner && y(i, k) >= margin && y(i, k) <= 1 - margin;
+    if (inner) {
+      se_in += d * d;
+      ++n_in;
+    } else
+      se_out += d * d;
+  }
+  const auto m = static_cast<double>(y.rows());
+  e.rmse = std::sqrt(se / m);
+  e.rmse_inner = n_in > 0 ? std::sqrt(se_in / static_cast<double>(n_in)) : 0;
+  e.rmse_outer = n_in < y.rows() ? std::sqrt(se_out / (m - static_cast<double>(n_in))) : 0;
+  e.outer_fraction = (m - static_cast<double>(n_in)) / m;
+  return e;
 }
 
 Table<double> unit_grid(std::int64_t per_axis, std::int64_t s) {
@@ -45,10 +74,29 @@ Table<double> unit_grid(std::int64_t per_axis, std::int64_t s) {
 int main(int argc, char **argv) {
   std::int64_t max_n = 300000;
   double eval_scale = 1.0;
-  std::string json, only;
+  std::string json, only, only_kernel, only_eps;
+  double density = 1.0, eps_factor = 1.0;
+  std::int64_t halton_skip = 1, min_points = 0, only_n = 0;
+  bool detail = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--max-n" && i + 1 < argc)
+    if (a == "--density" && i + 1 < argc)
+      density = std::stod(argv[++i]);
+    else if (a == "--eps-factor" && i + 1 < argc)
+      eps_factor = std::stod(argv[++i]);
+    else if (a == "--halton-skip" && i + 1 < argc)
+      halton_skip = std::stoll(argv[++i]);
+    else if (a == "--min-points" && i + 1 < argc)
+      min_points = std::stoll(argv[++i]);
+    else if (a == "--only-n" && i + 1 < argc)
+      only_n = std::stoll(argv[++i]);
+    else if (a == "--only-kernel" && i + 1 < argc)
+      only_kernel = argv[++i];
+    else if (a == "--only-eps" && i + 1 < argc)
+      only_eps = argv[++i];
+    else if (a == "--detail")
+      detail = true;
+    else if (a == "--max-n" && i + 1 < argc)
       max_n = std::stoll(argv[++i]);
     else if (a == "--eval-scale" && i + 1 < argc)
       eval_scale = std::stod(argv[++i]);
@@ -57,8 +105,10 @@ int main(int argc, char **argv) {
     else if (a == "--table" && i + 1 < argc)
       only = argv[++i];
     else {
-      fmt::print(stderr, "usage: pum_reproduce [--max-n N] [--eval-scale F] [--table 3|4|5|6] "
-                         "[--json FILE]\n");
+      fmt::print(stderr,
+                 "usage: pum_reproduce [--max-n N] [--eval-scale F] [--table 3|4|5|6] "
+                 "[--json FILE]\n  experiments: [--density F] [--eps-factor F] [--halton-skip K] "
+                 "[--min-points K] [--only-n N] [--only-kernel NAME] [--only-eps E] [--detail]\n");
       return 2;
     }
   }
@@ -78,8 +128,15 @@ int main(int argc, char **argv) {
   };
   nlohmann::json out;
   fmt::print("Seed 001 reproduction (RMSE; ratio = ours / seed; {} threads)\n\n", max_threads());
+  if (density != 1.0 || eps_factor != 1.0 || halton_skip != 1 || min_points != 0)
+    fmt::print("Experiment: patch density {}, eps factor {}, Halton skip {}, min points {}\n\n",
+               density, eps_factor, halton_skip, min_points);
   fmt::print("| table | function | N | kernel | eps | M eval | seed RMSE | ksum RMSE | ratio | "
-             "eps median | time [s] |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+             "eps median | time [s] |{}\n|---|---|---|---|---|---|---|---|---|---|---|{}\n",
+             detail ? " max err | RMSE inner | RMSE strip | strip frac | cells/axis | radius | "
+                      "pts/patch min/med/max |"
+                    : "",
+             detail ? "---|---|---|---|---|---|---|" : "");
 
   struct Case {
     std::string table, fname;
@@ -142,30 +199,50 @@ int main(int argc, char **argv) {
     }
     for (std::size_t ni = 0; ni < c.ns.size(); ++ni) {
       const std::int64_t n = c.ns[ni];
-      if (n > max_n)
+      if (n > max_n || (only_n > 0 && n != only_n))
         continue;
-      const auto x = c.sphere ? datasets::halton_sphere(n) : datasets::halton(n, c.s);
+      const auto x =
+          c.sphere ? datasets::halton_sphere(n, halton_skip) : datasets::halton(n, c.s, halton_skip);
       Table<double> f(n, 1);
       for (std::int64_t i = 0; i < n; ++i)
         f(i, 0) = c.f(x, i);
       for (const auto &[kernel, eps_rows] : c.rows)
         for (const auto &[eps, seed] : eps_rows) {
+          if ((!only_kernel.empty() && only_kernel != kernel_info(kernel).name) ||
+              (!only_eps.empty() && only_eps != eps))
+            continue;
           PumOptions opt{.kernel = kernel, .extrapolate = true};
+          opt.patch_density = density;
+          opt.min_patch_points = min_points;
           if (eps == "opt")
             opt.loocv = true;
           else
-            opt.eps = std::stod(eps);
+            opt.eps = std::stod(eps) * eps_factor;
           const auto t0 = std::chrono::steady_clock::now();
           PumInterpolant p(opt);
           p.set_data(x, f);
-          const double rmse = rmse_of(p, y, c.f);
+          // The boundary strip: one patch radius wide (δ_PU of the seed's eq. (10)).
+          const Errors err = errors_of(p, y, c.f, c.sphere ? 0.0 : p.stats().radius);
+          const double rmse = err.rmse;
           const double secs =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const double s_rmse = seed[ni];
-          fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {} | {:.3g} | {:.2f} |\n",
+          const auto &st = p.stats();
+          std::string cells;
+          if (detail) {
+            // Cells per axis of the seed's d_PU formula (with the density factor), from the stats.
+            const double per_axis = std::pow(static_cast<double>(st.patches + st.empty_patches),
+                                             1.0 / static_cast<double>(c.s));
+            cells = fmt::format(" {:.3g} | {:.3g} | {:.3g} | {:.3f} | {:.0f} | {:.4f} | "
+                                "{}/{}/{} |",
+                                err.max, err.rmse_inner, err.rmse_outer, err.outer_fraction,
+                                per_axis, st.radius, st.min_points, st.median_points,
+                                st.max_points);
+          }
+          fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {} | {:.3g} | {:.2f} |{}\n",
                      c.table, c.fname, n, kernel_info(kernel).name, eps, y.rows(), s_rmse, rmse,
                      std::isnan(s_rmse) ? std::string("-") : fmt::format("{:.2f}", rmse / s_rmse),
-                     p.stats().eps_median, secs);
+                     st.eps_median, secs, cells);
           std::fflush(stdout);
           out["rows"].push_back({{"table", c.table},
                                  {"function", c.fname},
@@ -176,6 +253,14 @@ int main(int argc, char **argv) {
                                  {"seed_rmse", std::isnan(s_rmse) ? nlohmann::json() : nlohmann::json(s_rmse)},
                                  {"ksum_rmse", rmse},
                                  {"seconds", secs},
+                                 {"max_error", err.max},
+                                 {"rmse_inner", err.rmse_inner},
+                                 {"rmse_strip", err.rmse_outer},
+                                 {"patch_density", density},
+                                 {"eps_factor", eps_factor},
+                                 {"halton_skip", halton_skip},
+                                 {"median_points", st.median_points},
+                                 {"radius", st.radius},
                                  {"regularised", p.stats().regularised_patches}});
         }
     }

@@ -3,7 +3,8 @@
 // patches centred on a regular grid, glued by Shepard weights built from the Wendland W2 function.
 //   s(x) = Σ_j W_j(x) R_j(x),  W_j = φ_j / Σ_k φ_k,  φ_j(x) = W2(|x − ξ_j| / δ_j)
 // The shape parameter is fixed or chosen per patch by leave-one-out cross validation (Rippa's
-// formula, Brent's method over log ε). CPU, double precision.
+// formula, Brent's method over log ε). Double precision, on the CPU (OpenMP) or on a GPU (index,
+// fits and evaluation; dimension 2 and 3, up to 4 value columns).
 #include <ksum/direct.hpp>
 #include <ksum/kernels.hpp>
 #include <ksum/table.hpp>
@@ -32,8 +33,10 @@ struct PumOptions {
   // Called now and then from the calling thread with the fraction done of the current phase (the
   // local fits in set_data, then the points in evaluate).
   std::function<void(double)> progress{};
-  // Where evaluate() runs: automatic uses a GPU when one is visible (dimension 2 or 3, at most 4
-  // value columns); the local fits run on the CPU.
+  // Where set_data() and evaluate() run: automatic uses a GPU when one is visible (dimension 2 or
+  // 3, at most 4 value columns). The GPU hands back to the CPU what it does not cover: duplicate
+  // points (reported or merged by the CPU path), patches too large for its shared memory (fits
+  // on the CPU, evaluation on the GPU), points outside the box or in holes (evaluated on the CPU).
   Backend backend = Backend::automatic;
 };
 
@@ -45,6 +48,7 @@ struct PumStats {
   double eps_min = 0, eps_median = 0, eps_max = 0; // chosen ε over the patches
   double radius = 0;                               // the seed's δ_PU
   double seconds_index = 0, seconds_fit = 0;
+  Backend fit_backend = Backend::cpu; // where the index and the fits ran
 };
 
 class PumInterpolant {

@@ -4,6 +4,7 @@
 // target chunk accumulating over the source chunks.
 #include "direct/direct_launch.hpp"
 #include "direct/direct_problem.hpp"
+#include "runtime/cuda_array.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
@@ -18,40 +19,8 @@ namespace ksum::detail {
 namespace {
 
 void check(cudaError_t e, int dev, const char *what) {
-  if (e != cudaSuccess)
-    throw Error(ErrorCode::device,
-                fmt::format("GPU {}: {} failed: {}", dev, what, cudaGetErrorString(e)));
+  cuda_check(e, dev, what);
 }
-
-template <class T> struct DeviceArray {
-  T *ptr = nullptr;
-  std::int64_t size = 0;
-  int dev = 0;
-  void reserve(std::int64_t n, int device) {
-    if (n <= size)
-      return;
-    release();
-    dev = device;
-    check(cudaMalloc(&ptr, static_cast<std::size_t>(n) * sizeof(T)), dev,
-          fmt::format("cudaMalloc of {} MiB", (n * sizeof(T)) >> 20).c_str());
-    size = n;
-  }
-  // Frees the array when it holds more than `n` elements (so a plan that streams does not keep
-  // what an earlier resident plan allocated on top of its own budget).
-  void shrink_to(std::int64_t n) {
-    if (size > n)
-      release();
-  }
-  void release() {
-    if (ptr) {
-      cudaSetDevice(dev);
-      cudaFree(ptr);
-    }
-    ptr = nullptr;
-    size = 0;
-  }
-  ~DeviceArray() { release(); }
-};
 
 // Copies `rows` rows of `cols` columns between column-major arrays with leading dimensions dst_ld
 // and src_ld, one contiguous column at a time (cudaMemcpy2D's pitch is limited to 2^31 bytes,

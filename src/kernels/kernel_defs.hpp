@@ -8,6 +8,7 @@
 // 0.
 #include "kernels/kmath.hpp"
 
+#include <ksum/error.hpp>
 #include <ksum/kernels.hpp>
 
 namespace ksum::kdef {
@@ -289,6 +290,36 @@ template <class T, class F> decltype(auto) visit(Kernel k, F &&f) {
     return f(Log<T>{});
   }
   return f(Laplace<T>{}); // unreachable: every enumerator is handled above
+}
+
+// visit() restricted to the strictly positive definite kernels (those that serve local RBF
+// interpolants without a polynomial): fewer instantiations where only these are valid.
+template <class T, class F> decltype(auto) visit_pd(Kernel k, F &&f) {
+  switch (k) {
+  case Kernel::gaussian:
+    return f(Gaussian<T>{});
+  case Kernel::inverse_multiquadric:
+    return f(InverseMultiquadric<T>{});
+  case Kernel::inverse_quadratic:
+    return f(InverseQuadratic<T>{});
+  case Kernel::matern0:
+    return f(Matern0<T>{});
+  case Kernel::matern2:
+    return f(Matern2<T>{});
+  case Kernel::matern4:
+    return f(Matern4<T>{});
+  case Kernel::matern6:
+    return f(Matern6<T>{});
+  case Kernel::wendland2:
+    return f(Wendland2<T>{});
+  case Kernel::wendland4:
+    return f(Wendland4<T>{});
+  case Kernel::wendland6:
+    return f(Wendland6<T>{});
+  default:
+    throw Error(ErrorCode::invalid_argument,
+                "this operation needs a strictly positive definite kernel");
+  }
 }
 
 // The scale applied to coordinates for kernel k.

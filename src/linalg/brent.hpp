@@ -2,6 +2,8 @@
 // Brent's minimisation of a function of one variable on [a, b]: golden-section steps, replaced by
 // parabolic interpolation through the three best points when that step is acceptable (Brent 1973,
 // "Algorithms for minimization without derivatives", ch. 5). Used for seed 001's LOOCV over log ε.
+#include "kernels/hd.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -12,19 +14,20 @@ struct BrentResult {
   int evaluations;
 };
 
-template <class F> BrentResult brent_minimize(F &&f, double a, double b, double tol, int max_iter) {
+// Host and device (the GPU PUM fit runs it in every thread of a block on block-wide values).
+template <class F> KSUM_HD BrentResult brent_minimize(F &&f, double a, double b, double tol, int max_iter) {
   const double golden = 0.3819660112501051; // (3 − sqrt 5) / 2
-  const double eps = std::sqrt(std::numeric_limits<double>::epsilon());
+  const double eps = 1.4901161193847656e-08; // sqrt(DBL_EPSILON) = 2^-26
   double x = a + golden * (b - a), w = x, v = x;
   double fx = f(x), fw = fx, fv = fx;
   double d = 0, e = 0;
   int evals = 1;
   for (int it = 0; it < max_iter; ++it) {
-    const double m = 0.5 * (a + b), t1 = eps * std::abs(x) + tol / 3, t2 = 2 * t1;
-    if (std::abs(x - m) <= t2 - 0.5 * (b - a))
+    const double m = 0.5 * (a + b), t1 = eps * fabs(x) + tol / 3, t2 = 2 * t1;
+    if (fabs(x - m) <= t2 - 0.5 * (b - a))
       break;
     bool golden_step = true;
-    if (std::abs(e) > t1) {
+    if (fabs(e) > t1) {
       // Parabola through (v, fv), (w, fw), (x, fx): its vertex is x + p / q.
       double r = (x - w) * (fx - fv), q = (x - v) * (fx - fw), p = (x - v) * q - (x - w) * r;
       q = 2 * (q - r);
@@ -32,7 +35,7 @@ template <class F> BrentResult brent_minimize(F &&f, double a, double b, double 
         p = -p;
       else
         q = -q;
-      if (std::abs(p) < std::abs(0.5 * q * e) && p > q * (a - x) && p < q * (b - x)) {
+      if (fabs(p) < fabs(0.5 * q * e) && p > q * (a - x) && p < q * (b - x)) {
         e = d;
         d = p / q;
         const double u = x + d;
@@ -45,7 +48,7 @@ template <class F> BrentResult brent_minimize(F &&f, double a, double b, double 
       e = (x < m ? b : a) - x;
       d = golden * e;
     }
-    const double u = x + (std::abs(d) >= t1 ? d : (d > 0 ? t1 : -t1));
+    const double u = x + (fabs(d) >= t1 ? d : (d > 0 ? t1 : -t1));
     const double fu = f(u);
     ++evals;
     if (fu <= fx) {

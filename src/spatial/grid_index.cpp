@@ -10,10 +10,43 @@
 
 namespace ksum::spatial {
 
+void bounding_box(const Table<double> &pts, std::vector<double> &lo, std::vector<double> &hi) {
+  const std::int64_t n = pts.rows(), s = pts.cols();
+  lo.assign(s, std::numeric_limits<double>::infinity());
+  hi.assign(s, -std::numeric_limits<double>::infinity());
+  for (std::int64_t k = 0; k < s; ++k) {
+    double a = lo[k], b = hi[k];
+    const double *x = pts.data() + k * n;
+#pragma omp parallel for reduction(min : a) reduction(max : b) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      a = std::min(a, x[i]);
+      b = std::max(b, x[i]);
+    }
+    lo[k] = a;
+    hi[k] = b;
+  }
+}
+
 GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols()) {
   const std::int64_t n = pts.rows();
   if (n < 1 || s_ < 1)
     throw Error(ErrorCode::empty_input, "grid index: no points");
+  std::vector<double> lo, hi;
+  bounding_box(pts, lo, hi);
+  set_geometry(lo.data(), hi.data(), n, cells_scale);
+  index_points(pts);
+}
+
+GridIndex::GridIndex(const double *lo, const double *hi, std::int64_t s, std::int64_t n,
+                     double cells_scale)
+    : s_(s) {
+  if (n < 1 || s_ < 1)
+    throw Error(ErrorCode::empty_input, "grid index: no points");
+  set_geometry(lo, hi, n, cells_scale);
+}
+
+void GridIndex::set_geometry(const double *lo, const double *hi, std::int64_t n,
+                             double cells_scale) {
   if (s_ > grid_max_dim)
     throw Error(
         ErrorCode::unsupported,
@@ -21,13 +54,8 @@ GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols
   if (!(cells_scale > 0) || !std::isfinite(cells_scale))
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("patch density scale must be > 0, got {}", cells_scale));
-  lo_.assign(s_, std::numeric_limits<double>::infinity());
-  hi_.assign(s_, -std::numeric_limits<double>::infinity());
-  for (std::int64_t k = 0; k < s_; ++k)
-    for (std::int64_t i = 0; i < n; ++i) {
-      lo_[k] = std::min(lo_[k], pts(i, k));
-      hi_[k] = std::max(hi_[k], pts(i, k));
-    }
+  lo_.assign(lo, lo + s_);
+  hi_.assign(hi, hi + s_);
   double min_range = std::numeric_limits<double>::infinity();
   for (std::int64_t k = 0; k < s_; ++k) {
     if (!(hi_[k] > lo_[k]))
@@ -67,6 +95,10 @@ GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols
   delta_ = std::max(std::sqrt(2.0) / static_cast<double>(min_d) * min_range,
                     1.001 * std::sqrt(half_diag));
 
+}
+
+void GridIndex::index_points(const Table<double> &pts) {
+  const std::int64_t n = pts.rows();
   // Stage 1 (seed Algorithm 2): hash every point, count per cell, prefix sum, fill.
   std::vector<std::int64_t> cell_of(n);
 #pragma omp parallel for schedule(static)
@@ -101,12 +133,7 @@ std::vector<std::int64_t> GridIndex::reorder(Table<double> &t) {
 }
 
 std::int64_t GridIndex::axis_cell(double x, std::int64_t k) const {
-  const double t = (x - lo_[k]) / (hi_[k] - lo_[k]) * static_cast<double>(d_[k]);
-  if (!(t > 0))
-    return 0;
-  if (!(t < static_cast<double>(d_[k]))) // also far outside: no out-of-range cast
-    return d_[k] - 1;
-  return static_cast<std::int64_t>(t);
+  return spatial::axis_cell(x, lo_[k], hi_[k], d_[k]);
 }
 
 // Seed 001 eq. (11): j(x) = Σ_k floor((x_k − B_m^k)/(B_M^k − B_m^k) d^k) Π_{l>k} d^l.
@@ -135,7 +162,7 @@ void GridIndex::cell_centre(std::int64_t cell, double *x) const {
   std::array<std::int64_t, grid_max_dim> c{};
   cell_coords(cell, c.data());
   for (std::int64_t k = 0; k < s_; ++k)
-    x[k] = lo_[k] + (static_cast<double>(c[k]) + 0.5) * width_[k];
+    x[k] = centre_coord(c[k], lo_[k], width_[k]);
 }
 
 } // namespace ksum::spatial

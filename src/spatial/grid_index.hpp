@@ -22,10 +22,17 @@ struct Compressed {
 
 inline constexpr std::int64_t grid_max_dim = 16;
 
+// The smallest and largest coordinate along each axis (OpenMP).
+void bounding_box(const Table<double> &pts, std::vector<double> &lo, std::vector<double> &hi);
+
 class GridIndex {
 public:
   // cells_scale multiplies the seed's cells per axis (1: the seed's d_PU^k).
   GridIndex(const Table<double> &points, double cells_scale = 1.0);
+  // The geometry alone (cells per axis, widths, δ_PU) for n points in the box [lo, hi], with no
+  // cell → point index (cells() is empty): what the GPU path shares with the host.
+  GridIndex(const double *lo, const double *hi, std::int64_t s, std::int64_t n,
+            double cells_scale = 1.0);
 
   std::int64_t dim() const { return s_; }
   std::int64_t num_cells() const { return ncells_; }
@@ -57,6 +64,9 @@ public:
   template <class F> void for_neighbours(std::int64_t cell, std::int64_t ring, F &&f) const;
 
 private:
+  void set_geometry(const double *lo, const double *hi, std::int64_t n, double cells_scale);
+  void index_points(const Table<double> &pts);
+
   std::int64_t s_ = 0, ncells_ = 0;
   std::vector<std::int64_t> d_;
   std::vector<double> lo_, hi_, width_;

@@ -1,5 +1,6 @@
-// GPU evaluation of RBF-PUM (CTest label `gpu`): the same interpolant evaluated on the GPU and on
-// the CPU agrees to 1e-12 relative; points the GPU cannot serve fall back to the CPU path.
+// RBF-PUM on the GPU (CTest label `gpu`): the GPU index, fits and evaluation against the CPU path
+// (an independent implementation: Eigen's Cholesky, the host index), and the cases the GPU hands
+// back to the CPU (points outside the box, duplicates, patches too large for shared memory).
 #include "support/expect_error.hpp"
 #include "support/gpu.hpp"
 
@@ -9,6 +10,8 @@
 #include <ksum/pum.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <gtest/gtest.h>
 
 namespace ksum {
@@ -24,6 +27,16 @@ Table<double> values(const Table<double> &x, std::int64_t ncols) {
       f(i, c) = (c + 1) * r + c;
   }
   return f;
+}
+
+double max_abs_diff(const Table<double> &a, const Table<double> &b, double &scale) {
+  double worst = 0;
+  scale = 0;
+  for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k) {
+    worst = std::max(worst, std::abs(a.data()[k] - b.data()[k]));
+    scale = std::max(scale, std::abs(a.data()[k]));
+  }
+  return worst;
 }
 
 class PumGpuDims : public ::testing::TestWithParam<int> {};
@@ -44,19 +57,140 @@ TEST_P(PumGpuDims, AgreesWithTheCpu) {
     opt.backend = Backend::cuda;
     PumInterpolant gpu(opt);
     gpu.set_data(x, f);
+    EXPECT_EQ(gpu.stats().fit_backend, Backend::cuda);
+    EXPECT_EQ(cpu.stats().fit_backend, Backend::cpu);
+    // The same index: patch counts and sizes.
+    EXPECT_EQ(gpu.stats().patches, cpu.stats().patches);
+    EXPECT_EQ(gpu.stats().empty_patches, cpu.stats().empty_patches);
+    EXPECT_EQ(gpu.stats().grown_patches, cpu.stats().grown_patches);
+    EXPECT_EQ(gpu.stats().min_points, cpu.stats().min_points);
+    EXPECT_EQ(gpu.stats().median_points, cpu.stats().median_points);
+    EXPECT_EQ(gpu.stats().max_points, cpu.stats().max_points);
     const auto a = cpu.evaluate(y), b = gpu.evaluate(y);
-    double worst = 0, scale = 0;
-    for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k) {
-      worst = std::max(worst, std::abs(a.data()[k] - b.data()[k]));
-      scale = std::max(scale, std::abs(a.data()[k]));
+    double scale = 0;
+    const double worst = max_abs_diff(a, b, scale);
+    if (!loocv) {
+      // Issue 3: the same results within 1e-10 relative.
+      EXPECT_LE(worst, 1e-10 * scale) << "s = " << s;
+      EXPECT_EQ(gpu.stats().eps_median, 5.0);
+    } else {
+      // LOOCV: both sides run the same Brent search, but on Rippa costs of ill-conditioned
+      // systems computed by different factorisations, so a few patches may stop at slightly
+      // different ε; the interpolants then differ by about the local interpolation error.
+      EXPECT_LE(worst, 1e-6 * scale) << "s = " << s;
+      EXPECT_NEAR(std::log(gpu.stats().eps_median), std::log(cpu.stats().eps_median), 0.05);
     }
-    // Fixed eps: 1e-12. LOOCV picks small, ill-conditioned eps per patch: large coefficients then
-    // amplify the rounding of the two summation orders (2.2e-10 measured in 3D on the H100).
-    EXPECT_LE(worst, (loocv ? 1e-9 : 1e-12) * scale) << "s = " << s << " loocv = " << loocv;
+    std::printf("s = %d, loocv = %d: max |GPU - CPU| / max |CPU| = %.2e, eps median %.4g / %.4g\n",
+                s, loocv, worst / scale, gpu.stats().eps_median, cpu.stats().eps_median);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoAndThree, PumGpuDims, ::testing::Values(2, 3));
+
+class PumGpuKernels : public ::testing::TestWithParam<Kernel> {};
+
+// Every positive definite kernel, fixed ε, with the interpolation property checked on the GPU
+// fit itself (an fp64 property independent of the CPU path).
+TEST_P(PumGpuKernels, FitsInterpolateAndAgreeWithTheCpu) {
+  KSUM_REQUIRE_GPU();
+  const Kernel kernel = GetParam();
+  const auto x = datasets::halton(3000, 2);
+  const auto f = values(x, 2);
+  PumOptions opt{.kernel = kernel, .eps = 20.0};
+  opt.backend = Backend::cuda;
+  PumInterpolant gpu(opt);
+  gpu.set_data(x, f);
+  ASSERT_EQ(gpu.stats().fit_backend, Backend::cuda);
+  const auto at_data = gpu.evaluate(x);
+  double scale = 0;
+  EXPECT_LE(max_abs_diff(f, at_data, scale), 1e-8 * scale) << kernel_info(kernel).name;
+  opt.backend = Backend::cpu;
+  PumInterpolant cpu(opt);
+  cpu.set_data(x, f);
+  auto y = datasets::halton(5000, 2, 99);
+  const auto a = cpu.evaluate(y), b = gpu.evaluate(y);
+  const double worst = max_abs_diff(a, b, scale);
+  EXPECT_LE(worst, 1e-10 * scale) << kernel_info(kernel).name;
+  EXPECT_EQ(gpu.stats().regularised_patches, cpu.stats().regularised_patches);
+  std::printf("%s: max |GPU - CPU| / max |CPU| = %.2e\n", kernel_info(kernel).name.data(),
+              worst / scale);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PositiveDefinite, PumGpuKernels,
+    ::testing::Values(Kernel::gaussian, Kernel::inverse_multiquadric, Kernel::inverse_quadratic,
+                      Kernel::matern0, Kernel::matern2, Kernel::matern4, Kernel::matern6,
+                      Kernel::wendland2, Kernel::wendland4, Kernel::wendland6),
+    [](const auto &info) {
+      std::string n(kernel_info(info.param).name);
+      for (char &c : n)
+        if (c == '-')
+          c = '_';
+      return n;
+    });
+
+// A sparse corner (patches grow to the minimum count) and a small ε (nuggets): the GPU index and
+// fits take the same decisions as the CPU path.
+TEST(PumGpu, GrownAndRegularisedPatchesMatchTheCpu) {
+  KSUM_REQUIRE_GPU();
+  auto dense = datasets::halton(6000, 2);
+  Table<double> x(dense.rows() + 3, 2);
+  for (std::int64_t i = 0; i < dense.rows(); ++i) {
+    x(i, 0) = 0.5 * dense(i, 0);
+    x(i, 1) = 0.5 * dense(i, 1);
+  }
+  x(6000, 0) = 0.9, x(6000, 1) = 0.95;
+  x(6001, 0) = 1.0, x(6001, 1) = 1.0;
+  x(6002, 0) = 0.97, x(6002, 1) = 0.6;
+  const auto f = values(x, 1);
+  for (const double eps : {0.05, 4.0}) {
+    PumOptions opt{.kernel = Kernel::gaussian, .eps = eps, .extrapolate = true};
+    opt.backend = Backend::cpu;
+    PumInterpolant cpu(opt);
+    cpu.set_data(x, f);
+    opt.backend = Backend::cuda;
+    PumInterpolant gpu(opt);
+    gpu.set_data(x, f);
+    EXPECT_GT(gpu.stats().grown_patches, 0);
+    EXPECT_EQ(gpu.stats().grown_patches, cpu.stats().grown_patches);
+    // Which nearly singular systems pass the residual test can differ with the factorisation.
+    EXPECT_NEAR(gpu.stats().regularised_patches, cpu.stats().regularised_patches,
+                1 + 0.02 * cpu.stats().patches)
+        << eps;
+    EXPECT_EQ(gpu.stats().max_points, cpu.stats().max_points);
+    const auto y = datasets::halton(20000, 2, 5);
+    const auto a = cpu.evaluate(y), b = gpu.evaluate(y);
+    double scale = 0;
+    const double worst = max_abs_diff(a, b, scale);
+    for (std::int64_t i = 0; i < b.rows(); ++i)
+      ASSERT_TRUE(std::isfinite(b(i, 0))) << i;
+    // Nugget-regularised systems at eps = 0.05 agree to their residual tolerance only.
+    EXPECT_LE(worst, (eps < 1 ? 1e-5 : 1e-10) * scale) << "eps " << eps;
+    if (eps < 1)
+      EXPECT_GT(gpu.stats().regularised_patches, 0);
+  }
+}
+
+TEST(PumGpu, DuplicatesAndLargePatchesGoToTheCpuPath) {
+  KSUM_REQUIRE_GPU();
+  auto x = datasets::halton(2000, 3);
+  x(1500, 0) = x(20, 0), x(1500, 1) = x(20, 1), x(1500, 2) = x(20, 2);
+  const auto f = values(x, 1);
+  PumInterpolant strict({.eps = 3.0, .backend = Backend::cuda});
+  test::expect_error([&] { strict.set_data(x, f); }, ErrorCode::invalid_argument,
+                     "data rows 20 and 1500 are the same point");
+  PumInterpolant merged({.eps = 3.0, .merge_duplicates = true, .backend = Backend::cuda});
+  merged.set_data(x, f);
+  EXPECT_EQ(merged.stats().merged_duplicates, 1);
+  // 400 points per patch in 3D need more shared memory than a block has: CPU fits, GPU evaluation.
+  const auto z = datasets::halton(4000, 3);
+  PumInterpolant big({.eps = 3.0, .min_patch_points = 400, .backend = Backend::cuda});
+  big.set_data(z, values(z, 1));
+  EXPECT_EQ(big.stats().fit_backend, Backend::cpu);
+  const auto u = big.evaluate(z);
+  double scale = 0;
+  EXPECT_LE(max_abs_diff(values(z, 1), u, scale), 1e-8 * scale);
+}
 
 TEST(PumGpu, PointsOutsideFallBackToTheCpuPath) {
   KSUM_REQUIRE_GPU();
@@ -70,17 +204,27 @@ TEST(PumGpu, PointsOutsideFallBackToTheCpuPath) {
                      "evaluation point 2 (1.5, 0.5) lies outside");
   PumInterpolant loose({.eps = 5.0, .extrapolate = true, .backend = Backend::cuda});
   loose.set_data(x, f);
-  const auto u = loose.evaluate(y);
-  for (std::int64_t i = 0; i < 3; ++i)
+  EXPECT_EQ(loose.stats().fit_backend, Backend::cuda);
+  const auto u = loose.evaluate(y); // the GPU fit copied to the host for the CPU path
+  PumInterpolant host({.eps = 5.0, .extrapolate = true, .backend = Backend::cpu});
+  host.set_data(x, f);
+  const auto v = host.evaluate(y);
+  for (std::int64_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(std::isfinite(u(i, 0)));
+    EXPECT_NEAR(u(i, 0), v(i, 0), 1e-10 * std::abs(v(i, 0)) + 1e-14) << i;
+  }
 }
 
 TEST(PumGpu, UnsupportedShapesSayWhy) {
   KSUM_REQUIRE_GPU();
   const auto x = datasets::halton(500, 4);
   PumInterpolant p({.eps = 3.0, .backend = Backend::cuda});
-  p.set_data(x, values(x, 1));
-  test::expect_error([&] { p.evaluate(x); }, ErrorCode::unsupported, "dimension 2 and 3");
+  test::expect_error([&] { p.set_data(x, values(x, 1)); }, ErrorCode::unsupported,
+                     "dimension 2 and 3");
+  const auto z = datasets::halton(500, 2);
+  PumInterpolant wide({.eps = 3.0, .backend = Backend::cuda});
+  test::expect_error([&] { wide.set_data(z, values(z, 5)); }, ErrorCode::unsupported,
+                     "up to 4 value columns");
 }
 
 } // namespace

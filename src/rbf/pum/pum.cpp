@@ -18,6 +18,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <mutex>
+#include <numeric>
 #include <omp.h>
 
 namespace ksum {
@@ -43,10 +45,29 @@ double w2(double r) {
 // pass still give good interpolants (their coefficient errors lie where they change the
 // interpolant little), as seed 001's runs at ε = 10 show.
 // LOOCV needs a conditioning filter: Rippa's (Φ⁻¹)_kk turn into noise first, and the search would
-// chase that noise to ever smaller ε.
-constexpr double min_rcond_loocv = 1e-13;
-constexpr double max_residual = 1e-6;
-constexpr double max_noise = 1e-3;
+// chase that noise to ever smaller ε. The thresholds are shared with the GPU fits (pum_gpu.hpp).
+using detail::pum_max_noise;
+using detail::pum_max_residual;
+using detail::pum_min_rcond_loocv;
+
+// The smallest cell width and the box diagonal (the bound on a growing patch's radius).
+struct GridExtent {
+  double min_width, diag;
+};
+GridExtent extent(const spatial::GridIndex &g) {
+  GridExtent e{std::numeric_limits<double>::infinity(), 0};
+  for (std::int64_t k = 0; k < g.dim(); ++k) {
+    e.min_width = std::min(e.min_width, g.cell_width(k));
+    e.diag += (g.hi(k) - g.lo(k)) * (g.hi(k) - g.lo(k));
+  }
+  e.diag = std::sqrt(e.diag);
+  return e;
+}
+// A cell k steps away along an axis starts (k − ½)w from a cell centre, so it can hold points
+// within r only if k < r/w + ½: the seed's 3^s neighbours for δ = √2 w.
+std::int64_t ring_for(double r, double min_width) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(r / min_width + 0.5)));
+}
 
 struct Patch {
   double radius = 0, eps = 0, scale = 0; // scale: the kernel's coordinate scale for eps
@@ -66,10 +87,19 @@ struct PumInterpolant::Impl {
   std::vector<Patch> patches;
   std::vector<std::int64_t> pidx, coef_at;
   std::vector<double> coef, centres;
-  mutable std::unique_ptr<detail::PumGpu> gpu; // made at the first GPU evaluation
+  // The GPU engine: made by a GPU fit, or at the first GPU evaluation of a CPU fit.
+  std::unique_ptr<detail::PumGpu> gpu;
+  detail::PumGpuFit *gpu_fit = nullptr; // gpu, when the fit ran on the GPU
+  bool host_ready = true;               // the patch arrays above are on the host
+  std::mutex lazy;                      // guards gpu and the host copy made on demand
 
-  // The GPU engine for this fit (uploads the patch arrays once).
-  detail::PumGpu &gpu_engine() const;
+  // The GPU engine for this fit (a CPU fit uploads its patch arrays once).
+  detail::PumGpu &gpu_engine();
+  // After a GPU fit: copies the fit to the host arrays (for the CPU evaluation paths).
+  void ensure_host();
+  detail::PumGrid gpu_grid() const;
+  // Indexes and fits on the GPU; false when the GPU path declines (the CPU path then runs).
+  bool try_gpu_fit(const Table<double> &points, const Table<double> &values);
   void validate(const Table<double> &points, const Table<double> &values) const;
   // Sets pts, vals and grid (the index of pts).
   void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
@@ -78,6 +108,12 @@ struct PumInterpolant::Impl {
   template <class K>
   double local_value(const K &kf, std::int64_t j, const double *y, std::int64_t col) const;
 };
+
+namespace {
+// Fills the min / median / max of the chosen ε and of the points per patch (sorts its arguments).
+void set_distribution_stats(PumStats &stats, std::vector<double> &e,
+                            std::vector<std::int64_t> &sizes);
+} // namespace
 
 void PumInterpolant::Impl::validate(const Table<double> &points,
                                     const Table<double> &values) const {
@@ -178,31 +214,22 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
 void PumInterpolant::Impl::build_patches() {
   const std::int64_t ncells = grid->num_cells(), n = pts.rows();
   const double delta = grid->patch_radius();
-  double min_width = std::numeric_limits<double>::infinity(), diag = 0;
-  for (std::int64_t k = 0; k < s; ++k) {
-    min_width = std::min(min_width, grid->cell_width(k));
-    diag += std::pow(grid->hi(k) - grid->lo(k), 2);
-  }
-  diag = std::sqrt(diag);
+  const auto [min_width, diag] = extent(*grid);
   centres.resize(ncells * s);
   patches.assign(ncells, Patch{});
   std::vector<std::int64_t> counts(ncells, 0);
   std::atomic<std::int64_t> grown{0};
-  // A cell k steps away along an axis starts (k − ½)w from a cell centre, so it can hold points
-  // within r only if k < r/w + ½: the seed's 3^s neighbours for δ = √2 w.
-  const auto ring_for = [&](double r) {
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(r / min_width + 0.5)));
-  };
-  // Calls f(i) for every point within r of the centre xi of cell c.
+  // Calls f(i) for every point within r of the centre xi of cell c (the GPU index makes the same
+  // decisions: same rings, same cell order, same rounding of the distance).
   const auto for_points_within = [&](std::int64_t c, const double *xi, double r, auto &&f) {
     const double r2 = r * r;
     const auto &cl = grid->cells();
-    grid->for_neighbours(c, ring_for(r), [&](std::int64_t cell) {
+    grid->for_neighbours(c, ring_for(r, min_width), [&](std::int64_t cell) {
       for (std::int64_t a = cl.ptr[cell]; a < cl.ptr[cell + 1]; ++a) {
         const std::int64_t i = cl.idx[a];
         double d2 = 0;
         for (std::int64_t k = 0; k < s; ++k)
-          d2 += (pts(i, k) - xi[k]) * (pts(i, k) - xi[k]);
+          d2 = spatial::dist2_step(d2, pts(i, k), xi[k]);
         if (d2 < r2)
           f(i);
       }
@@ -257,7 +284,7 @@ void PumInterpolant::Impl::build_patches() {
   }
   coef_at.resize(ncells);
   std::int64_t cofs = 0, empty = 0;
-  base_ring = ring_for(delta);
+  base_ring = ring_for(delta, min_width);
   grown_list.clear();
   for (std::int64_t c = 0; c < ncells; ++c) {
     coef_at[c] = cofs;
@@ -316,9 +343,7 @@ void PumInterpolant::Impl::fit() {
               col[a] += (xk[a] - xb) * (xk[a] - xb);
           }
         Eigen::LLT<Eigen::MatrixXd> llt;
-        // rcond_floor > 0 also asks for the condition estimate (5 µs at n = 50, as much as half the
-        // factorisation): LOOCV needs it; the fixed-ε fit relies on success and the residual test.
-        const auto factor = [&](double eps, double nugget, double rcond_floor = 0.0) {
+        const auto factor = [&](double eps, double nugget) {
           const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
           const double *d2 = D2.data();
           double *av = A.data();
@@ -327,23 +352,28 @@ void PumInterpolant::Impl::fit() {
             av[k] = kf.value(p0 + c2 * d2[k]);
           A.diagonal().array() += nugget;
           llt.compute(A);
-          return llt.info() == Eigen::Success && (rcond_floor <= 0 || llt.rcond() > rcond_floor);
+          return llt.info() == Eigen::Success;
         };
+        const double c0 = kf.value(p0);
         double eps = opt.eps;
         if (opt.loocv && n > 1) {
           // Seed 001 §3: minimise ‖e‖∞ over log ε, e_k = c_k / (Φ⁻¹)_kk (Rippa); an unusable
-          // factorisation scores +inf so the search moves to better-conditioned ε.
+          // factorisation, or one whose 1 / (Φ_00 max_k (Φ⁻¹)_kk) (within a factor n² above the
+          // reciprocal condition number) is too small, scores +inf so the search moves to
+          // better-conditioned ε.
           const auto cost = [&](double log_eps) {
-            if (!factor(std::exp(log_eps), 0.0, min_rcond_loocv))
+            if (!factor(std::exp(log_eps), 0.0))
               return std::numeric_limits<double>::infinity();
-            const Eigen::MatrixXd C = llt.solve(F);
             const Eigen::MatrixXd Linv =
                 llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
             const Eigen::VectorXd dinv = Linv.colwise().squaredNorm().transpose();
+            if (!(1.0 / (c0 * dinv.maxCoeff()) > pum_min_rcond_loocv))
+              return std::numeric_limits<double>::infinity();
+            const Eigen::MatrixXd C = llt.solve(F);
             double e = 0;
             for (std::int64_t q = 0; q < ncols; ++q)
               e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
-            return e;
+            return std::isfinite(e) ? e : std::numeric_limits<double>::infinity();
           };
           const auto best = linalg::brent_minimize(
               cost, std::log(opt.eps_min), std::log(opt.eps_max), 1e-3, opt.loocv_iterations);
@@ -352,7 +382,7 @@ void PumInterpolant::Impl::fit() {
         // Fixed ε, or the chosen one: when the system is singular to working precision or its solve
         // does not reproduce the data, add a small nugget (growing ×100) and count the patch.
         double nugget = 0;
-        const double scale = std::max(1.0, std::abs(kf.value(p0)));
+        const double scale = std::max(1.0, std::abs(c0));
         const double fmax = std::max(F.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
         // Try without a nugget, then with 1e-12 · K(0) growing ×100; keep the first attempt that
         // reproduces the data, or else the one that comes closest.
@@ -375,7 +405,7 @@ void PumInterpolant::Impl::fit() {
           }
           // Accept when the data are reproduced and the rounding noise of using these coefficients
           // (the same |A| |c| n eps anywhere the interpolant is evaluated) stays small.
-          if (res <= max_residual * fmax + rounding && rounding <= max_noise * fmax)
+          if (res <= pum_max_residual * fmax + rounding && rounding <= pum_max_noise * fmax)
             break;
         }
         if (std::isfinite(best_res)) {
@@ -414,6 +444,12 @@ void PumInterpolant::Impl::fit() {
       e.push_back(patches[c].eps);
       sizes.push_back(patches[c].n());
     }
+  set_distribution_stats(stats, e, sizes);
+}
+
+namespace {
+void set_distribution_stats(PumStats &stats, std::vector<double> &e,
+                            std::vector<std::int64_t> &sizes) {
   std::sort(e.begin(), e.end());
   std::sort(sizes.begin(), sizes.end());
   if (!e.empty()) {
@@ -425,6 +461,7 @@ void PumInterpolant::Impl::fit() {
     stats.max_points = sizes.back();
   }
 }
+} // namespace
 
 template <class K>
 double PumInterpolant::Impl::local_value(const K &kf, std::int64_t j, const double *y,
@@ -474,6 +511,14 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
   im.s = points.cols();
   im.ncols = values.cols();
   im.min_pts = im.opt.min_patch_points > 0 ? im.opt.min_patch_points : 3 * (im.s + 1);
+  const bool gpu_shape =
+      (im.s == 2 || im.s == 3) && im.ncols <= detail::pum_gpu_max_cols;
+  if ((im.opt.backend == Backend::cuda ||
+       (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) &&
+      im.try_gpu_fit(points, values)) {
+    impl_ = std::move(fresh);
+    return;
+  }
   im.merge_or_reject_duplicates(points, values); // also builds the index of the points kept
   // Points of a cell contiguous in memory (seed 001 §4.1): the values follow the same permutation.
   const auto perm = im.grid->reorder(im.pts);
@@ -500,52 +545,134 @@ void atomic_min(std::atomic<std::int64_t> &a, std::int64_t v) {
 }
 } // namespace
 
-detail::PumGpu &PumInterpolant::Impl::gpu_engine() const {
+detail::PumGrid PumInterpolant::Impl::gpu_grid() const {
+  detail::PumGrid g;
+  g.s = static_cast<int>(s);
+  for (std::int64_t k = 0; k < s && k < 3; ++k) {
+    g.d[k] = grid->cells_per_axis()[k];
+    g.lo[k] = grid->lo(k);
+    g.hi[k] = grid->hi(k);
+    g.width[k] = grid->cell_width(k);
+  }
+  g.ncells = grid->num_cells();
+  g.delta = grid->patch_radius();
+  const auto e = extent(*grid);
+  g.min_width = e.min_width;
+  g.diag = e.diag;
+  g.base_ring = ring_for(g.delta, e.min_width);
+  return g;
+}
+
+bool PumInterpolant::Impl::try_gpu_fit(const Table<double> &points, const Table<double> &values) {
+  const auto t0 = Clock::now();
+  std::vector<double> lo, hi;
+  spatial::bounding_box(points, lo, hi);
+  grid = std::make_unique<spatial::GridIndex>(lo.data(), hi.data(), s, points.rows(),
+                                              opt.patch_density);
+  const detail::PumGrid g = gpu_grid();
+  detail::PumGpuFitSettings st;
+  st.kernel = opt.kernel;
+  st.eps = opt.eps;
+  st.loocv = opt.loocv;
+  st.eps_min = opt.eps_min;
+  st.eps_max = opt.eps_max;
+  st.loocv_iterations = opt.loocv_iterations;
+  st.min_pts = min_pts;
+  st.progress = opt.progress;
+  detail::PumGpuDecline why = detail::PumGpuDecline::none;
+  auto fit = detail::pum_gpu_fit(g, points, values, st, why);
+  if (!fit)
+    return false; // duplicates (the CPU path reports or merges them) or patches too large
+  const std::int64_t ncells = g.ncells;
+  const auto &cnt = fit->counts();
+  const auto &eps = fit->eps();
+  const auto &reg = fit->regularised();
+  const auto &radius = fit->radius();
+  std::vector<double> e;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t c = 0; c < ncells; ++c)
+    if (cnt[c] > 0) {
+      e.push_back(eps[c]);
+      sizes.push_back(cnt[c]);
+      stats.grown_patches += radius[c] > g.delta;
+      stats.regularised_patches += reg[c];
+    }
+  stats.patches = static_cast<std::int64_t>(sizes.size());
+  stats.empty_patches = ncells - stats.patches;
+  stats.radius = g.delta;
+  set_distribution_stats(stats, e, sizes);
+  stats.seconds_fit = fit->seconds_fit;
+  stats.seconds_index = since(t0) - fit->seconds_fit;
+  stats.fit_backend = Backend::cuda;
+  base_ring = g.base_ring;
+  gpu_fit = fit.get();
+  gpu = std::move(fit);
+  host_ready = false;
+  if (opt.progress)
+    opt.progress(1.0);
+  return true;
+}
+
+void PumInterpolant::Impl::ensure_host() {
+  if (host_ready)
+    return;
+  const detail::PumHostPacked h = gpu_fit->download();
+  const std::int64_t ncells = grid->num_cells();
+  const auto total = static_cast<std::int64_t>(h.px.size()) / s;
+  pts = Table<double>(total, s);
+  std::copy(h.px.begin(), h.px.end(), pts.data());
+  pidx.resize(total);
+  std::iota(pidx.begin(), pidx.end(), std::int64_t{0});
+  patches.assign(ncells, Patch{});
+  coef_at.resize(ncells);
+  centres.resize(ncells * s);
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    Patch &P = patches[c];
+    P.radius = h.radius[c];
+    P.eps = h.eps[c];
+    P.scale = h.scale[c];
+    P.begin = h.off[c];
+    P.end = h.off[c] + h.cnt[c];
+    coef_at[c] = h.off[c] * ncols;
+    grid->cell_centre(c, centres.data() + c * s);
+  }
+  coef = h.coef;
+  grown_list.assign(h.grown.begin(), h.grown.end());
+  host_ready = true;
+}
+
+detail::PumGpu &PumInterpolant::Impl::gpu_engine() {
   if (!gpu) {
+    // Pack the CPU fit: patch c's points become entries begin .. end of px.
     const std::int64_t ncells = grid->num_cells();
-    std::vector<double> radius(ncells), scale(ncells), lo(s), hi(s);
-    std::vector<std::int64_t> begin(ncells), end(ncells);
+    const auto total = static_cast<std::int64_t>(pidx.size());
+    detail::PumHostPacked h;
+    h.kernel = opt.kernel;
+    h.grid = gpu_grid();
+    h.ncols = static_cast<int>(ncols);
+    h.off.resize(ncells);
+    h.cnt.resize(ncells);
+    h.radius.resize(ncells);
+    h.scale.resize(ncells);
     for (std::int64_t c = 0; c < ncells; ++c) {
-      radius[c] = patches[c].radius;
-      scale[c] = patches[c].scale;
-      begin[c] = patches[c].begin;
-      end[c] = patches[c].end;
+      h.off[c] = patches[c].begin;
+      h.cnt[c] = static_cast<int>(patches[c].n());
+      h.radius[c] = patches[c].radius;
+      h.scale[c] = patches[c].scale;
     }
-    for (std::int64_t k = 0; k < s; ++k) {
-      lo[k] = grid->lo(k);
-      hi[k] = grid->hi(k);
-    }
-    detail::PumGeometry g;
-    g.kernel = opt.kernel;
-    g.s = s;
-    g.ncols = ncols;
-    g.n = pts.rows();
-    g.ncells = ncells;
-    g.cells_per_axis = grid->cells_per_axis().data();
-    g.lo = lo.data();
-    g.hi = hi.data();
-    g.delta = grid->patch_radius();
-    g.base_ring = base_ring;
-    g.radius = radius.data();
-    g.scale = scale.data();
-    g.begin = begin.data();
-    g.end = end.data();
-    g.coef_at = coef_at.data();
-    g.centres = centres.data();
-    g.pidx = pidx.data();
-    g.npidx = static_cast<std::int64_t>(pidx.size());
-    g.coef = coef.data();
-    g.ncoef = static_cast<std::int64_t>(coef.size());
-    g.pts = pts.data();
-    g.grown = grown_list.data();
-    g.ngrown = static_cast<std::int64_t>(grown_list.size());
-    gpu = detail::make_pum_gpu(g);
+    h.px.resize(total * s);
+    for (std::int64_t k = 0; k < s; ++k)
+      for (std::int64_t a = 0; a < total; ++a)
+        h.px[k * total + a] = pts(pidx[a], k);
+    h.coef = coef;
+    h.grown.assign(grown_list.begin(), grown_list.end());
+    gpu = detail::make_pum_gpu(h);
   }
   return *gpu;
 }
 
 Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
-  const Impl &im = *impl_;
+  Impl &im = *impl_;
   if (!im.grid)
     throw Error(ErrorCode::invalid_argument, "evaluate: call set_data first");
   if (y.cols() != im.s)
@@ -556,16 +683,20 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const std::int64_t m = y.rows(), s = im.s;
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   Table<double> out(m, im.ncols);
-  const bool gpu_fits = (s == 2 || s == 3) && im.ncols <= detail::pum_gpu_max_cols;
-  if (im.opt.backend == Backend::cuda ||
-      (im.opt.backend == Backend::automatic && gpu_fits && !gpus().empty())) {
-    // Points outside the box or in holes make the GPU decline the batch: the CPU path below then
-    // extrapolates them or names them in its error.
-    if (im.gpu_engine().evaluate(y.data(), m, out.data())) {
-      if (im.opt.progress)
-        im.opt.progress(1.0);
-      return out;
+  const bool gpu_shape = (s == 2 || s == 3) && im.ncols <= detail::pum_gpu_max_cols;
+  {
+    std::lock_guard<std::mutex> lock(im.lazy);
+    if (im.gpu_fit || im.opt.backend == Backend::cuda ||
+        (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) {
+      // Points outside the box or in holes make the GPU decline the batch: the CPU path below
+      // then extrapolates them or names them in its error.
+      if (im.gpu_engine().evaluate(y.data(), m, out.data())) {
+        if (im.opt.progress)
+          im.opt.progress(1.0);
+        return out;
+      }
     }
+    im.ensure_host();
   }
   std::atomic<std::int64_t> first_outside{none}, first_hole{none}, evaluated{0};
   detail::ParallelErrors errors;
@@ -606,7 +737,7 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
             const double *xi = im.centres.data() + j * s;
             double d2 = 0;
             for (std::int64_t k = 0; k < s; ++k)
-              d2 += (x[k] - xi[k]) * (x[k] - xi[k]);
+              d2 = spatial::dist2_step(d2, x[k], xi[k]);
             if (d2 < best_d2) {
               best_d2 = d2;
               nearest = j;

@@ -1,5 +1,6 @@
-// One thread per evaluation point: the Shepard/W2 sum over the patches of the neighbouring cells
-// (and the grown patches), each local interpolant summed over its points from global memory.
+// One thread per evaluation point, the points taken in cell order (so that the threads of a warp
+// visit the same patches and their loads coalesce): the Shepard/W2 sum over the patches of the
+// neighbouring cells (and the grown patches), each local interpolant over its packed points.
 #include "kernels/kernel_defs.hpp"
 #include "rbf/pum/pum_gpu.hpp"
 #include "spatial/cell_box.hpp"
@@ -22,36 +23,39 @@ __device__ __forceinline__ double w2_weight(double r) {
 template <class K, int S>
 __device__ void visit(const K &kf, const PumEvalArgs &a, std::int64_t j, const double (&x)[S],
                       double (&acc)[pum_gpu_max_cols], double &wsum) {
-  const std::int64_t b = a.begin[j], e = a.end[j];
-  if (e == b)
+  const PumPacked &pk = a.pk;
+  const int n = pk.cnt[j];
+  if (n == 0)
     return;
+  std::int64_t rest = j;
   double d2 = 0;
 #pragma unroll
-  for (int k = 0; k < S; ++k) {
-    const double dk = x[k] - a.centres[j * S + k];
-    d2 += dk * dk;
+  for (int k = S - 1; k >= 0; --k) {
+    const double ck = spatial::centre_coord(rest % a.grid.d[k], a.grid.lo[k], a.grid.width[k]);
+    rest /= a.grid.d[k];
+    d2 = spatial::dist2_step(d2, x[k], ck);
   }
-  const double w = w2_weight(sqrt(d2) / a.radius[j]);
+  const double w = w2_weight(sqrt(d2) / pk.radius[j]);
   if (w <= 0)
     return;
   wsum += w;
-  const double c2 = a.scale[j] * a.scale[j];
+  const double c2 = pk.scale[j] * pk.scale[j];
   constexpr double p0 = kdef::p_offset<K>();
-  const std::int64_t n = e - b, at = a.coef_at[j];
+  const std::int64_t off = pk.off[j];
+  const double *cf = pk.coef + off * pk.ncols;
   double r[pum_gpu_max_cols] = {0, 0, 0, 0};
-  for (std::int64_t q = 0; q < n; ++q) {
-    const std::int64_t i = a.pidx[b + q];
+  for (int q = 0; q < n; ++q) {
     double dd = 0;
 #pragma unroll
     for (int k = 0; k < S; ++k) {
-      const double dk = x[k] - a.pts[k * a.n + i];
+      const double dk = x[k] - pk.px[k * pk.total + off + q];
       dd += dk * dk;
     }
     const double v = kf.value(p0 + c2 * dd);
 #pragma unroll
     for (int c = 0; c < pum_gpu_max_cols; ++c)
-      if (c < a.ncols)
-        r[c] += a.coef[at + c * n + q] * v;
+      if (c < pk.ncols)
+        r[c] += cf[c * n + q] * v;
   }
 #pragma unroll
   for (int c = 0; c < pum_gpu_max_cols; ++c)
@@ -59,9 +63,10 @@ __device__ void visit(const K &kf, const PumEvalArgs &a, std::int64_t j, const d
 }
 
 template <class K, int S> __global__ void pum_eval_kernel(PumEvalArgs a) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.m)
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= a.m)
     return;
+  const std::int64_t i = a.order ? a.order[t] : t;
   const K kf{};
   double x[S];
   std::int64_t c[S];
@@ -69,42 +74,40 @@ template <class K, int S> __global__ void pum_eval_kernel(PumEvalArgs a) {
 #pragma unroll
   for (int k = 0; k < S; ++k) {
     x[k] = a.y[k * a.m + i];
-    const double range = a.hi[k] - a.lo[k], tol = 1e-12 * range;
-    in_box = in_box && x[k] >= a.lo[k] - tol && x[k] <= a.hi[k] + tol;
-    const double t = (x[k] - a.lo[k]) / range * static_cast<double>(a.d[k]);
-    c[k] =
-        t > 0 ? (t < static_cast<double>(a.d[k]) ? static_cast<std::int64_t>(t) : a.d[k] - 1) : 0;
+    const double tol = 1e-12 * (a.grid.hi[k] - a.grid.lo[k]);
+    in_box = in_box && x[k] >= a.grid.lo[k] - tol && x[k] <= a.grid.hi[k] + tol;
+    c[k] = spatial::axis_cell(x[k], a.grid.lo[k], a.grid.hi[k], a.grid.d[k]);
   }
   if (!in_box) {
     *a.needs_cpu = 1;
     return;
   }
   double acc[pum_gpu_max_cols] = {0, 0, 0, 0}, wsum = 0;
-  const std::int64_t R = a.base_ring;
+  const std::int64_t R = a.grid.base_ring;
   std::int64_t lo[S], hi[S];
 #pragma unroll
   for (int k = 0; k < S; ++k) {
     lo[k] = c[k] - R > 0 ? c[k] - R : 0;
-    hi[k] = c[k] + R < a.d[k] - 1 ? c[k] + R : a.d[k] - 1;
+    hi[k] = c[k] + R < a.grid.d[k] - 1 ? c[k] + R : a.grid.d[k] - 1;
   }
-  spatial::for_cell_box<S>(lo, hi, a.d, S, [&](std::int64_t j) {
-    if (a.radius[j] <= a.delta) // grown patches are visited from their own list below
+  spatial::for_cell_box<S>(lo, hi, a.grid.d, S, [&](std::int64_t j) {
+    if (a.pk.radius[j] <= a.grid.delta) // grown patches are visited from their own list below
       visit<K, S>(kf, a, j, x, acc, wsum);
   });
-  for (std::int64_t g = 0; g < a.ngrown; ++g)
-    visit<K, S>(kf, a, a.grown[g], x, acc, wsum);
+  for (std::int64_t g = 0; g < a.pk.ngrown; ++g)
+    visit<K, S>(kf, a, a.pk.grown[g], x, acc, wsum);
   if (!(wsum > 0)) {
     *a.needs_cpu = 1;
     return;
   }
 #pragma unroll
   for (int col = 0; col < pum_gpu_max_cols; ++col)
-    if (col < a.ncols)
+    if (col < a.pk.ncols)
       a.out[col * a.m + i] = acc[col] / wsum;
 }
 
 template <int S> void launch_dim(const PumEvalArgs &a, cudaStream_t stream) {
-  kdef::visit<double>(a.kernel, [&](auto kf) {
+  kdef::visit_pd<double>(a.pk.kernel, [&](auto kf) {
     using K = decltype(kf);
     const unsigned blocks = static_cast<unsigned>((a.m + 127) / 128);
     pum_eval_kernel<K, S><<<blocks, 128, 0, stream>>>(a);
@@ -117,7 +120,7 @@ void launch_pum_eval(const PumEvalArgs &a, void *stream) {
   if (a.m == 0)
     return;
   const auto s = static_cast<cudaStream_t>(stream);
-  if (a.s == 2)
+  if (a.grid.s == 2)
     launch_dim<2>(a, s);
   else
     launch_dim<3>(a, s);

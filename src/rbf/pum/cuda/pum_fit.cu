@@ -1,0 +1,382 @@
+// The local fits of RBF-PUM on the GPU: one thread block per patch, everything in shared memory
+// (the matrix as a packed lower triangle, row-major: entry (i, j ≤ i) at i(i+1)/2 + j).
+//   assembly  Φ_ab = φ(p0 + c² |x_a − x_b|²) (+ nugget on the diagonal)
+//   Cholesky  right-looking, panels of R columns: every thread factors the R × R diagonal block
+//             in registers, the panel rows are solved in parallel, then a rank-R trailing update
+//   solves    forward and back substitution by one warp
+//   LOOCV     L⁻¹ in place (column by column from the last), (Φ⁻¹)_kk = Σ_i (L⁻¹)_ik², c = L⁻ᵀ L⁻¹ f,
+//             Rippa's e_k = c_k / (Φ⁻¹)_kk, Brent over log ε (the CPU's linalg::brent_minimize,
+//             run by every thread on the same block-wide values)
+//   accept    the CPU path's residual and rounding tests, the nugget ladder, the diagonal fallback.
+#include "kernels/kernel_defs.hpp"
+#include "linalg/brent.hpp"
+#include "rbf/pum/pum_gpu.hpp"
+#include "spatial/cell_box.hpp"
+
+#include <ksum/error.hpp>
+
+#include <cuda_runtime.h>
+#include <string>
+
+namespace ksum::detail {
+namespace {
+
+constexpr int R = 4;          // panel width of the Cholesky factorisation
+constexpr int reduce_slots = 40;
+
+__device__ __forceinline__ int tri(int i) { return i * (i + 1) / 2; }
+
+// The row of entry l of a packed lower triangle.
+__device__ __forceinline__ int tri_row(int l) {
+  int i = static_cast<int>((sqrtf(8.0f * static_cast<float>(l) + 1.0f) - 1.0f) * 0.5f);
+  while (tri(i) > l)
+    --i;
+  while (tri(i + 1) <= l)
+    ++i;
+  return i;
+}
+
+// Block-wide maximum (every thread gets it). red: reduce_slots doubles of shared memory.
+__device__ double block_max(double v, double *red) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads(); // red may still be read from the previous call
+  if (lane == 0)
+    red[warp] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double m = red[0];
+    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w)
+      m = fmax(m, red[w]);
+    red[32] = m;
+  }
+  __syncthreads();
+  return red[32];
+}
+
+template <class K> struct Patch {
+  const K kf{};
+  int n, s, nc, tid, bs;
+  double *X, *F, *C, *B, *t, *dv, *red, *A;
+
+  __device__ double phi(int a, int b, double c2) const {
+    constexpr double p0 = kdef::p_offset<K>();
+    double d2 = 0;
+    for (int k = 0; k < s; ++k) {
+      const double d = X[k * n + a] - X[k * n + b];
+      d2 += d * d;
+    }
+    return kf.value(p0 + c2 * d2);
+  }
+
+  __device__ void assemble(double c2, double nugget) {
+    const int total = tri(n);
+    for (int l = tid; l < total; l += bs) {
+      const int i = tri_row(l), j = l - tri(i);
+      A[l] = phi(i, j, c2) + (i == j ? nugget : 0.0);
+    }
+    __syncthreads();
+  }
+
+  // In-place Cholesky; false (on every thread) when a pivot is not positive and finite.
+  __device__ bool cholesky() {
+    for (int k0 = 0; k0 < n; k0 += R) {
+      const int r = n - k0 < R ? n - k0 : R;
+      double L[R][R];
+      bool ok = true;
+#pragma unroll
+      for (int a = 0; a < R; ++a)
+#pragma unroll
+        for (int b = 0; b <= a; ++b) {
+          if (a >= r)
+            continue;
+          double v = A[tri(k0 + a) + k0 + b];
+#pragma unroll
+          for (int c = 0; c < b; ++c)
+            v -= L[a][c] * L[b][c];
+          if (a == b) {
+            ok = ok && v > 0 && isfinite(v);
+            L[a][a] = sqrt(v);
+          } else {
+            L[a][b] = v / L[b][b];
+          }
+        }
+      if (!ok)
+        return false; // the same decision on every thread: no barrier is left waiting
+      for (int i = k0 + r + tid; i < n; i += bs) {
+        double *row = A + tri(i) + k0;
+        double l[R];
+#pragma unroll
+        for (int b = 0; b < R; ++b) {
+          if (b >= r)
+            continue;
+          double v = row[b];
+#pragma unroll
+          for (int c = 0; c < b; ++c)
+            v -= l[c] * L[b][c];
+          l[b] = v / L[b][b];
+          row[b] = l[b];
+        }
+      }
+      __syncthreads();
+      // The diagonal block is read by nobody in the trailing update: written now.
+      if (tid < R * R) {
+        const int a = tid / R, b = tid % R;
+        if (a < r && b <= a) {
+#pragma unroll
+          for (int aa = 0; aa < R; ++aa)
+#pragma unroll
+            for (int bb = 0; bb < R; ++bb)
+              if (aa == a && bb == b)
+                A[tri(k0 + a) + k0 + b] = L[aa][bb];
+        }
+      }
+      const int base = k0 + r, m = n - base, total = tri(m);
+      for (int l = tid; l < total; l += bs) {
+        const int ii = tri_row(l), jj = l - tri(ii);
+        const double *li = A + tri(base + ii) + k0, *lj = A + tri(base + jj) + k0;
+        double v = A[tri(base + ii) + base + jj];
+#pragma unroll
+        for (int b = 0; b < R; ++b)
+          if (b < r)
+            v = fma(-li[b], lj[b], v);
+        A[tri(base + ii) + base + jj] = v;
+      }
+      __syncthreads();
+    }
+    return true;
+  }
+
+  // C = Φ⁻¹ F from the factor (one warp: forward, then back substitution).
+  __device__ void solve() {
+    if (tid < 32) {
+      for (int q = 0; q < nc; ++q)
+        for (int a = tid; a < n; a += 32)
+          C[q * n + a] = F[q * n + a];
+      __syncwarp();
+      for (int k = 0; k < n; ++k) {
+        const double lkk = A[tri(k) + k];
+        for (int q = 0; q < nc; ++q) {
+          const double ck = C[q * n + k] / lkk;
+          for (int i = k + 1 + tid; i < n; i += 32)
+            C[q * n + i] -= A[tri(i) + k] * ck;
+          __syncwarp();
+          if (tid == 0)
+            C[q * n + k] = ck;
+          __syncwarp();
+        }
+      }
+      for (int k = n - 1; k >= 0; --k) {
+        const double *row = A + tri(k);
+        for (int q = 0; q < nc; ++q) {
+          const double ck = C[q * n + k] / row[k];
+          for (int i = tid; i < k; i += 32)
+            C[q * n + i] -= row[i] * ck;
+          __syncwarp();
+          if (tid == 0)
+            C[q * n + k] = ck;
+          __syncwarp();
+        }
+      }
+    }
+    __syncthreads();
+  }
+
+  // L ← L⁻¹ in place: column j of L⁻¹ is (1/l_jj, −(1/l_jj) T l) with T the already inverted
+  // trailing block and l the column of L below the diagonal.
+  __device__ void invert_factor() {
+    for (int j = n - 1; j >= 0; --j) {
+      const double inv = 1.0 / A[tri(j) + j];
+      for (int i = j + 1 + tid; i < n; i += bs) {
+        const double *row = A + tri(i);
+        double acc = 0;
+        for (int m = j + 1; m <= i; ++m)
+          acc = fma(row[m], A[tri(m) + j], acc);
+        t[i] = -acc * inv;
+      }
+      __syncthreads();
+      for (int i = j + 1 + tid; i < n; i += bs)
+        A[tri(i) + j] = t[i];
+      if (tid == 0)
+        A[tri(j) + j] = inv;
+      __syncthreads();
+    }
+  }
+
+  // Seed 001 §3: ‖e‖∞ of Rippa's LOOCV errors at ε; +inf when the system is unusable.
+  __device__ double loocv_cost(double log_eps, double c0) {
+    const double eps = exp(log_eps), cs = K::coord_scale(eps);
+    assemble(cs * cs, 0.0);
+    if (!cholesky())
+      return __longlong_as_double(0x7ff0000000000000LL); // +inf
+    invert_factor();
+    // dv_k = Σ_{i≥k} (L⁻¹)_ik²; B = L⁻¹ F
+    for (int k = tid; k < n; k += bs) {
+      double acc = 0;
+      for (int i = k; i < n; ++i) {
+        const double v = A[tri(i) + k];
+        acc = fma(v, v, acc);
+      }
+      dv[k] = acc;
+      const double *row = A + tri(k);
+      for (int q = 0; q < nc; ++q) {
+        double y = 0;
+        for (int m = 0; m <= k; ++m)
+          y = fma(row[m], F[q * n + m], y);
+        B[q * n + k] = y;
+      }
+    }
+    __syncthreads();
+    double e = 0, dmax = 0;
+    for (int k = tid; k < n; k += bs) {
+      dmax = fmax(dmax, dv[k]);
+      for (int q = 0; q < nc; ++q) {
+        double c = 0;
+        for (int i = k; i < n; ++i)
+          c = fma(A[tri(i) + k], B[q * n + i], c);
+        e = fmax(e, fabs(c / dv[k]));
+      }
+    }
+    dmax = block_max(dmax, red);
+    e = block_max(e, red);
+    if (!(1.0 / (c0 * dmax) > pum_min_rcond_loocv) || !isfinite(e))
+      return __longlong_as_double(0x7ff0000000000000LL);
+    return e;
+  }
+
+  // max_a,q |(Φ C − F)_aq| with Φ recomputed (no nugget).
+  __device__ double residual(double c2) {
+    double res = 0;
+    for (int a = tid; a < n; a += bs) {
+      double acc[pum_gpu_max_cols] = {0, 0, 0, 0};
+      for (int b = 0; b < n; ++b) {
+        const double v = phi(a, b, c2);
+        for (int q = 0; q < nc; ++q)
+          acc[q] = fma(v, C[q * n + b], acc[q]);
+      }
+      for (int q = 0; q < nc; ++q)
+        res = fmax(res, fabs(acc[q] - F[q * n + a]));
+    }
+    return block_max(res, red);
+  }
+
+  __device__ double max_abs(const double *v, int len) {
+    double m = 0;
+    for (int a = tid; a < len; a += bs)
+      m = fmax(m, fabs(v[a]));
+    return block_max(m, red);
+  }
+};
+
+template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitArgs a) {
+  extern __shared__ double sm[];
+  const int cell = a.list[blockIdx.x];
+  Patch<K> P;
+  P.n = a.cnt[cell];
+  P.s = a.grid.s;
+  P.nc = a.ncols;
+  P.tid = threadIdx.x;
+  P.bs = blockDim.x;
+  const int n = P.n, s = P.s, nc = P.nc;
+  P.X = sm;
+  P.F = P.X + n * s;
+  P.C = P.F + n * nc;
+  P.B = P.C + n * nc;
+  P.t = P.B + n * nc;
+  P.dv = P.t + n;
+  P.red = P.dv + n;
+  P.A = P.red + reduce_slots;
+  // Local coordinates relative to the patch centre, and the values.
+  double xi[3];
+  std::int64_t rest = cell;
+  for (int k = s - 1; k >= 0; --k) {
+    xi[k] = spatial::centre_coord(rest % a.grid.d[k], a.grid.lo[k], a.grid.width[k]);
+    rest /= a.grid.d[k];
+  }
+  const std::int64_t off = a.off[cell];
+  for (int i = P.tid; i < n; i += P.bs) {
+    for (int k = 0; k < s; ++k)
+      P.X[k * n + i] = a.px[k * a.total + off + i] - xi[k];
+    for (int q = 0; q < nc; ++q)
+      P.F[q * n + i] = a.pv[q * a.total + off + i];
+  }
+  __syncthreads();
+  const K kf{};
+  constexpr double p0 = kdef::p_offset<K>();
+  const double c0 = kf.value(p0);
+  double eps = a.eps;
+  if (a.loocv && n > 1) {
+    const auto best = linalg::brent_minimize([&](double le) { return P.loocv_cost(le, c0); },
+                                             a.log_eps_min, a.log_eps_max, 1e-3,
+                                             a.loocv_iterations);
+    eps = isfinite(best.fx) ? exp(best.x) : a.eps_max;
+  }
+  // The CPU path's acceptance: no nugget, then 1e-12 · K(0) growing ×100 up to 1e-2 · K(0); keep
+  // the first that reproduces the data with small rounding noise, or else the closest.
+  const double cs = K::coord_scale(eps), c2 = cs * cs;
+  const double scale = fmax(1.0, fabs(c0));
+  const double fmax_ = fmax(P.max_abs(P.F, n * nc), 2.2250738585072014e-308);
+  double best_res = __longlong_as_double(0x7ff0000000000000LL), best_nugget = 0;
+  bool have = false;
+  double last_nug = 0;
+  for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
+    last_nug = nug;
+    P.assemble(c2, nug);
+    if (!P.cholesky())
+      continue;
+    P.solve();
+    const double res = P.residual(c2);
+    const double cmax = P.max_abs(P.C, n * nc);
+    const double rounding = 8.0 * n * 2.220446049250313e-16 * (c0 + nug) * cmax;
+    if (res < best_res) {
+      best_res = res;
+      best_nugget = nug;
+      have = true;
+      for (int i = P.tid; i < n * nc; i += P.bs)
+        P.B[i] = P.C[i];
+      __syncthreads();
+    }
+    if (res <= pum_max_residual * fmax_ + rounding && rounding <= pum_max_noise * fmax_)
+      break;
+  }
+  double *out = a.coef + off * nc;
+  if (have) {
+    for (int i = P.tid; i < n * nc; i += P.bs)
+      out[i] = P.B[i];
+  } else { // no factorisation succeeded: the diagonal solve of the CPU path, never NaN
+    for (int i = P.tid; i < n * nc; i += P.bs)
+      out[i] = P.F[i] / (c0 + last_nug);
+    best_nugget = 1;
+  }
+  if (P.tid == 0) {
+    a.eps_out[cell] = eps;
+    a.regularised[cell] = best_nugget > 0;
+  }
+}
+
+} // namespace
+
+std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols) {
+  return static_cast<std::size_t>(n * s + 3 * n * ncols + 2 * n + reduce_slots + n * (n + 1) / 2) *
+         sizeof(double);
+}
+
+void launch_pum_fit(const PumFitArgs &a, int threads, std::size_t smem_bytes, void *stream) {
+  if (a.count == 0)
+    return;
+  kdef::visit_pd<double>(a.kernel, [&](auto kf) {
+    using K = decltype(kf);
+    auto *fn = &pum_fit_kernel<K>;
+    cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(smem_bytes));
+    fn<<<static_cast<unsigned>(a.count), threads, smem_bytes, static_cast<cudaStream_t>(stream)>>>(
+        a);
+  });
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw Error(ErrorCode::device,
+                std::string("PUM GPU fit: CUDA error at kernel launch: ") + cudaGetErrorString(e));
+}
+
+} // namespace ksum::detail
