@@ -26,16 +26,6 @@ constexpr int reduce_slots = 40;
 
 __device__ __forceinline__ int tri(int i) { return i * (i + 1) / 2; }
 
-// The row of entry l of a packed lower triangle.
-__device__ __forceinline__ int tri_row(int l) {
-  int i = static_cast<int>((sqrtf(8.0f * static_cast<float>(l) + 1.0f) - 1.0f) * 0.5f);
-  while (tri(i) > l)
-    --i;
-  while (tri(i + 1) <= l)
-    ++i;
-  return i;
-}
-
 // Block-wide maximum (every thread gets it). red: reduce_slots doubles of shared memory.
 __device__ double block_max(double v, double *red) {
   for (int o = 16; o > 0; o >>= 1)
@@ -58,7 +48,8 @@ __device__ double block_max(double v, double *red) {
 template <class K> struct Patch {
   const K kf{};
   int n, s, nc, tid, bs;
-  double *X, *F, *C, *B, *t, *dv, *red, *A;
+  int tr, tc, TR, TC; // the block as a TR × TC grid: thread (tr, tc) owns rows ≡ tr, columns ≡ tc
+  double *X, *F, *C, *B, *Rz, *dv, *red, *A, *P; // P: n × R panel scratch
 
   __device__ double phi(int a, int b, double c2) const {
     constexpr double p0 = kdef::p_offset<K>();
@@ -70,11 +61,14 @@ template <class K> struct Patch {
     return kf.value(p0 + c2 * d2);
   }
 
+  // The first index >= from that is ≡ r (mod M).
+  __device__ static int first(int from, int r, int M) { return from + ((r - from % M) + M) % M; }
+
   __device__ void assemble(double c2, double nugget) {
-    const int total = tri(n);
-    for (int l = tid; l < total; l += bs) {
-      const int i = tri_row(l), j = l - tri(i);
-      A[l] = phi(i, j, c2) + (i == j ? nugget : 0.0);
+    for (int i = tr; i < n; i += TR) {
+      double *row = A + tri(i);
+      for (int j = tc; j <= i; j += TC)
+        row[j] = phi(i, j, c2) + (i == j ? nugget : 0.0);
     }
     __syncthreads();
   }
@@ -132,50 +126,57 @@ template <class K> struct Patch {
                 A[tri(k0 + a) + k0 + b] = L[aa][bb];
         }
       }
-      const int base = k0 + r, m = n - base, total = tri(m);
-      for (int l = tid; l < total; l += bs) {
-        const int ii = tri_row(l), jj = l - tri(ii);
-        const double *li = A + tri(base + ii) + k0, *lj = A + tri(base + jj) + k0;
-        double v = A[tri(base + ii) + base + jj];
+      // Rank-r update of the trailing block; a thread keeps its row's panel entries in registers.
+      const int base = k0 + r;
+      for (int i = first(base, tr, TR); i < n; i += TR) {
+        double *row = A + tri(i);
+        double li[R];
 #pragma unroll
         for (int b = 0; b < R; ++b)
-          if (b < r)
-            v = fma(-li[b], lj[b], v);
-        A[tri(base + ii) + base + jj] = v;
+          li[b] = b < r ? row[k0 + b] : 0.0;
+        for (int j = first(base, tc, TC); j <= i; j += TC) {
+          const double *lj = A + tri(j) + k0;
+          double v = row[j];
+#pragma unroll
+          for (int b = 0; b < R; ++b)
+            if (b < r)
+              v = fma(-li[b], lj[b], v);
+          row[j] = v;
+        }
       }
       __syncthreads();
     }
     return true;
   }
 
-  // C = Φ⁻¹ F from the factor (one warp: forward, then back substitution).
-  __device__ void solve() {
+  // out = Φ⁻¹ rhs from the factor (one warp: forward, then back substitution); out may be rhs.
+  __device__ void solve(const double *rhs, double *out) {
     if (tid < 32) {
       for (int q = 0; q < nc; ++q)
         for (int a = tid; a < n; a += 32)
-          C[q * n + a] = F[q * n + a];
+          out[q * n + a] = rhs[q * n + a];
       __syncwarp();
       for (int k = 0; k < n; ++k) {
         const double lkk = A[tri(k) + k];
         for (int q = 0; q < nc; ++q) {
-          const double ck = C[q * n + k] / lkk;
+          const double ck = out[q * n + k] / lkk;
           for (int i = k + 1 + tid; i < n; i += 32)
-            C[q * n + i] -= A[tri(i) + k] * ck;
+            out[q * n + i] -= A[tri(i) + k] * ck;
           __syncwarp();
           if (tid == 0)
-            C[q * n + k] = ck;
+            out[q * n + k] = ck;
           __syncwarp();
         }
       }
       for (int k = n - 1; k >= 0; --k) {
         const double *row = A + tri(k);
         for (int q = 0; q < nc; ++q) {
-          const double ck = C[q * n + k] / row[k];
+          const double ck = out[q * n + k] / row[k];
           for (int i = tid; i < k; i += 32)
-            C[q * n + i] -= row[i] * ck;
+            out[q * n + i] -= row[i] * ck;
           __syncwarp();
           if (tid == 0)
-            C[q * n + k] = ck;
+            out[q * n + k] = ck;
           __syncwarp();
         }
       }
@@ -183,23 +184,77 @@ template <class K> struct Patch {
     __syncthreads();
   }
 
-  // L ← L⁻¹ in place: column j of L⁻¹ is (1/l_jj, −(1/l_jj) T l) with T the already inverted
-  // trailing block and l the column of L below the diagonal.
-  __device__ void invert_factor() {
-    for (int j = n - 1; j >= 0; --j) {
-      const double inv = 1.0 / A[tri(j) + j];
-      for (int i = j + 1 + tid; i < n; i += bs) {
-        const double *row = A + tri(i);
-        double acc = 0;
-        for (int m = j + 1; m <= i; ++m)
-          acc = fma(row[m], A[tri(m) + j], acc);
-        t[i] = -acc * inv;
+  // One step of iterative refinement of C for (Φ + nugget I) C = F (the CPU path does the same).
+  __device__ void refine(double c2, double nugget) {
+    for (int a = tid; a < n; a += bs) {
+      double acc[pum_gpu_max_cols] = {0, 0, 0, 0};
+      for (int b = 0; b < n; ++b) {
+        const double v = phi(a, b, c2) + (a == b ? nugget : 0.0);
+        for (int q = 0; q < nc; ++q)
+          acc[q] = fma(v, C[q * n + b], acc[q]);
       }
+      for (int q = 0; q < nc; ++q)
+        Rz[q * n + a] = acc[q] - F[q * n + a];
+    }
+    __syncthreads();
+    solve(Rz, Rz);
+    for (int k = tid; k < n * nc; k += bs)
+      C[k] -= Rz[k];
+    __syncthreads();
+  }
+
+  // L ← X = L⁻¹ in place, by panels of R rows. Before panel [p0, p0 + r), rows < p0 hold X and
+  // a row i >= p0 holds L[i][m] for m >= p0 and S[i][m] = −Σ_{p<p0} L[i][p] X[p][m] for m < p0.
+  // The panel rows are finished one by one, then the rows below take the panel's rank-r update
+  // (their panel entries of L copied to P first, since the update overwrites them).
+  __device__ void invert_factor() {
+    for (int p0 = 0; p0 < n; p0 += R) {
+      const int r = n - p0 < R ? n - p0 : R;
+      double Lp[R][R]; // the diagonal block of L
+#pragma unroll
+      for (int a = 0; a < R; ++a)
+#pragma unroll
+        for (int b = 0; b < R; ++b)
+          Lp[a][b] = a < r && b <= a ? A[tri(p0 + a) + p0 + b] : 0.0;
+      for (int i = p0 + r + tid; i < n; i += bs)
+#pragma unroll
+        for (int b = 0; b < R; ++b)
+          P[i * R + b] = b < r ? A[tri(i) + p0 + b] : 0.0;
       __syncthreads();
-      for (int i = j + 1 + tid; i < n; i += bs)
-        A[tri(i) + j] = t[i];
-      if (tid == 0)
-        A[tri(j) + j] = inv;
+#pragma unroll
+      for (int a = 0; a < R; ++a) {
+        if (a >= r)
+          break;
+        const int i = p0 + a;
+        const double inv = 1.0 / Lp[a][a];
+        double *row = A + tri(i);
+        for (int m = tid; m <= i; m += bs) {
+          double v = m < p0 ? row[m] : (m == i ? 1.0 : 0.0);
+#pragma unroll
+          for (int b = 0; b < R; ++b)
+            if (b < a && m <= p0 + b)
+              v = fma(-Lp[a][b], A[tri(p0 + b) + m], v);
+          row[m] = v * inv;
+        }
+        __syncthreads();
+      }
+      // Rows below: S[i][m] −= Σ_{p in panel, p >= m} L[i][p] X[p][m] for m < p0 + r.
+      const int top = p0 + r;
+      for (int i = first(top, tr, TR); i < n; i += TR) {
+        double li[R];
+#pragma unroll
+        for (int b = 0; b < R; ++b)
+          li[b] = P[i * R + b];
+        double *row = A + tri(i);
+        for (int m = tc; m < top; m += TC) {
+          double v = m < p0 ? row[m] : 0.0;
+#pragma unroll
+          for (int b = 0; b < R; ++b)
+            if (b < r && m <= p0 + b)
+              v = fma(-li[b], A[tri(p0 + b) + m], v);
+          row[m] = v;
+        }
+      }
       __syncthreads();
     }
   }
@@ -278,15 +333,20 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
   P.nc = a.ncols;
   P.tid = threadIdx.x;
   P.bs = blockDim.x;
+  P.TC = P.bs >= 256 ? 16 : 8;
+  P.TR = P.bs / P.TC;
+  P.tr = P.tid / P.TC;
+  P.tc = P.tid % P.TC;
   const int n = P.n, s = P.s, nc = P.nc;
   P.X = sm;
   P.F = P.X + n * s;
   P.C = P.F + n * nc;
   P.B = P.C + n * nc;
-  P.t = P.B + n * nc;
-  P.dv = P.t + n;
+  P.Rz = P.B + n * nc;
+  P.dv = P.Rz + n * nc;
   P.red = P.dv + n;
-  P.A = P.red + reduce_slots;
+  P.P = P.red + reduce_slots;
+  P.A = P.P + n * R;
   // Local coordinates relative to the patch centre, and the values.
   double xi[3];
   std::int64_t rest = cell;
@@ -325,7 +385,8 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
     P.assemble(c2, nug);
     if (!P.cholesky())
       continue;
-    P.solve();
+    P.solve(P.F, P.C);
+    P.refine(c2, nug);
     const double res = P.residual(c2);
     const double cmax = P.max_abs(P.C, n * nc);
     const double rounding = 8.0 * n * 2.220446049250313e-16 * (c0 + nug) * cmax;
@@ -358,7 +419,8 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
 } // namespace
 
 std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols) {
-  return static_cast<std::size_t>(n * s + 3 * n * ncols + 2 * n + reduce_slots + n * (n + 1) / 2) *
+  return static_cast<std::size_t>(n * s + 4 * n * ncols + n + reduce_slots + n * R +
+                                  n * (n + 1) / 2) *
          sizeof(double);
 }
 
