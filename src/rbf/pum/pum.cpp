@@ -392,7 +392,6 @@ void PumInterpolant::Impl::fit() {
           if (!factor(eps, nug))
             continue;
           C = llt.solve(F);
-          C -= llt.solve(A * C - F); // one step of iterative refinement (the GPU does the same)
           // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
           // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
           const double res = (A * C - F - nug * C).cwiseAbs().maxCoeff();

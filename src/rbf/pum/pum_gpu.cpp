@@ -242,7 +242,8 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
     for (std::size_t k = 0; k < classes.size(); ++k) {
       const auto count = static_cast<std::int64_t>(classes[k].size());
       const std::int64_t nmax = 32 * static_cast<std::int64_t>(k + 1);
-      const int threads = nmax <= 64 ? 64 : nmax <= 128 ? 128 : 256;
+      // Large patches get one block per SM (shared memory): many warps hide the latencies.
+      const int threads = nmax <= 64 ? 64 : nmax <= 128 ? 128 : 512;
       const std::size_t smem =
           pum_fit_smem_bytes(std::min(nmax, largest), static_cast<int>(s), ncols_);
       for (std::int64_t b = 0; b < count; b += chunk) {

@@ -49,7 +49,7 @@ template <class K> struct Patch {
   const K kf{};
   int n, s, nc, tid, bs;
   int tr, tc, TR, TC; // the block as a TR × TC grid: thread (tr, tc) owns rows ≡ tr, columns ≡ tc
-  double *X, *F, *C, *B, *Rz, *dv, *red, *A, *P; // P: n × R panel scratch
+  double *X, *F, *C, *B, *dv, *red, *A, *P; // P: n × R panel scratch
 
   __device__ double phi(int a, int b, double c2) const {
     constexpr double p0 = kdef::p_offset<K>();
@@ -77,7 +77,7 @@ template <class K> struct Patch {
   __device__ bool cholesky() {
     for (int k0 = 0; k0 < n; k0 += R) {
       const int r = n - k0 < R ? n - k0 : R;
-      double L[R][R];
+      double L[R][R], rL[R]; // the diagonal block's factor and its reciprocal diagonal
       bool ok = true;
 #pragma unroll
       for (int a = 0; a < R; ++a)
@@ -92,8 +92,9 @@ template <class K> struct Patch {
           if (a == b) {
             ok = ok && v > 0 && isfinite(v);
             L[a][a] = sqrt(v);
+            rL[a] = 1.0 / L[a][a];
           } else {
-            L[a][b] = v / L[b][b];
+            L[a][b] = v * rL[b];
           }
         }
       if (!ok)
@@ -109,7 +110,7 @@ template <class K> struct Patch {
 #pragma unroll
           for (int c = 0; c < b; ++c)
             v -= l[c] * L[b][c];
-          l[b] = v / L[b][b];
+          l[b] = v * rL[b];
           row[b] = l[b];
         }
       }
@@ -149,17 +150,21 @@ template <class K> struct Patch {
     return true;
   }
 
-  // out = Φ⁻¹ rhs from the factor (one warp: forward, then back substitution); out may be rhs.
+  // out = Φ⁻¹ rhs from the factor (one warp: forward, then back substitution, with the reciprocal
+  // diagonal computed first by the whole block); out may be rhs.
   __device__ void solve(const double *rhs, double *out) {
+    for (int k = tid; k < n; k += bs)
+      dv[k] = 1.0 / A[tri(k) + k];
+    __syncthreads();
     if (tid < 32) {
       for (int q = 0; q < nc; ++q)
         for (int a = tid; a < n; a += 32)
           out[q * n + a] = rhs[q * n + a];
       __syncwarp();
       for (int k = 0; k < n; ++k) {
-        const double lkk = A[tri(k) + k];
+        const double rkk = dv[k];
         for (int q = 0; q < nc; ++q) {
-          const double ck = out[q * n + k] / lkk;
+          const double ck = out[q * n + k] * rkk;
           for (int i = k + 1 + tid; i < n; i += 32)
             out[q * n + i] -= A[tri(i) + k] * ck;
           __syncwarp();
@@ -171,7 +176,7 @@ template <class K> struct Patch {
       for (int k = n - 1; k >= 0; --k) {
         const double *row = A + tri(k);
         for (int q = 0; q < nc; ++q) {
-          const double ck = out[q * n + k] / row[k];
+          const double ck = out[q * n + k] * dv[k];
           for (int i = tid; i < k; i += 32)
             out[q * n + i] -= row[i] * ck;
           __syncwarp();
@@ -181,25 +186,6 @@ template <class K> struct Patch {
         }
       }
     }
-    __syncthreads();
-  }
-
-  // One step of iterative refinement of C for (Φ + nugget I) C = F (the CPU path does the same).
-  __device__ void refine(double c2, double nugget) {
-    for (int a = tid; a < n; a += bs) {
-      double acc[pum_gpu_max_cols] = {0, 0, 0, 0};
-      for (int b = 0; b < n; ++b) {
-        const double v = phi(a, b, c2) + (a == b ? nugget : 0.0);
-        for (int q = 0; q < nc; ++q)
-          acc[q] = fma(v, C[q * n + b], acc[q]);
-      }
-      for (int q = 0; q < nc; ++q)
-        Rz[q * n + a] = acc[q] - F[q * n + a];
-    }
-    __syncthreads();
-    solve(Rz, Rz);
-    for (int k = tid; k < n * nc; k += bs)
-      C[k] -= Rz[k];
     __syncthreads();
   }
 
@@ -324,7 +310,7 @@ template <class K> struct Patch {
   }
 };
 
-template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitArgs a) {
+template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitArgs a) {
   extern __shared__ double sm[];
   const int cell = a.list[blockIdx.x];
   Patch<K> P;
@@ -333,7 +319,7 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
   P.nc = a.ncols;
   P.tid = threadIdx.x;
   P.bs = blockDim.x;
-  P.TC = P.bs >= 256 ? 16 : 8;
+  P.TC = P.bs >= 256 ? 16 : 8; // 64: 8 × 8, 128: 16 × 8, 512: 32 × 16
   P.TR = P.bs / P.TC;
   P.tr = P.tid / P.TC;
   P.tc = P.tid % P.TC;
@@ -342,8 +328,7 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
   P.F = P.X + n * s;
   P.C = P.F + n * nc;
   P.B = P.C + n * nc;
-  P.Rz = P.B + n * nc;
-  P.dv = P.Rz + n * nc;
+  P.dv = P.B + n * nc;
   P.red = P.dv + n;
   P.P = P.red + reduce_slots;
   P.A = P.P + n * R;
@@ -386,7 +371,6 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
     if (!P.cholesky())
       continue;
     P.solve(P.F, P.C);
-    P.refine(c2, nug);
     const double res = P.residual(c2);
     const double cmax = P.max_abs(P.C, n * nc);
     const double rounding = 8.0 * n * 2.220446049250313e-16 * (c0 + nug) * cmax;
@@ -419,7 +403,7 @@ template <class K> __global__ void __launch_bounds__(256) pum_fit_kernel(PumFitA
 } // namespace
 
 std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols) {
-  return static_cast<std::size_t>(n * s + 4 * n * ncols + n + reduce_slots + n * R +
+  return static_cast<std::size_t>(n * s + 3 * n * ncols + n + reduce_slots + n * R +
                                   n * (n + 1) / 2) *
          sizeof(double);
 }
