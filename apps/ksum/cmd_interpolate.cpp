@@ -166,8 +166,10 @@ void run_interpolate(const InterpArgs &a) {
                      st.eps_min, st.eps_median, st.eps_max, opt.eps_min, opt.eps_max));
   if (st.merged_duplicates)
     note(fmt::format("  merged {} repeated data points (values averaged)", st.merged_duplicates));
-  note(fmt::format("  index {:.3f} s, fit {:.3f} s, evaluate {:.3f} s, total {:.3f} s -> {}{}",
-                   st.seconds_index, st.seconds_fit, secs_eval, seconds_since(t0), a.output,
+  note(fmt::format("  index {:.3f} s, fit {:.3f} s ({}), evaluate {:.3f} s, total {:.3f} s -> {}{}",
+                   st.seconds_index, st.seconds_fit,
+                   st.fit_backend == Backend::cuda ? "GPU" : "CPU", secs_eval,
+                   seconds_since(t0), a.output,
                    a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
@@ -208,8 +210,8 @@ void register_interpolate(CLI::App &app) {
                 "Evaluate outside the data's box from the nearest patches instead of an error");
   cmd->add_option("--threads", a.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", a.backend,
-                  "Evaluation on: auto (the GPU when present, 2D/3D), cpu or gpu; fits run on the "
-                  "CPU")
+                  "Where the index, the fits and the evaluation run: auto (the GPU when present, "
+                  "for 2D/3D data with up to 4 value columns), cpu or gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a.output,
