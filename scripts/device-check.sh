@@ -23,7 +23,9 @@ rc=0
 {
   echo "# ksum device check ($sections)"
   echo
-  if git rev-parse --short HEAD >/dev/null 2>&1; then
+  if [[ -n "${KSUM_COMMIT:-}" ]]; then
+    commit="$KSUM_COMMIT (KSUM_COMMIT)"
+  elif git rev-parse --short HEAD >/dev/null 2>&1; then
     commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + uncommitted changes')"
   else
     commit="${KSUM_COMMIT:-unknown (no git metadata in this copy; set KSUM_COMMIT)}"

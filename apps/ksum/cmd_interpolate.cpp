@@ -20,7 +20,7 @@ struct InterpArgs {
   std::int64_t dim = 0, min_points = 0;
   double density = 1.0;
   bool merge = false, extrapolate = false, force = false;
-  int threads = 0;
+  int threads = 0, degree = -1;
 };
 
 // "40x40" or "20x20x10": one count per axis.
@@ -85,6 +85,7 @@ void run_interpolate(const InterpArgs &a) {
 
   PumOptions opt;
   opt.kernel = parse_kernel(a.kernel);
+  opt.degree = a.degree;
   if (a.eps == "loocv") {
     opt.loocv = true;
   } else {
@@ -192,8 +193,13 @@ void register_interpolate(CLI::App &app) {
   cmd->add_option("--eval", a.eval, "Evaluation points (d columns)");
   cmd->add_option("--grid", a.grid, "Evaluate on a regular grid over the data's box, e.g. 100x100");
   cmd->add_option("--kernel", a.kernel,
-                  "Local RBF (strictly positive definite): gaussian, inverse-multiquadric, "
-                  "inverse-quadratic, matern0..6, wendland2..6")
+                  "Local RBF: gaussian, inverse-multiquadric, inverse-quadratic, matern0..6, "
+                  "wendland2..6; with --degree also multiquadric (0), tps, cubic, linear (1)")
+      ->capture_default_str();
+  cmd->add_option("--degree", a.degree,
+                  "Polynomial added to each local fit: -1 none, 0 constants, 1 linear "
+                  "(reproduces polynomials of that degree exactly; CPU)")
+      ->check(CLI::Range(-1, 1))
       ->capture_default_str();
   cmd->add_option("--eps", a.eps, "Shape parameter, or 'loocv' to choose it per patch")
       ->capture_default_str();

@@ -17,7 +17,12 @@
 namespace ksum {
 
 struct PumOptions {
-  Kernel kernel = Kernel::matern4; // must be strictly positive definite (min_degree −1)
+  Kernel kernel = Kernel::matern4; // strictly positive definite, or see degree
+  // Degree of a polynomial added to every local interpolant: −1 none, 0 constants, 1 linear.
+  // Conditionally positive definite kernels (multiquadric, tps, cubic, linear) need at least
+  // their minimum degree; with degree d the interpolant reproduces polynomials of degree d
+  // exactly. Runs on the CPU (the GPU path serves degree −1).
+  int degree = -1;
   double eps = 1.0;                // the shape parameter when loocv is false
   bool loocv = false;              // choose ε per patch by LOOCV in [eps_min, eps_max]
   double eps_min = 0.1, eps_max = 100.0;

@@ -122,9 +122,11 @@ void GridIndex::index_points(const Table<double> &pts) {
 std::vector<std::int64_t> GridIndex::reorder(Table<double> &t) {
   std::vector<std::int64_t> perm = cells_.idx;
   Table<double> sorted(t.rows(), t.cols());
-  for (std::int64_t c = 0; c < t.cols(); ++c)
+  for (std::int64_t c = 0; c < t.cols(); ++c) {
+#pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < t.rows(); ++r)
       sorted(r, c) = t(perm[r], c);
+  }
   sorted.names = t.names;
   t = std::move(sorted);
   for (std::int64_t r = 0; r < static_cast<std::int64_t>(cells_.idx.size()); ++r)

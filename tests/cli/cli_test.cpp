@@ -174,6 +174,12 @@ TEST_F(Cli, InterpolatePumOnAGridAndAtGivenPoints) {
                  1, "strictly positive definite");
   expect_failure("interpolate --data " + path("data.npy") + " -o " + path("t.csv"), 1,
                  "exactly one of --eval");
+  // Thin-plate splines with their linear polynomial (--degree 1).
+  r = ksum("interpolate --data " + path("data.npy") + " --dim 2 --eval " + path("eval.csv") +
+           " --kernel tps --degree 1 --eps 1 -o " + path("tps.csv"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto tps = ksum::io::read_table(path("tps.csv"));
+  EXPECT_NEAR(tps(1, 2), ksum::datasets::franke(0.25, 0.75), 1e-3);
   // A heat map of the grid: a real PNG (signature and size in the IHDR chunk).
   r = ksum("interpolate --data " + path("data.npy") + " --dim 2 --grid 50x40 --eps 10 -o " +
            path("g2.csv") + " --plot " + path("map.png"));

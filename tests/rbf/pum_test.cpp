@@ -125,6 +125,100 @@ TEST(Pum, LoocvIsCloseToTheBestFixedShape) {
   EXPECT_LE(st.eps_max, 100.0);
 }
 
+// Polynomial reproduction (issue 3 item 11): with local polynomials of degree d every local
+// interpolant reproduces polynomials of degree d, and the Shepard weights sum to one, so the PUM
+// interpolant reproduces them everywhere in the box, for every kernel that allows the degree.
+TEST(PumPolynomial, ReproducesLinearFunctions) {
+  struct Case {
+    Kernel kernel;
+    int degree;
+    std::int64_t s;
+  };
+  for (const Case c : {Case{Kernel::tps, 1, 2}, Case{Kernel::cubic, 1, 2},
+                       Case{Kernel::multiquadric, 1, 2}, Case{Kernel::matern4, 1, 2},
+                       Case{Kernel::linear, 1, 3}, Case{Kernel::matern4, 1, 3},
+                       Case{Kernel::multiquadric, 0, 2}, Case{Kernel::gaussian, 0, 3}}) {
+    const auto x = datasets::halton(3000, c.s);
+    // Degree 1: 1 + 2 x − 3 y (+ 0.5 z); degree 0: the constant 1.7.
+    const auto poly = [&](const Table<double> &t, std::int64_t i) {
+      if (c.degree == 0)
+        return 1.7;
+      double v = 1 + 2 * t(i, 0) - 3 * t(i, 1);
+      if (c.s == 3)
+        v += 0.5 * t(i, 2);
+      return v;
+    };
+    Table<double> f(x.rows(), 1);
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      f(i, 0) = poly(x, i);
+    for (const bool loocv : {false, true}) {
+      if (loocv && c.kernel != Kernel::tps && c.kernel != Kernel::matern4)
+        continue; // LOOCV on the augmented systems: two kernels suffice (CI time)
+      PumInterpolant p({.kernel = c.kernel, .degree = c.degree, .eps = 3.0, .loocv = loocv});
+      p.set_data(x, f);
+      auto y = datasets::halton(4000, c.s, 31);
+      for (std::int64_t k = 0; k < y.rows() * y.cols(); ++k)
+        y.data()[k] = 0.01 + 0.98 * y.data()[k];
+      const auto u = p.evaluate(y);
+      double worst = 0;
+      for (std::int64_t i = 0; i < y.rows(); ++i)
+        worst = std::max(worst, std::abs(u(i, 0) - poly(y, i)));
+      EXPECT_LT(worst, 1e-9) << kernel_info(c.kernel).name << " degree " << c.degree << " s "
+                             << c.s << " loocv " << loocv;
+      EXPECT_EQ(p.stats().regularised_patches, 0) << kernel_info(c.kernel).name;
+    }
+  }
+  // Without the polynomial a positive definite kernel does not reproduce a linear function (so
+  // the test above can fail): M4 at ε = 3 misses it by far more than 1e-9.
+  const auto x = datasets::halton(3000, 2);
+  Table<double> f(x.rows(), 1);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    f(i, 0) = 1 + 2 * x(i, 0) - 3 * x(i, 1);
+  PumInterpolant plain({.kernel = Kernel::matern4, .eps = 3.0});
+  plain.set_data(x, f);
+  const auto y = interior_grid(20);
+  const auto u = plain.evaluate(y);
+  double worst = 0;
+  for (std::int64_t i = 0; i < y.rows(); ++i)
+    worst = std::max(worst, std::abs(u(i, 0) - (1 + 2 * y(i, 0) - 3 * y(i, 1))));
+  EXPECT_GT(worst, 1e-7);
+}
+
+// tps with its linear polynomial: the interpolation property and convergence on Franke.
+TEST(PumPolynomial, ThinPlateSplinesInterpolateFranke) {
+  double previous = 1;
+  for (std::int64_t n : {1089, 4225, 16641}) {
+    const auto x = datasets::halton(n, 2);
+    const auto f = franke_values(x);
+    PumInterpolant p({.kernel = Kernel::tps, .degree = 1, .eps = 1.0});
+    p.set_data(x, f);
+    const auto at_data = p.evaluate(x);
+    for (std::int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(at_data(i, 0), f(i, 0), 1e-10 * 1.22) << "data point " << i;
+    const double rmse = franke_rmse(p);
+    EXPECT_LT(rmse, previous / 2.5) << "N = " << n;
+    previous = rmse;
+  }
+}
+
+TEST(PumPolynomial, CollinearPatchIsAnErrorForDegreeOne) {
+  Table<double> x(60, 2), f(60, 1);
+  for (std::int64_t i = 0; i < 60; ++i) {
+    x(i, 0) = static_cast<double>(i) / 59.0;
+    x(i, 1) = i == 59 ? 1.0 : 0.25 * x(i, 0); // a line, except the last point (a non-empty box)
+    f(i, 0) = x(i, 0);
+  }
+  expect_error([&] { PumInterpolant({.kernel = Kernel::tps, .degree = 1}).set_data(x, f); },
+               ErrorCode::invalid_argument, "do not determine a linear polynomial");
+  // On the GPU backend local polynomials are refused with the reason.
+  expect_error(
+      [&] {
+        PumInterpolant({.kernel = Kernel::tps, .degree = 1, .backend = Backend::cuda})
+            .set_data(datasets::halton(100, 2), franke_values(datasets::halton(100, 2)));
+      },
+      ErrorCode::unsupported, "local polynomials");
+}
+
 class PumDims : public ::testing::TestWithParam<int> {};
 
 TEST_P(PumDims, SmoothFunctionInDimension) {
@@ -278,7 +372,13 @@ TEST(PumContract, BadInputsAreErrors) {
   const auto x = datasets::halton(100, 2);
   const auto f = franke_values(x);
   expect_error([&] { PumInterpolant({.kernel = Kernel::tps}).set_data(x, f); },
-               ErrorCode::invalid_argument, "strictly positive definite");
+               ErrorCode::invalid_argument, "polynomial of degree 1 (--degree 1)");
+  expect_error([&] { PumInterpolant({.kernel = Kernel::quintic, .degree = 1}).set_data(x, f); },
+               ErrorCode::invalid_argument, "supports up to 1");
+  expect_error([&] { PumInterpolant({.kernel = Kernel::laplace, .degree = 1}).set_data(x, f); },
+               ErrorCode::invalid_argument, "singular");
+  expect_error([&] { PumInterpolant({.degree = 2}).set_data(x, f); }, ErrorCode::invalid_argument,
+               "-1 (none), 0 or 1");
   expect_error([&] { PumInterpolant({.eps = -1}).set_data(x, f); }, ErrorCode::invalid_argument,
                "eps must be > 0");
   expect_error([&] { PumInterpolant({.loocv = true, .eps_min = 5, .eps_max = 1}).set_data(x, f); },

@@ -15,6 +15,7 @@ Prints N, kernel, eps, rfac, cells per axis, points per patch (median), holes (e
 that no patch covers, left out of the RMSE), RMSE, and the ratio to the seed's value (tables 3, 4, 5 (g2, g3) and 6; table 6 on spiral points).
 """
 import argparse
+import warnings
 import math
 import sys
 import time
@@ -197,6 +198,7 @@ def pum_rmse(x, f, y, fy, kname, eps, rfac, density=1.0, chunk=1 << 20):
 
 
 def main():
+    warnings.simplefilter("ignore", RuntimeWarning)  # scipy.optimize on +inf costs
     ap = argparse.ArgumentParser()
     ap.add_argument("--table", default="3", choices=sorted(SEED))
     ap.add_argument("--n", type=int, nargs="+", default=None)

@@ -87,6 +87,8 @@ struct PumInterpolant::Impl {
   std::vector<Patch> patches;
   std::vector<std::int64_t> pidx, coef_at;
   std::vector<double> coef, centres;
+  std::int64_t np = 0;       // polynomial terms per patch: 0, 1 or 1 + s
+  std::vector<double> pcoef; // patch c, column q, term t: pcoef[(c ncols + q) np + t]
   // The GPU engine: made by a GPU fit, or at the first GPU evaluation of a CPU fit.
   std::unique_ptr<detail::PumGpu> gpu;
   detail::PumGpuFit *gpu_fit = nullptr; // gpu, when the fit ran on the GPU
@@ -118,12 +120,24 @@ void set_distribution_stats(PumStats &stats, std::vector<double> &e,
 void PumInterpolant::Impl::validate(const Table<double> &points,
                                     const Table<double> &values) const {
   const auto &info = kernel_info(opt.kernel);
-  if (info.min_degree >= 0 || info.singular)
+  if (opt.degree < -1 || opt.degree > 1)
     throw Error(ErrorCode::invalid_argument,
-                fmt::format("PUM local interpolants need a strictly positive definite kernel; "
-                            "'{}' needs polynomial degree {}. Use gaussian, inverse-multiquadric, "
-                            "inverse-quadratic, matern0..6 or wendland2..6",
+                fmt::format("the local polynomial degree must be -1 (none), 0 or 1, got {}",
+                            opt.degree));
+  if (info.singular)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("'{}' is singular at r = 0 and cannot interpolate", info.name));
+  if (info.min_degree > 1)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("'{}' needs local polynomials of degree {}; PUM supports up to 1",
                             info.name, info.min_degree));
+  if (info.min_degree > opt.degree)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("'{}' is conditionally positive definite: its local interpolants need "
+                            "a polynomial of degree {} (--degree {}). Or use a strictly positive "
+                            "definite kernel: gaussian, inverse-multiquadric, inverse-quadratic, "
+                            "matern0..6, wendland2..6",
+                            info.name, info.min_degree, info.min_degree));
   if (info.support == Support::compact && points.cols() > 3)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("'{}' is positive definite only up to dimension 3, the data have {}",
@@ -154,9 +168,27 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
   const std::int64_t n = points.rows(), sd = points.cols();
   grid = std::make_unique<spatial::GridIndex>(points, opt.patch_density);
   const spatial::GridIndex &g = *grid;
+  const auto &cells = g.cells();
+  // A parallel test first: duplicates are rare, and the pass below that names or merges them is
+  // serial.
+  bool any = false;
+#pragma omp parallel for schedule(dynamic, 1024) reduction(|| : any)
+  for (std::int64_t c = 0; c < g.num_cells(); ++c)
+    for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1] && !any; ++a)
+      for (std::int64_t b = cells.ptr[c]; b < a && !any; ++b) {
+        bool same = true;
+        for (std::int64_t k = 0; k < sd && same; ++k)
+          same = points(cells.idx[a], k) == points(cells.idx[b], k);
+        any = any || same;
+      }
+  if (!any) { // the index just built serves the fit
+    stats.merged_duplicates = 0;
+    pts = points;
+    vals = values;
+    return;
+  }
   std::vector<std::int64_t> first(n, -1); // first[i]: the earlier row i repeats, or −1
   std::int64_t dups = 0;
-  const auto &cells = g.cells();
   for (std::int64_t c = 0; c < g.num_cells(); ++c)
     for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1]; ++a)
       for (std::int64_t b = cells.ptr[c]; b < a; ++b) {
@@ -302,6 +334,8 @@ void PumInterpolant::Impl::build_patches() {
 
 void PumInterpolant::Impl::fit() {
   const std::int64_t ncells = grid->num_cells();
+  np = opt.degree < 0 ? 0 : opt.degree == 0 ? 1 : 1 + s;
+  pcoef.assign(ncells * ncols * np, 0.0);
   std::atomic<std::int64_t> regularised{0}, fitted{0};
   std::int64_t nonempty = 0;
   for (std::int64_t c = 0; c < ncells; ++c)
@@ -322,7 +356,7 @@ void PumInterpolant::Impl::fit() {
           continue;
         const double *xi = centres.data() + c * s;
         // Local coordinates relative to the centre, and the values.
-        Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n);
+        Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n), Pm(n, np), D;
         for (std::int64_t a = 0; a < n; ++a) {
           const std::int64_t i = pidx[P.begin + a];
           for (std::int64_t k = 0; k < s; ++k)
@@ -342,17 +376,65 @@ void PumInterpolant::Impl::fit() {
             for (std::int64_t a = 0; a < n; ++a)
               col[a] += (xk[a] - xb) * (xk[a] - xb);
           }
+        // Polynomial part (degree >= 0): 1, z_1 .. z_s in z = (x − ξ) / radius; the local system
+        // is then [Φ P; Pᵀ 0] (solved by LU with partial pivoting).
+        for (std::int64_t a = 0; a < n && np > 0; ++a) {
+          Pm(a, 0) = 1;
+          for (std::int64_t k = 0; k + 1 < np; ++k)
+            Pm(a, k + 1) = X(a, k) / P.radius;
+        }
+        if (np > 1 && Eigen::ColPivHouseholderQR<Eigen::MatrixXd>(Pm).rank() < np) {
+          std::string where;
+          for (std::int64_t k = 0; k < s; ++k)
+            where += fmt::format("{}{:.6g}", k ? ", " : "", xi[k]);
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("the {} data points of the patch centred at ({}) do not "
+                                  "determine a linear polynomial (they lie on a lower-dimensional "
+                                  "set); use --degree 0 or a positive definite kernel",
+                                  n, where));
+        }
         Eigen::LLT<Eigen::MatrixXd> llt;
+        Eigen::PartialPivLU<Eigen::MatrixXd> lu;
+        Eigen::MatrixXd M, rhs;
+        if (np > 0) {
+          rhs = Eigen::MatrixXd::Zero(n + np, ncols);
+          rhs.topRows(n) = F;
+        }
+        double amax = 0; // max |Φ| of the last assembly
         const auto factor = [&](double eps, double nugget) {
           const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
-          const double *d2 = D2.data();
-          double *av = A.data();
-#pragma omp simd
-          for (std::int64_t k = 0; k < n * n; ++k) // the whole block: one vector loop
-            av[k] = kf.value(p0 + c2 * d2[k]);
+          // The lower triangle only: the factorisation and the products below read no more.
+          double m = 0;
+          for (std::int64_t b = 0; b < n; ++b) {
+            const double *d2 = D2.data() + b * n;
+            double *av = A.data() + b * n;
+#pragma omp simd reduction(max : m)
+            for (std::int64_t a = b; a < n; ++a) {
+              av[a] = kf.value(p0 + c2 * d2[a]);
+              m = std::max(m, std::abs(av[a]));
+            }
+          }
+          amax = m;
           A.diagonal().array() += nugget;
-          llt.compute(A);
-          return llt.info() == Eigen::Success;
+          if (np == 0) {
+            llt.compute(A);
+            return llt.info() == Eigen::Success;
+          }
+          M = Eigen::MatrixXd::Zero(n + np, n + np);
+          M.topLeftCorner(n, n) = A.selfadjointView<Eigen::Lower>();
+          M.topRightCorner(n, np) = Pm;
+          M.bottomLeftCorner(np, n) = Pm.transpose();
+          lu.compute(M);
+          const double rc = lu.rcond();
+          return std::isfinite(rc) && rc > 0;
+        };
+        // The coefficients C (and D, the polynomial's) of the factorised system.
+        const auto solve = [&]() {
+          if (np == 0)
+            return Eigen::MatrixXd(llt.solve(F));
+          const Eigen::MatrixXd sol = lu.solve(rhs);
+          D = sol.bottomRows(np);
+          return Eigen::MatrixXd(sol.topRows(n));
         };
         const double c0 = kf.value(p0);
         double eps = opt.eps;
@@ -364,12 +446,22 @@ void PumInterpolant::Impl::fit() {
           const auto cost = [&](double log_eps) {
             if (!factor(std::exp(log_eps), 0.0))
               return std::numeric_limits<double>::infinity();
-            const Eigen::MatrixXd Linv =
-                llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
-            const Eigen::VectorXd dinv = Linv.colwise().squaredNorm().transpose();
-            if (!(1.0 / (c0 * dinv.maxCoeff()) > pum_min_rcond_loocv))
-              return std::numeric_limits<double>::infinity();
-            const Eigen::MatrixXd C = llt.solve(F);
+            Eigen::VectorXd dinv;
+            Eigen::MatrixXd C;
+            if (np == 0) {
+              const Eigen::MatrixXd Linv =
+                  llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
+              dinv = Linv.colwise().squaredNorm().transpose();
+              if (!(1.0 / (c0 * dinv.maxCoeff()) > pum_min_rcond_loocv))
+                return std::numeric_limits<double>::infinity();
+              C = llt.solve(F);
+            } else { // Rippa on the augmented system: (M⁻¹)_kk for the first n
+              const Eigen::MatrixXd Minv = lu.inverse();
+              dinv = Minv.diagonal().head(n);
+              if (!(1.0 / (amax * dinv.cwiseAbs().maxCoeff()) > pum_min_rcond_loocv))
+                return std::numeric_limits<double>::infinity();
+              C = (Minv * rhs).topRows(n);
+            }
             double e = 0;
             for (std::int64_t q = 0; q < ncols; ++q)
               e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
@@ -382,25 +474,35 @@ void PumInterpolant::Impl::fit() {
         // Fixed ε, or the chosen one: when the system is singular to working precision or its solve
         // does not reproduce the data, add a small nugget (growing ×100) and count the patch.
         double nugget = 0;
-        const double scale = std::max(1.0, std::abs(c0));
+        double scale = std::max(1.0, std::abs(c0));
+        if (np > 0) { // conditionally positive definite kernels may vanish at 0: scale by max |Φ|
+          factor(eps, 0.0);
+          scale = std::max(scale, amax);
+        }
         const double fmax = std::max(F.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
         // Try without a nugget, then with 1e-12 · K(0) growing ×100; keep the first attempt that
         // reproduces the data, or else the one that comes closest.
-        Eigen::MatrixXd C, best_C;
+        Eigen::MatrixXd C, best_C, best_D;
         double best_res = std::numeric_limits<double>::infinity(), best_nugget = 0;
         for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
           if (!factor(eps, nug))
             continue;
-          C = llt.solve(F);
+          C = solve();
           // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
           // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
-          const double res = (A * C - F - nug * C).cwiseAbs().maxCoeff();
-          const double rounding = 8.0 * static_cast<double>(n) *
-                                  std::numeric_limits<double>::epsilon() * A.cwiseAbs().maxCoeff() *
-                                  C.cwiseAbs().maxCoeff();
+          Eigen::MatrixXd R = A.selfadjointView<Eigen::Lower>() * C - F - nug * C;
+          if (np > 0)
+            R += Pm * D;
+          const double res = R.cwiseAbs().maxCoeff();
+          // max |A|: on the diagonal for a positive definite φ (largest at 0).
+          const double rounding =
+              8.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon() *
+              (np == 0 ? A.diagonal().cwiseAbs().maxCoeff() : amax + nug) *
+              C.cwiseAbs().maxCoeff();
           if (res < best_res) {
             best_res = res;
             best_C = C;
+            best_D = D;
             best_nugget = nug;
           }
           // Accept when the data are reproduced and the rounding noise of using these coefficients
@@ -410,7 +512,14 @@ void PumInterpolant::Impl::fit() {
         }
         if (std::isfinite(best_res)) {
           C = std::move(best_C);
+          D = std::move(best_D);
           nugget = best_nugget;
+        } else if (np > 0) {
+          // No factorisation succeeded (pathological data): the patch's mean, never NaN.
+          C = Eigen::MatrixXd::Zero(n, ncols);
+          D = Eigen::MatrixXd::Zero(np, ncols);
+          D.row(0) = F.colwise().mean();
+          nugget = 1;
         } else {
           // No factorisation succeeded (pathological data): a diagonal solve, never NaN.
           A = A.diagonal().asDiagonal();
@@ -420,9 +529,12 @@ void PumInterpolant::Impl::fit() {
         }
         if (nugget > 0)
           ++regularised;
-        for (std::int64_t q = 0; q < ncols; ++q)
+        for (std::int64_t q = 0; q < ncols; ++q) {
           for (std::int64_t a = 0; a < n; ++a)
             coef[coef_at[c] + q * n + a] = C(a, q);
+          for (std::int64_t t = 0; t < np; ++t)
+            pcoef[(c * ncols + q) * np + t] = D(t, q);
+        }
         P.eps = eps;
         P.scale = kdef::coord_scale(opt.kernel, eps);
         const std::int64_t done = ++fitted;
@@ -483,6 +595,13 @@ double PumInterpolant::Impl::local_value(const K &kf, std::int64_t j, const doub
     }
     r += cf[a] * kf.value(p0 + c2 * d2);
   }
+  if (np > 0) {
+    const double *pc = pcoef.data() + (j * ncols + col) * np;
+    const double *xi = centres.data() + j * s;
+    r += pc[0];
+    for (std::int64_t k = 0; k + 1 < np; ++k)
+      r += pc[k + 1] * (y[k] - xi[k]) / P.radius;
+  }
   return r;
 }
 
@@ -512,7 +631,11 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
   im.ncols = values.cols();
   im.min_pts = im.opt.min_patch_points > 0 ? im.opt.min_patch_points : 3 * (im.s + 1);
   const bool gpu_shape =
-      (im.s == 2 || im.s == 3) && im.ncols <= detail::pum_gpu_max_cols;
+      (im.s == 2 || im.s == 3) && im.ncols <= detail::pum_gpu_max_cols && im.opt.degree < 0;
+  if (im.opt.degree >= 0 && im.opt.backend == Backend::cuda)
+    throw Error(ErrorCode::unsupported,
+                "PUM on the GPU: local polynomials (degree >= 0) run on the CPU; use the cpu or "
+                "auto backend");
   if ((im.opt.backend == Backend::cuda ||
        (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) &&
       im.try_gpu_fit(points, values)) {
@@ -523,9 +646,11 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
   // Points of a cell contiguous in memory (seed 001 §4.1): the values follow the same permutation.
   const auto perm = im.grid->reorder(im.pts);
   Table<double> sorted_vals(im.vals.rows(), im.vals.cols());
-  for (std::int64_t q = 0; q < im.vals.cols(); ++q)
+  for (std::int64_t q = 0; q < im.vals.cols(); ++q) {
+#pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < im.vals.rows(); ++r)
       sorted_vals(r, q) = im.vals(perm[r], q);
+  }
   im.vals = std::move(sorted_vals);
   im.build_patches();
   im.stats.seconds_index = since(t0);
@@ -683,7 +808,8 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   const std::int64_t m = y.rows(), s = im.s;
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   Table<double> out(m, im.ncols);
-  const bool gpu_shape = (s == 2 || s == 3) && im.ncols <= detail::pum_gpu_max_cols;
+  const bool gpu_shape =
+      (s == 2 || s == 3) && im.ncols <= detail::pum_gpu_max_cols && im.opt.degree < 0;
   {
     std::lock_guard<std::mutex> lock(im.lazy);
     if (im.gpu_fit || im.opt.backend == Backend::cuda ||
