@@ -59,7 +59,9 @@ int main(int argc, char **argv) {
   }
   nlohmann::json out;
   out["threads"] = max_threads();
-  const PumOptions opt{.kernel = Kernel::matern4, .eps = 10.0, .extrapolate = true};
+  // The CPU path unless a section asks for the GPU.
+  const PumOptions opt{
+      .kernel = Kernel::matern4, .eps = 10.0, .extrapolate = true, .backend = Backend::cpu};
   if (gpu_section) {
     // Issue 3 item 10's sizes (seed 001 fig. 5-6), end to end without file I/O on the GPU: index,
     // fits and evaluation (host-to-device copies included), fixed eps and LOOCV; then the CPU
