@@ -253,15 +253,19 @@ int main(int argc, char **argv) {
                                  {"seed_rmse", std::isnan(s_rmse) ? nlohmann::json() : nlohmann::json(s_rmse)},
                                  {"ksum_rmse", rmse},
                                  {"seconds", secs},
-                                 {"max_error", err.max},
-                                 {"rmse_inner", err.rmse_inner},
-                                 {"rmse_strip", err.rmse_outer},
-                                 {"patch_density", density},
-                                 {"eps_factor", eps_factor},
-                                 {"halton_skip", halton_skip},
-                                 {"median_points", st.median_points},
-                                 {"radius", st.radius},
                                  {"regularised", p.stats().regularised_patches}});
+          if (detail) {
+            auto &row = out["rows"].back();
+            row["max_error"] = err.max;
+            row["rmse_inner"] = err.rmse_inner;
+            row["rmse_strip"] = err.rmse_outer;
+            row["patch_density"] = density;
+            row["eps_factor"] = eps_factor;
+            row["halton_skip"] = halton_skip;
+            row["min_points"] = min_points;
+            row["median_points"] = st.median_points;
+            row["radius"] = st.radius;
+          }
         }
     }
   }

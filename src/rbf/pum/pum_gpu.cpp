@@ -185,7 +185,7 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
     cuda_check(cudaGetDevice(&dev), 0, "cudaGetDevice");
     cuda_check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), dev,
                "cudaDeviceGetAttribute");
-    if (pum_fit_smem_bytes(largest, static_cast<int>(s), ncols_) >
+    if (pum_fit_smem_bytes(largest, static_cast<int>(s), ncols_, false) >
         static_cast<std::size_t>(limit)) {
       why = PumGpuDecline::patch_too_large;
       return false;
@@ -205,6 +205,7 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
     coef_.reserve(total_ * ncols_);
     DeviceArray<double> eps_d;
     DeviceArray<int> reg_d, list_d;
+    DeviceArray<double> work;
     eps_d.reserve(ncells);
     reg_d.reserve(ncells);
     cuda_check(cudaMemset(eps_d.ptr, 0, ncells * sizeof(double)), dev, "cudaMemset");
@@ -244,11 +245,22 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
       const std::int64_t nmax = 32 * static_cast<std::int64_t>(k + 1);
       // Large patches get one block per SM (shared memory): many warps hide the latencies.
       const int threads = nmax <= 64 ? 64 : nmax <= 128 ? 128 : 512;
+      const std::int64_t nclass = std::min(nmax, largest);
+      const bool in_smem = pum_fit_smem_bytes(nclass, static_cast<int>(s), ncols_) <=
+                           static_cast<std::size_t>(limit);
       const std::size_t smem =
-          pum_fit_smem_bytes(std::min(nmax, largest), static_cast<int>(s), ncols_);
-      for (std::int64_t b = 0; b < count; b += chunk) {
+          pum_fit_smem_bytes(nclass, static_cast<int>(s), ncols_, in_smem);
+      // Larger patches (rare: clustered data) keep their matrices in global memory.
+      std::int64_t step = chunk;
+      if (!in_smem) {
+        step = std::min<std::int64_t>(chunk, 4096);
+        a.work_stride = nclass * (nclass + 1) / 2;
+        work.reserve(std::min(step, count) * a.work_stride);
+        a.work = work.ptr;
+      }
+      for (std::int64_t b = 0; b < count; b += step) {
         a.list = list_d.ptr + at + b;
-        a.count = std::min(chunk, count - b);
+        a.count = std::min(step, count - b);
         launch_pum_fit(a, threads, smem, nullptr);
         if (st.progress) {
           sync("PUM GPU fit");
@@ -256,6 +268,7 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
         }
       }
       at += count;
+      a.work = nullptr;
     }
     sync("PUM GPU fit");
     eps_.resize(ncells);

@@ -81,12 +81,16 @@ struct PumFitArgs {
   int loocv_iterations = 40;
   double *coef = nullptr, *eps_out = nullptr; // per cell
   int *regularised = nullptr;                 // per cell
+  // Patches too large for shared memory: block b keeps its matrix at work + b · work_stride.
+  double *work = nullptr;
+  std::int64_t work_stride = 0;
 };
 
 // Kernels (cuda/pum_index.cu, cuda/pum_fit.cu, cuda/pum_eval.cu); stream is a cudaStream_t.
 void launch_pum_eval(const PumEvalArgs &a, void *stream);
 void launch_pum_fit(const PumFitArgs &a, int threads, std::size_t smem_bytes, void *stream);
-std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols);
+// Shared memory of a fit block for patches of up to n points; matrix: whether the matrix is in it.
+std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool matrix = true);
 // keys[i] = cell of point i, order[i] = i.
 void launch_pum_hash(const PumGrid &g, const double *pts, std::int64_t n, unsigned *keys,
                      int *order, void *stream);
@@ -160,6 +164,7 @@ public:
 };
 
 enum class PumGpuDecline { none, duplicates, patch_too_large, too_many_points };
+// (patch_too_large: even a block's vectors exceed its shared memory, about 1,000 points.)
 // Indexes and fits on the GPU. pts: n × s, vals: n × ncols (host, column-major, finite). Returns
 // null with `why` set when the GPU path does not apply (then the CPU path must run: it also
 // reports duplicates or merges them).

@@ -331,7 +331,8 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
   P.dv = P.B + n * nc;
   P.red = P.dv + n;
   P.P = P.red + reduce_slots;
-  P.A = P.P + n * R;
+  // The matrix: in shared memory, or (patches too large for it) in this block's global slot.
+  P.A = a.work ? a.work + blockIdx.x * a.work_stride : P.P + n * R;
   // Local coordinates relative to the patch centre, and the values.
   double xi[3];
   std::int64_t rest = cell;
@@ -402,9 +403,9 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
 
 } // namespace
 
-std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols) {
+std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool matrix) {
   return static_cast<std::size_t>(n * s + 3 * n * ncols + n + reduce_slots + n * R +
-                                  n * (n + 1) / 2) *
+                                  (matrix ? n * (n + 1) / 2 : 0)) *
          sizeof(double);
 }
 
