@@ -204,7 +204,7 @@ TEST(PumGpu, DuplicatesAndLargePatchesGoToTheCpuPath) {
   std::printf("global-memory matrices: max |GPU - CPU| / max |CPU| = %.2e\n", diff / scale);
   // One patch of 2,700 points: even its vectors exceed a block's shared memory, so the CPU fits.
   const auto w = datasets::halton(2700, 3, 3);
-  PumInterpolant huge({.eps = 1.0, .patch_density = 0.01, .backend = Backend::cuda});
+  PumInterpolant huge({.eps = 20.0, .patch_density = 0.01, .backend = Backend::cuda});
   huge.set_data(w, values(w, 1));
   EXPECT_EQ(huge.stats().fit_backend, Backend::cpu);
   EXPECT_EQ(huge.stats().patches, 1);
