@@ -468,7 +468,8 @@ void PumInterpolant::Impl::fit() {
             return std::isfinite(e) ? e : std::numeric_limits<double>::infinity();
           };
           const auto best = linalg::brent_minimize(
-              cost, std::log(opt.eps_min), std::log(opt.eps_max), 1e-3, opt.loocv_iterations);
+              cost, std::log(opt.eps_min), std::log(opt.eps_max), detail::pum_loocv_log_tol,
+              opt.loocv_iterations);
           eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
         }
         // Fixed ε, or the chosen one: when the system is singular to working precision or its solve

@@ -30,6 +30,9 @@ inline constexpr double pum_max_noise = 1e-3;
 // LOOCV refuses ε whose system has 1 / (Φ_00 · max_k (Φ⁻¹)_kk) below this (an estimate of the
 // reciprocal condition number within a factor n² above it).
 inline constexpr double pum_min_rcond_loocv = 1e-12;
+// Brent's tolerance on log ε: the chosen ε within about 1 % of the minimiser (the LOOCV cost is
+// flat there; finer steps cost factorisations without changing the interpolant noticeably).
+inline constexpr double pum_loocv_log_tol = 1e-2;
 
 // The grid of a PUM index as the GPU needs it.
 struct PumGrid {

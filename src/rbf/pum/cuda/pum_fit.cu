@@ -207,23 +207,30 @@ template <class K> struct Patch {
         for (int b = 0; b < R; ++b)
           P[i * R + b] = b < r ? A[tri(i) + p0 + b] : 0.0;
       __syncthreads();
+      // The panel rows, one column per thread: X[p0 + a][m] needs only X[p0 + b][m], b < a, of the
+      // same column (kept in registers), so one barrier serves the whole panel.
+      double inv[R];
 #pragma unroll
-      for (int a = 0; a < R; ++a) {
-        if (a >= r)
-          break;
-        const int i = p0 + a;
-        const double inv = 1.0 / Lp[a][a];
-        double *row = A + tri(i);
-        for (int m = tid; m <= i; m += bs) {
-          double v = m < p0 ? row[m] : (m == i ? 1.0 : 0.0);
+      for (int a = 0; a < R; ++a)
+        inv[a] = a < r ? 1.0 / Lp[a][a] : 0.0;
+      for (int m = tid; m < p0 + r; m += bs) {
+        double x[R];
+#pragma unroll
+        for (int a = 0; a < R; ++a) {
+          x[a] = 0;
+          const int i = p0 + a;
+          if (a >= r || m > i)
+            continue;
+          double v = m < p0 ? A[tri(i) + m] : (m == i ? 1.0 : 0.0);
 #pragma unroll
           for (int b = 0; b < R; ++b)
             if (b < a && m <= p0 + b)
-              v = fma(-Lp[a][b], A[tri(p0 + b) + m], v);
-          row[m] = v * inv;
+              v = fma(-Lp[a][b], x[b], v);
+          x[a] = v * inv[a];
+          A[tri(i) + m] = x[a];
         }
-        __syncthreads();
       }
+      __syncthreads();
       // Rows below: S[i][m] −= Σ_{p in panel, p >= m} L[i][p] X[p][m] for m < p0 + r.
       const int top = p0 + r;
       for (int i = first(top, tr, TR); i < n; i += TR) {
@@ -354,7 +361,7 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
   double eps = a.eps;
   if (a.loocv && n > 1) {
     const auto best = linalg::brent_minimize([&](double le) { return P.loocv_cost(le, c0); },
-                                             a.log_eps_min, a.log_eps_max, 1e-3,
+                                             a.log_eps_min, a.log_eps_max, pum_loocv_log_tol,
                                              a.loocv_iterations);
     eps = isfinite(best.fx) ? exp(best.x) : a.eps_max;
   }
