@@ -21,7 +21,8 @@
 namespace ksum::detail {
 namespace {
 
-constexpr int R = 4;          // panel width of the Cholesky factorisation
+constexpr int R = 4; // panel width of the Cholesky factorisation and of the inverse
+static_assert(R == 4, "the unrolled updates of invert_factor() assume panels of 4 columns");
 constexpr int reduce_slots = 40;
 
 __device__ __forceinline__ int tri(int i) { return i * (i + 1) / 2; }
@@ -135,7 +136,21 @@ template <class K> struct Patch {
 #pragma unroll
         for (int b = 0; b < R; ++b)
           li[b] = b < r ? row[k0 + b] : 0.0;
-        for (int j = first(base, tc, TC); j <= i; j += TC) {
+        int j = first(base, tc, TC);
+        if (r == R) { // full panels: no predicates, two columns per step (independent chains)
+          for (; j + TC <= i; j += 2 * TC) {
+            const double *lj = A + tri(j) + k0, *lk = A + tri(j + TC) + k0;
+            double v = row[j], w = row[j + TC];
+#pragma unroll
+            for (int b = 0; b < R; ++b) {
+              v = fma(-li[b], lj[b], v);
+              w = fma(-li[b], lk[b], w);
+            }
+            row[j] = v;
+            row[j + TC] = w;
+          }
+        }
+        for (; j <= i; j += TC) {
           const double *lj = A + tri(j) + k0;
           double v = row[j];
 #pragma unroll
@@ -239,7 +254,25 @@ template <class K> struct Patch {
         for (int b = 0; b < R; ++b)
           li[b] = P[i * R + b];
         double *row = A + tri(i);
-        for (int m = tc; m < top; m += TC) {
+        const double *x0 = A + tri(p0); // panel row p0 of X (x1 .. x3: the next ones)
+        int m = tc;
+        if (r == R) { // columns left of the panel: no predicates, two per step
+          const double *x1 = A + tri(p0 + 1), *x2 = A + tri(p0 + 2), *x3 = A + tri(p0 + 3);
+          for (; m + TC < p0; m += 2 * TC) {
+            double v = row[m], w = row[m + TC];
+            v = fma(-li[0], x0[m], v);
+            w = fma(-li[0], x0[m + TC], w);
+            v = fma(-li[1], x1[m], v);
+            w = fma(-li[1], x1[m + TC], w);
+            v = fma(-li[2], x2[m], v);
+            w = fma(-li[2], x2[m + TC], w);
+            v = fma(-li[3], x3[m], v);
+            w = fma(-li[3], x3[m + TC], w);
+            row[m] = v;
+            row[m + TC] = w;
+          }
+        }
+        for (; m < top; m += TC) {
           double v = m < p0 ? row[m] : 0.0;
 #pragma unroll
           for (int b = 0; b < R; ++b)
