@@ -75,13 +75,15 @@ int main(int argc, char **argv) {
   std::int64_t max_n = 300000;
   double eval_scale = 1.0;
   std::string json, only, only_kernel, only_eps;
-  double density = 1.0, eps_factor = 1.0;
+  double density = 1.0, eps_factor = 1.0, radius = 1.4142135623730951;
   std::int64_t halton_skip = 1, min_points = 0, only_n = 0;
   bool detail = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--density" && i + 1 < argc)
       density = std::stod(argv[++i]);
+    else if (a == "--radius" && i + 1 < argc)
+      radius = std::stod(argv[++i]);
     else if (a == "--eps-factor" && i + 1 < argc)
       eps_factor = std::stod(argv[++i]);
     else if (a == "--halton-skip" && i + 1 < argc)
@@ -107,7 +109,7 @@ int main(int argc, char **argv) {
     else {
       fmt::print(stderr,
                  "usage: pum_reproduce [--max-n N] [--eval-scale F] [--table 3|4|5|6] "
-                 "[--json FILE]\n  experiments: [--density F] [--eps-factor F] [--halton-skip K] "
+                 "[--json FILE]\n  experiments: [--density F] [--radius R] [--eps-factor F] [--halton-skip K] "
                  "[--min-points K] [--only-n N] [--only-kernel NAME] [--only-eps E] [--detail]\n");
       return 2;
     }
@@ -128,9 +130,11 @@ int main(int argc, char **argv) {
   };
   nlohmann::json out;
   fmt::print("Seed 001 reproduction (RMSE; ratio = ours / seed; {} threads)\n\n", max_threads());
-  if (density != 1.0 || eps_factor != 1.0 || halton_skip != 1 || min_points != 0)
-    fmt::print("Experiment: patch density {}, eps factor {}, Halton skip {}, min points {}\n\n",
-               density, eps_factor, halton_skip, min_points);
+  if (density != 1.0 || eps_factor != 1.0 || halton_skip != 1 || min_points != 0 ||
+      radius != 1.4142135623730951)
+    fmt::print("Experiment: patch density {}, patch radius {} cell widths, eps factor {}, Halton "
+               "skip {}, min points {}\n\n",
+               density, radius, eps_factor, halton_skip, min_points);
   fmt::print("| table | function | N | kernel | eps | M eval | seed RMSE | ksum RMSE | ratio | "
              "eps median | time [s] |{}\n|---|---|---|---|---|---|---|---|---|---|---|{}\n",
              detail ? " max err | RMSE inner | RMSE strip | strip frac | cells/axis | radius | "
@@ -213,6 +217,7 @@ int main(int argc, char **argv) {
             continue;
           PumOptions opt{.kernel = kernel, .extrapolate = true};
           opt.patch_density = density;
+          opt.patch_radius = radius;
           opt.min_patch_points = min_points;
           if (eps == "opt")
             opt.loocv = true;

@@ -18,7 +18,7 @@ struct InterpArgs {
   std::string backend = "auto";
   std::vector<double> eps_range{0.1, 100.0};
   std::int64_t dim = 0, min_points = 0;
-  double density = 1.0;
+  double density = 1.0, radius = 1.4142135623730951;
   bool merge = false, extrapolate = false, force = false;
   int threads = 0, degree = -1;
 };
@@ -100,6 +100,7 @@ void run_interpolate(const InterpArgs &a) {
   opt.eps_min = a.eps_range[0];
   opt.eps_max = a.eps_range[1];
   opt.patch_density = a.density;
+  opt.patch_radius = a.radius;
   opt.min_patch_points = a.min_points;
   opt.merge_duplicates = a.merge;
   opt.extrapolate = a.extrapolate;
@@ -205,6 +206,11 @@ void register_interpolate(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--eps-range", a.eps_range, "LOOCV bracket MIN,MAX")
       ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--radius", a.radius,
+                  "Patch radius in cell widths (seed 001 eq. 10: sqrt 2; at least what covers a "
+                  "cell)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--density", a.density, "Multiplies the seed's number of patches per axis")
       ->capture_default_str();

@@ -29,6 +29,9 @@ struct PumOptions {
   int loocv_iterations = 40; // Brent iterations at most per patch
   // Multiplies the seed's number of cells per axis (more cells: smaller, cheaper patches).
   double patch_density = 1.0;
+  // Patch radius in cell widths (of the narrowest axis): seed 001 eq. (10) gives √2; raised where
+  // needed so that every patch covers its cell (√s / 2 for square cells).
+  double patch_radius = 1.4142135623730951;
   // A patch with fewer points (but at least one) grows its radius until it has this many;
   // 0: 3 (s + 1).
   std::int64_t min_patch_points = 0;

@@ -27,26 +27,30 @@ void bounding_box(const Table<double> &pts, std::vector<double> &lo, std::vector
   }
 }
 
-GridIndex::GridIndex(const Table<double> &pts, double cells_scale) : s_(pts.cols()) {
+GridIndex::GridIndex(const Table<double> &pts, double cells_scale, double radius_factor)
+    : s_(pts.cols()) {
   const std::int64_t n = pts.rows();
   if (n < 1 || s_ < 1)
     throw Error(ErrorCode::empty_input, "grid index: no points");
   std::vector<double> lo, hi;
   bounding_box(pts, lo, hi);
-  set_geometry(lo.data(), hi.data(), n, cells_scale);
+  set_geometry(lo.data(), hi.data(), n, cells_scale, radius_factor);
   index_points(pts);
 }
 
 GridIndex::GridIndex(const double *lo, const double *hi, std::int64_t s, std::int64_t n,
-                     double cells_scale)
+                     double cells_scale, double radius_factor)
     : s_(s) {
   if (n < 1 || s_ < 1)
     throw Error(ErrorCode::empty_input, "grid index: no points");
-  set_geometry(lo, hi, n, cells_scale);
+  set_geometry(lo, hi, n, cells_scale, radius_factor);
 }
 
 void GridIndex::set_geometry(const double *lo, const double *hi, std::int64_t n,
-                             double cells_scale) {
+                             double cells_scale, double radius_factor) {
+  if (!(radius_factor > 0) || !std::isfinite(radius_factor))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("patch radius factor must be > 0, got {}", radius_factor));
   if (s_ > grid_max_dim)
     throw Error(
         ErrorCode::unsupported,
@@ -87,12 +91,12 @@ void GridIndex::set_geometry(const double *lo, const double *hi, std::int64_t n,
     min_d = std::min(min_d, d_[k]);
   }
   ncells_ = static_cast<std::int64_t>(total);
-  // Seed 001 eq. (10): δ_PU = sqrt(2) / min_k d_PU^k · min_k (B_M^k − B_m^k), enlarged where a
-  // cell's half-diagonal is longer (elongated cells, s >= 9), so that every patch covers its cell.
+  // Seed 001 eq. (10): δ_PU = sqrt(2) / min_k d_PU^k · min_k (B_M^k − B_m^k) (radius_factor = √2),
+  // enlarged where a cell's half-diagonal is longer (elongated cells, s >= 9), so that every patch covers its cell.
   double half_diag = 0;
   for (std::int64_t k = 0; k < s_; ++k)
     half_diag += 0.25 * width_[k] * width_[k];
-  delta_ = std::max(std::sqrt(2.0) / static_cast<double>(min_d) * min_range,
+  delta_ = std::max(radius_factor / static_cast<double>(min_d) * min_range,
                     1.001 * std::sqrt(half_diag));
 
 }

@@ -27,12 +27,15 @@ void bounding_box(const Table<double> &pts, std::vector<double> &lo, std::vector
 
 class GridIndex {
 public:
-  // cells_scale multiplies the seed's cells per axis (1: the seed's d_PU^k).
-  GridIndex(const Table<double> &points, double cells_scale = 1.0);
+  // cells_scale multiplies the seed's cells per axis (1: the seed's d_PU^k); radius_factor is the
+  // patch radius in units of the narrowest axis' cell width (seed 001 eq. (10): √2), raised where
+  // needed so that a patch covers its cell.
+  GridIndex(const Table<double> &points, double cells_scale = 1.0,
+            double radius_factor = 1.4142135623730951);
   // The geometry alone (cells per axis, widths, δ_PU) for n points in the box [lo, hi], with no
   // cell → point index (cells() is empty): what the GPU path shares with the host.
   GridIndex(const double *lo, const double *hi, std::int64_t s, std::int64_t n,
-            double cells_scale = 1.0);
+            double cells_scale = 1.0, double radius_factor = 1.4142135623730951);
 
   std::int64_t dim() const { return s_; }
   std::int64_t num_cells() const { return ncells_; }
@@ -64,7 +67,8 @@ public:
   template <class F> void for_neighbours(std::int64_t cell, std::int64_t ring, F &&f) const;
 
 private:
-  void set_geometry(const double *lo, const double *hi, std::int64_t n, double cells_scale);
+  void set_geometry(const double *lo, const double *hi, std::int64_t n, double cells_scale,
+                    double radius_factor);
   void index_points(const Table<double> &pts);
 
   std::int64_t s_ = 0, ncells_ = 0;

@@ -75,6 +75,27 @@ TEST(GridIndex, SeedFormulaHashAndCompressedIndex) {
   EXPECT_EQ(count, 9);
 }
 
+// The patch radius option: 0.75 cell widths is taken as given; 0.5 is raised to just cover a cell
+// (the half diagonal, √2 / 2 widths, times 1.001); still an interpolant.
+TEST(GridIndex, PatchRadiusFactor) {
+  const auto x = datasets::halton(4225, 2);
+  spatial::GridIndex g75(x, 1.0, 0.75), g50(x, 1.0, 0.5);
+  const double width = std::min(g75.cell_width(0), g75.cell_width(1));
+  EXPECT_NEAR(g75.patch_radius(), 0.75 * width, 1e-15);
+  const double half_diag =
+      0.5 * std::sqrt(g50.cell_width(0) * g50.cell_width(0) + g50.cell_width(1) * g50.cell_width(1));
+  EXPECT_NEAR(g50.patch_radius(), 1.001 * half_diag, 1e-15);
+  const auto f = franke_values(x);
+  PumInterpolant p({.kernel = Kernel::matern4, .eps = 10.0, .patch_radius = 0.75});
+  p.set_data(x, f);
+  const auto at_data = p.evaluate(x);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    ASSERT_NEAR(at_data(i, 0), f(i, 0), 1e-10 * 1.22) << i;
+  EXPECT_LT(p.stats().median_points, 20); // about 8 points per cell × π 0.75²
+  expect_error([&] { spatial::GridIndex bad(x, 1.0, -1.0); }, ErrorCode::invalid_argument,
+               "radius factor");
+}
+
 TEST(Brent, MinimaOfKnownFunctions) {
   const auto a =
       linalg::brent_minimize([](double x) { return (x - 0.3) * (x - 0.3) + 1; }, -1, 2, 1e-9, 100);

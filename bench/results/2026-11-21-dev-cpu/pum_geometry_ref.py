@@ -6,13 +6,16 @@ cells follow seed 001's d_PU formula, d_k = floor(ceil(0.5 (N/2)^(1/s)) * range_
 over the data's bounding box, with centres at the cell centres; a patch holds the data within
 radius r = rfac * w of its centre (w the cell width; the seed's eq. (10) is rfac = sqrt(2)); the
 Shepard weights are Wendland C2 of |x - centre| / r; local M2/M4 interpolants phi(eps r) with the
-seed's table 1 definitions. No patch growth, no regularisation. Halton points as in ksum
-(bases 2, 3, 5; index 1 onwards, i.e. the origin skipped) unless --skip says otherwise.
+seed's table 1 definitions; eps "opt" chooses eps per patch by LOOCV as ksum does (Rippa's
+formula, max norm, bounded Brent over log eps in [0.1, 100], rcond < 1e-13 rejected). No patch
+growth, no regularisation. Halton points as in ksum (bases 2, 3, 5; index 1 onwards, i.e. the
+origin skipped) unless --skip says otherwise; on the sphere ksum's halton_sphere and spiral points.
 
   python3 pum_geometry_ref.py --table 3 --n 289 1089 4225 --rfac 1.4142 0.75 --eps 10 opt
 
 Prints N, kernel, eps, rfac, cells per axis, points per patch (median), holes (evaluation points
-that no patch covers, left out of the RMSE), RMSE, and the ratio to the seed's value (tables 3, 4, 5 (g2, g3) and 6; table 6 on spiral points).
+that no patch covers, left out of the RMSE), RMSE, and the ratio to the seed's value (tables 3,
+4, 5 (g2, g3) and 6).
 """
 import argparse
 import warnings

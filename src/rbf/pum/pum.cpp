@@ -166,7 +166,7 @@ void PumInterpolant::Impl::validate(const Table<double> &points,
 void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &points,
                                                       const Table<double> &values) {
   const std::int64_t n = points.rows(), sd = points.cols();
-  grid = std::make_unique<spatial::GridIndex>(points, opt.patch_density);
+  grid = std::make_unique<spatial::GridIndex>(points, opt.patch_density, opt.patch_radius);
   const spatial::GridIndex &g = *grid;
   const auto &cells = g.cells();
   // A parallel test first: duplicates are rare, and the pass below that names or merges them is
@@ -240,7 +240,7 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
   for (std::int64_t r = 0; r < m; ++r)
     for (std::int64_t c = 0; c < values.cols(); ++c)
       vals(r, c) /= static_cast<double>(count[r]);
-  grid = std::make_unique<spatial::GridIndex>(pts, opt.patch_density);
+  grid = std::make_unique<spatial::GridIndex>(pts, opt.patch_density, opt.patch_radius);
 }
 
 void PumInterpolant::Impl::build_patches() {
@@ -694,7 +694,7 @@ bool PumInterpolant::Impl::try_gpu_fit(const Table<double> &points, const Table<
   std::vector<double> lo, hi;
   spatial::bounding_box(points, lo, hi);
   grid = std::make_unique<spatial::GridIndex>(lo.data(), hi.data(), s, points.rows(),
-                                              opt.patch_density);
+                                              opt.patch_density, opt.patch_radius);
   const detail::PumGrid g = gpu_grid();
   detail::PumGpuFitSettings st;
   st.kernel = opt.kernel;

@@ -330,14 +330,19 @@ template <class K> struct Patch {
   __device__ double residual(double c2) {
     double res = 0;
     for (int a = tid; a < n; a += bs) {
+      // Constant indices (unrolled, guarded by nc): the sums stay in registers.
       double acc[pum_gpu_max_cols] = {0, 0, 0, 0};
       for (int b = 0; b < n; ++b) {
         const double v = phi(a, b, c2);
-        for (int q = 0; q < nc; ++q)
-          acc[q] = fma(v, C[q * n + b], acc[q]);
+#pragma unroll
+        for (int q = 0; q < pum_gpu_max_cols; ++q)
+          if (q < nc)
+            acc[q] = fma(v, C[q * n + b], acc[q]);
       }
-      for (int q = 0; q < nc; ++q)
-        res = fmax(res, fabs(acc[q] - F[q * n + a]));
+#pragma unroll
+      for (int q = 0; q < pum_gpu_max_cols; ++q)
+        if (q < nc)
+          res = fmax(res, fabs(acc[q] - F[q * n + a]));
     }
     return block_max(res, red);
   }
