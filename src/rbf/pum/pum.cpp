@@ -637,11 +637,25 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
     throw Error(ErrorCode::unsupported,
                 "PUM on the GPU: local polynomials (degree >= 0) run on the CPU; use the cpu or "
                 "auto backend");
-  if ((im.opt.backend == Backend::cuda ||
-       (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) &&
-      im.try_gpu_fit(points, values)) {
-    impl_ = std::move(fresh);
-    return;
+  if (im.opt.backend == Backend::cuda ||
+      (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) {
+    bool done = false;
+    try {
+      done = im.try_gpu_fit(points, values);
+    } catch (const Error &e) {
+      // With the automatic backend a CUDA failure (e.g. out of GPU memory) falls back to the
+      // CPU path; asked for the GPU explicitly, the user gets the error.
+      if (im.opt.backend != Backend::automatic || e.code() != ErrorCode::device)
+        throw;
+      im.gpu.reset();
+      im.gpu_fit = nullptr;
+      im.host_ready = true;
+      im.stats = PumStats{};
+    }
+    if (done) {
+      impl_ = std::move(fresh);
+      return;
+    }
   }
   im.merge_or_reject_duplicates(points, values); // also builds the index of the points kept
   // Points of a cell contiguous in memory (seed 001 §4.1): the values follow the same permutation.
@@ -816,8 +830,18 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
     if (im.gpu_fit || im.opt.backend == Backend::cuda ||
         (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) {
       // Points outside the box or in holes make the GPU decline the batch: the CPU path below
-      // then extrapolates them or names them in its error.
-      if (im.gpu_engine().evaluate(y.data(), m, out.data())) {
+      // then extrapolates them or names them in its error. With the automatic backend a CUDA
+      // failure (e.g. out of GPU memory) also leaves the points to the CPU path.
+      bool served = false;
+      try {
+        served = im.gpu_engine().evaluate(y.data(), m, out.data());
+      } catch (const Error &e) {
+        if (im.opt.backend != Backend::automatic || e.code() != ErrorCode::device)
+          throw;
+        if (!im.gpu_fit)
+          im.gpu.reset();
+      }
+      if (served) {
         if (im.opt.progress)
           im.opt.progress(1.0);
         return out;
