@@ -11,9 +11,6 @@
 
 #include <cmath>
 #include <cstdio>
-#ifdef KSUM_USE_CUDA
-#include <cuda_runtime.h>
-#endif
 #include <string>
 #include <gtest/gtest.h>
 
@@ -245,34 +242,6 @@ TEST(PumGpu, PointsOutsideFallBackToTheCpuPath) {
     EXPECT_NEAR(u(i, 0), v(i, 0), (i < 2 ? 1e-10 : 1e-8) * std::abs(v(i, 0))) << i;
   }
 }
-
-#ifdef KSUM_USE_CUDA
-// With the GPU's memory taken (all but 64 MiB), the automatic backend falls back to the CPU for the
-// fits and the evaluation; the explicit GPU backend reports the failure.
-TEST(PumGpu, OutOfGpuMemoryFallsBackWithTheAutomaticBackend) {
-  KSUM_REQUIRE_GPU();
-  const auto x = datasets::halton(2000000, 2);
-  const auto f = values(x, 1);
-  std::size_t free_bytes = 0, total_bytes = 0;
-  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
-  void *hog = nullptr;
-  ASSERT_EQ(cudaMalloc(&hog, free_bytes - (std::size_t{64} << 20)), cudaSuccess);
-  PumInterpolant automatic({.eps = 10.0});
-  automatic.set_data(x, f);
-  EXPECT_EQ(automatic.stats().fit_backend, Backend::cpu);
-  Table<double> y(3, 2, 0.5);
-  y(1, 0) = 0.25, y(2, 1) = 0.75;
-  const auto u = automatic.evaluate(y); // the GPU upload fails too: CPU evaluation
-  for (std::int64_t i = 0; i < 3; ++i) {
-    Table<double> yi(1, 2);
-    yi(0, 0) = y(i, 0), yi(0, 1) = y(i, 1);
-    EXPECT_NEAR(u(i, 0), values(yi, 1)(0, 0), 1e-8) << i;
-  }
-  PumInterpolant gpu({.eps = 10.0, .backend = Backend::cuda});
-  test::expect_error([&] { gpu.set_data(x, f); }, ErrorCode::device, "out of memory");
-  cudaFree(hog);
-}
-#endif
 
 TEST(PumGpu, UnsupportedShapesSayWhy) {
   KSUM_REQUIRE_GPU();
