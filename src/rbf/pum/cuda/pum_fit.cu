@@ -91,9 +91,11 @@ template <class K> struct Patch {
           for (int c = 0; c < b; ++c)
             v -= L[a][c] * L[b][c];
           if (a == b) {
+            // One reciprocal square root instead of a square root and a division: this chain
+            // runs once per panel on every thread and dominated the panel's latency.
             ok = ok && v > 0 && isfinite(v);
-            L[a][a] = sqrt(v);
-            rL[a] = 1.0 / L[a][a];
+            rL[a] = rsqrt(v);
+            L[a][a] = v * rL[a];
           } else {
             L[a][b] = v * rL[b];
           }
@@ -124,8 +126,11 @@ template <class K> struct Patch {
           for (int aa = 0; aa < R; ++aa)
 #pragma unroll
             for (int bb = 0; bb < R; ++bb)
-              if (aa == a && bb == b)
+              if (aa == a && bb == b) {
                 A[tri(k0 + a) + k0 + b] = L[aa][bb];
+                if (aa == bb)
+                  dv[k0 + a] = rL[aa]; // the reciprocal diagonal, for the solves and the inverse
+              }
         }
       }
       // Rank-r update of the trailing block; a thread keeps its row's panel entries in registers.
@@ -165,13 +170,9 @@ template <class K> struct Patch {
     return true;
   }
 
-  // out = Φ⁻¹ rhs from the factor (one warp: forward, then back substitution, with the reciprocal
-  // diagonal computed first by the whole block); out may be rhs.
+  // out = Φ⁻¹ rhs from the factor (one warp: forward, then back substitution); out may be rhs.
   __device__ void solve(const double *rhs, double *out) {
-    for (int k = tid; k < n; k += bs)
-      dv[k] = 1.0 / A[tri(k) + k];
-    __syncthreads();
-    if (tid < 32) {
+    if (tid < 32) { // dv holds the factor's reciprocal diagonal (cholesky())
       for (int q = 0; q < nc; ++q)
         for (int a = tid; a < n; a += 32)
           out[q * n + a] = rhs[q * n + a];
@@ -224,10 +225,10 @@ template <class K> struct Patch {
       __syncthreads();
       // The panel rows, one column per thread: X[p0 + a][m] needs only X[p0 + b][m], b < a, of the
       // same column (kept in registers), so one barrier serves the whole panel.
-      double inv[R];
+      double inv[R]; // the reciprocal diagonal left by cholesky() in dv
 #pragma unroll
       for (int a = 0; a < R; ++a)
-        inv[a] = a < r ? 1.0 / Lp[a][a] : 0.0;
+        inv[a] = a < r ? dv[p0 + a] : 0.0;
       for (int m = tid; m < p0 + r; m += bs) {
         double x[R];
 #pragma unroll
