@@ -23,15 +23,21 @@ unsigned blocks_for(std::int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }
 
+// The cell hash (eq. (11)) of point i of n (column-major).
+__device__ std::int64_t cell_of(const PumGrid &g, const double *pts, std::int64_t n,
+                                std::int64_t i) {
+  std::int64_t j = 0;
+  for (int k = 0; k < g.s; ++k)
+    j = j * g.d[k] + spatial::axis_cell(pts[k * n + i], g.lo[k], g.hi[k], g.d[k]);
+  return j;
+}
+
 __global__ void hash_kernel(PumGrid g, const double *pts, std::int64_t n, unsigned *keys,
                             int *order) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n)
     return;
-  std::int64_t j = 0;
-  for (int k = 0; k < g.s; ++k)
-    j = j * g.d[k] + spatial::axis_cell(pts[k * n + i], g.lo[k], g.hi[k], g.d[k]);
-  keys[i] = static_cast<unsigned>(j);
+  keys[i] = static_cast<unsigned>(cell_of(g, pts, n, i));
   order[i] = static_cast<int>(i);
 }
 
@@ -62,9 +68,7 @@ __global__ void duplicates_kernel(PumGrid g, const double *pts, std::int64_t n,
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= n)
     return;
-  std::int64_t j = 0;
-  for (int k = 0; k < g.s; ++k)
-    j = j * g.d[k] + spatial::axis_cell(pts[k * n + r], g.lo[k], g.hi[k], g.d[k]);
+  const std::int64_t j = cell_of(g, pts, n, r);
   for (std::int64_t q = r + 1; q < ptr[j + 1]; ++q) {
     bool same = true;
     for (int k = 0; k < g.s; ++k)
