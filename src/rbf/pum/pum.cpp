@@ -366,15 +366,21 @@ void PumInterpolant::Impl::fit() {
         }
         // Squared distances, computed once for every ε tried (column-major: the inner loop runs
         // down a column and vectorises).
-        Eigen::MatrixXd D2 = Eigen::MatrixXd::Zero(n, n);
+        Eigen::MatrixXd D2(n, n); // the first axis writes, the others add (no zero fill)
         for (std::int64_t k = 0; k < s; ++k)
           for (std::int64_t b = 0; b < n; ++b) {
             const double xb = X(b, k);
             double *col = D2.data() + b * n;
             const double *xk = X.data() + k * n;
+            if (k == 0) {
 #pragma omp simd
-            for (std::int64_t a = 0; a < n; ++a)
-              col[a] += (xk[a] - xb) * (xk[a] - xb);
+              for (std::int64_t a = 0; a < n; ++a)
+                col[a] = (xk[a] - xb) * (xk[a] - xb);
+            } else {
+#pragma omp simd
+              for (std::int64_t a = 0; a < n; ++a)
+                col[a] += (xk[a] - xb) * (xk[a] - xb);
+            }
           }
         // Polynomial part (degree >= 0): 1, z_1 .. z_s in z = (x − ξ) / radius; the local system
         // is then [Φ P; Pᵀ 0] (solved by LU with partial pivoting).
@@ -403,16 +409,14 @@ void PumInterpolant::Impl::fit() {
         double amax = 0; // max |Φ| of the last assembly
         const auto factor = [&](double eps, double nugget) {
           const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
-          // The lower triangle only: the factorisation and the products below read no more.
+          // The whole block as one vector loop (faster than the lower triangle column by column).
           double m = 0;
-          for (std::int64_t b = 0; b < n; ++b) {
-            const double *d2 = D2.data() + b * n;
-            double *av = A.data() + b * n;
+          const double *d2 = D2.data();
+          double *av = A.data();
 #pragma omp simd reduction(max : m)
-            for (std::int64_t a = b; a < n; ++a) {
-              av[a] = kf.value(p0 + c2 * d2[a]);
-              m = std::max(m, std::abs(av[a]));
-            }
+          for (std::int64_t k = 0; k < n * n; ++k) {
+            av[k] = kf.value(p0 + c2 * d2[k]);
+            m = std::max(m, std::abs(av[k]));
           }
           amax = m;
           A.diagonal().array() += nugget;
@@ -430,8 +434,14 @@ void PumInterpolant::Impl::fit() {
         };
         // The coefficients C (and D, the polynomial's) of the factorised system.
         const auto solve = [&]() {
-          if (np == 0)
-            return Eigen::MatrixXd(llt.solve(F));
+          if (np == 0) { // column by column: Eigen's vector path (trsv) beats trsm for one column
+            Eigen::MatrixXd C = F;
+            for (std::int64_t q = 0; q < ncols; ++q) {
+              llt.matrixL().solveInPlace(C.col(q));
+              llt.matrixU().solveInPlace(C.col(q));
+            }
+            return C;
+          }
           const Eigen::MatrixXd sol = lu.solve(rhs);
           D = sol.bottomRows(np);
           return Eigen::MatrixXd(sol.topRows(n));
@@ -491,7 +501,7 @@ void PumInterpolant::Impl::fit() {
           C = solve();
           // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
           // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
-          Eigen::MatrixXd R = A.selfadjointView<Eigen::Lower>() * C - F - nug * C;
+          Eigen::MatrixXd R = A * C - F - nug * C;
           if (np > 0)
             R += Pm * D;
           const double res = R.cwiseAbs().maxCoeff();
