@@ -39,6 +39,28 @@ double max_abs_diff(const Table<double> &a, const Table<double> &b, double &scal
   return worst;
 }
 
+// Halton evaluation points in [0.02, 0.98]^s (inside the data's box).
+Table<double> inner_points(std::int64_t m, std::int64_t s, std::int64_t skip) {
+  auto y = datasets::halton(m, s, skip);
+  for (std::int64_t k = 0; k < y.rows() * y.cols(); ++k)
+    y.data()[k] = 0.02 + 0.96 * y.data()[k];
+  return y;
+}
+
+// The same options fitted on the CPU path and on the GPU.
+struct CpuAndGpu {
+  PumInterpolant cpu, gpu;
+  CpuAndGpu(PumOptions opt, const Table<double> &x, const Table<double> &f)
+      : cpu(with_backend(opt, Backend::cpu)), gpu(with_backend(opt, Backend::cuda)) {
+    cpu.set_data(x, f);
+    gpu.set_data(x, f);
+  }
+  static PumOptions with_backend(PumOptions opt, Backend b) {
+    opt.backend = b;
+    return opt;
+  }
+};
+
 class PumGpuDims : public ::testing::TestWithParam<int> {};
 
 TEST_P(PumGpuDims, AgreesWithTheCpu) {
@@ -46,17 +68,10 @@ TEST_P(PumGpuDims, AgreesWithTheCpu) {
   const int s = GetParam();
   const auto x = datasets::halton(s == 2 ? 20000 : 30000, s);
   const auto f = values(x, 3);
-  auto y = datasets::halton(50000, s, 777);
-  for (std::int64_t k = 0; k < y.rows() * y.cols(); ++k)
-    y.data()[k] = 0.02 + 0.96 * y.data()[k];
+  const auto y = inner_points(50000, s, 777);
   for (const bool loocv : {false, true}) {
-    PumOptions opt{.kernel = Kernel::matern4, .eps = 5.0, .loocv = loocv};
-    opt.backend = Backend::cpu;
-    PumInterpolant cpu(opt);
-    cpu.set_data(x, f);
-    opt.backend = Backend::cuda;
-    PumInterpolant gpu(opt);
-    gpu.set_data(x, f);
+    CpuAndGpu both({.kernel = Kernel::matern4, .eps = 5.0, .loocv = loocv}, x, f);
+    const PumInterpolant &cpu = both.cpu, &gpu = both.gpu;
     EXPECT_EQ(gpu.stats().fit_backend, Backend::cuda);
     EXPECT_EQ(cpu.stats().fit_backend, Backend::cpu);
     // The same index: patch counts and sizes.
@@ -96,21 +111,14 @@ TEST_P(PumGpuKernels, FitsInterpolateAndAgreeWithTheCpu) {
   const Kernel kernel = GetParam();
   const auto x = datasets::halton(3000, 2);
   const auto f = values(x, 2);
-  PumOptions opt{.kernel = kernel, .eps = 20.0};
-  opt.backend = Backend::cuda;
-  PumInterpolant gpu(opt);
-  gpu.set_data(x, f);
+  CpuAndGpu both({.kernel = kernel, .eps = 20.0}, x, f);
+  const PumInterpolant &cpu = both.cpu, &gpu = both.gpu;
   ASSERT_EQ(gpu.stats().fit_backend, Backend::cuda);
   const auto at_data = gpu.evaluate(x);
   double scale = 0;
   const double at_data_err = max_abs_diff(f, at_data, scale);
   EXPECT_LE(at_data_err, 1e-8 * scale) << kernel_info(kernel).name;
-  opt.backend = Backend::cpu;
-  PumInterpolant cpu(opt);
-  cpu.set_data(x, f);
-  auto y = datasets::halton(5000, 2, 99);
-  for (std::int64_t k = 0; k < y.rows() * y.cols(); ++k)
-    y.data()[k] = 0.02 + 0.96 * y.data()[k];
+  const auto y = inner_points(5000, 2, 99);
   const auto a = cpu.evaluate(y), b = gpu.evaluate(y);
   const double worst = max_abs_diff(a, b, scale);
   EXPECT_LE(worst, 1e-10 * scale) << kernel_info(kernel).name;
@@ -148,13 +156,8 @@ TEST(PumGpu, GrownAndRegularisedPatchesMatchTheCpu) {
   x(6002, 0) = 0.97, x(6002, 1) = 0.6;
   const auto f = values(x, 1);
   for (const double eps : {0.05, 80.0}) {
-    PumOptions opt{.kernel = Kernel::gaussian, .eps = eps, .extrapolate = true};
-    opt.backend = Backend::cpu;
-    PumInterpolant cpu(opt);
-    cpu.set_data(x, f);
-    opt.backend = Backend::cuda;
-    PumInterpolant gpu(opt);
-    gpu.set_data(x, f);
+    CpuAndGpu both({.kernel = Kernel::gaussian, .eps = eps, .extrapolate = true}, x, f);
+    const PumInterpolant &cpu = both.cpu, &gpu = both.gpu;
     EXPECT_GT(gpu.stats().grown_patches, 0);
     EXPECT_EQ(gpu.stats().grown_patches, cpu.stats().grown_patches);
     // Which nearly singular systems pass the residual test can differ with the factorisation.
@@ -195,17 +198,12 @@ TEST(PumGpu, DuplicatesAndLargePatchesGoToTheCpuPath) {
   // memory instead (still the GPU fit, the same results as the CPU's).
   const auto z = datasets::halton(4000, 3);
   const auto fz = values(z, 1);
-  PumInterpolant big({.eps = 3.0, .min_patch_points = 400, .backend = Backend::cuda});
-  big.set_data(z, fz);
-  EXPECT_EQ(big.stats().fit_backend, Backend::cuda);
-  EXPECT_GE(big.stats().min_points, 400);
-  PumInterpolant big_cpu({.eps = 3.0, .min_patch_points = 400, .backend = Backend::cpu});
-  big_cpu.set_data(z, fz);
-  auto yz = datasets::halton(3000, 3, 17);
-  for (std::int64_t k = 0; k < yz.rows() * yz.cols(); ++k)
-    yz.data()[k] = 0.02 + 0.96 * yz.data()[k];
+  CpuAndGpu big({.eps = 3.0, .min_patch_points = 400}, z, fz);
+  EXPECT_EQ(big.gpu.stats().fit_backend, Backend::cuda);
+  EXPECT_GE(big.gpu.stats().min_points, 400);
+  const auto yz = inner_points(3000, 3, 17);
   double scale = 0;
-  const double diff = max_abs_diff(big_cpu.evaluate(yz), big.evaluate(yz), scale);
+  const double diff = max_abs_diff(big.cpu.evaluate(yz), big.gpu.evaluate(yz), scale);
   EXPECT_LE(diff, 1e-9 * scale);
   std::printf("global-memory matrices: max |GPU - CPU| / max |CPU| = %.2e\n", diff / scale);
   // One patch of 2,700 points: even its vectors exceed a block's shared memory, so the CPU fits.

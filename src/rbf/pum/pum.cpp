@@ -729,8 +729,7 @@ bool PumInterpolant::Impl::try_gpu_fit(const Table<double> &points, const Table<
   st.loocv_iterations = opt.loocv_iterations;
   st.min_pts = min_pts;
   st.progress = opt.progress;
-  detail::PumGpuDecline why = detail::PumGpuDecline::none;
-  auto fit = detail::pum_gpu_fit(g, points, values, st, why);
+  auto fit = detail::pum_gpu_fit(g, points, values, st);
   if (!fit)
     return false; // duplicates (the CPU path reports or merges them) or patches too large
   const std::int64_t ncells = g.ncells;

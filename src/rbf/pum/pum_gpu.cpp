@@ -55,9 +55,8 @@ public:
     ngrown_ = static_cast<std::int64_t>(h.grown.size());
   }
 
-  // Seed 001 §4.1 on the GPU, then the local fits. Returns false (with why) to decline.
-  bool fit(const Table<double> &pts, const Table<double> &vals, const PumGpuFitSettings &st,
-           PumGpuDecline &why);
+  // Seed 001 §4.1 on the GPU, then the local fits. Returns false to decline (see pum_gpu_fit).
+  bool fit(const Table<double> &pts, const Table<double> &vals, const PumGpuFitSettings &st);
 
   bool evaluate(const double *y, std::int64_t m, double *out) override;
 
@@ -135,12 +134,11 @@ private:
   DeviceArray<double> y_, out_;
 };
 
-bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumGpuFitSettings &st,
-                 PumGpuDecline &why) {
+bool Engine::fit(const Table<double> &pts, const Table<double> &vals,
+                 const PumGpuFitSettings &st) {
   const auto t0 = Clock::now();
   const std::int64_t n = pts.rows(), s = grid_.s, ncells = grid_.ncells;
   if (n >= INT_MAX / 2 || ncells >= (std::int64_t{1} << 32) - 1) {
-    why = PumGpuDecline::too_many_points;
     return false;
   }
   {
@@ -165,7 +163,6 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
     int dup = 0;
     flag_.download(&dup, 1);
     if (dup) {
-      why = PumGpuDecline::duplicates;
       return false;
     }
     cnt_.reserve(ncells);
@@ -187,7 +184,6 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
                "cudaDeviceGetAttribute");
     if (pum_fit_smem_bytes(largest, static_cast<int>(s), ncols_, false) >
         static_cast<std::size_t>(limit)) {
-      why = PumGpuDecline::patch_too_large;
       return false;
     }
     off_.upload(off.data(), ncells);
@@ -294,7 +290,6 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
   keys_b_.release();
   order_b_.release();
   temp_.release();
-  why = PumGpuDecline::none;
   return true;
 }
 
@@ -356,11 +351,10 @@ std::unique_ptr<PumGpu> make_pum_gpu(const PumHostPacked &h) {
 }
 
 std::unique_ptr<PumGpuFit> pum_gpu_fit(const PumGrid &g, const Table<double> &pts,
-                                       const Table<double> &vals, const PumGpuFitSettings &st,
-                                       PumGpuDecline &why) {
+                                       const Table<double> &vals, const PumGpuFitSettings &st) {
   check_shape(g, static_cast<int>(vals.cols()));
   auto e = std::make_unique<Engine>(g, st.kernel, static_cast<int>(vals.cols()));
-  if (!e->fit(pts, vals, st, why))
+  if (!e->fit(pts, vals, st))
     return nullptr;
   return e;
 }

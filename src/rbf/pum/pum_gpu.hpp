@@ -166,13 +166,11 @@ public:
   double seconds_index = 0, seconds_fit = 0;
 };
 
-enum class PumGpuDecline { none, duplicates, patch_too_large, too_many_points };
-// (patch_too_large: even a block's vectors exceed its shared memory, about 1,000 points.)
 // Indexes and fits on the GPU. pts: n × s, vals: n × ncols (host, column-major, finite). Returns
-// null with `why` set when the GPU path does not apply (then the CPU path must run: it also
-// reports duplicates or merges them).
+// null when the GPU path does not apply, and the CPU path must run: duplicate points (the CPU path
+// names or merges them), a patch whose vectors alone exceed a block's shared memory (about 2,600
+// points), or more than 2^30 points or 2^32 cells.
 std::unique_ptr<PumGpuFit> pum_gpu_fit(const PumGrid &g, const Table<double> &pts,
-                                       const Table<double> &vals, const PumGpuFitSettings &st,
-                                       PumGpuDecline &why);
+                                       const Table<double> &vals, const PumGpuFitSettings &st);
 
 } // namespace ksum::detail
