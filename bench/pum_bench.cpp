@@ -43,7 +43,8 @@ Table<double> franke_values(const Table<double> &x) {
 int main(int argc, char **argv) {
   std::string json;
   std::int64_t max_n = 1 << 20;
-  bool gpu_section = false;
+  bool gpu_section = false, skip_cpu = false;
+  int only_dim = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     if (s == "--json" && i + 1 < argc)
@@ -52,8 +53,13 @@ int main(int argc, char **argv) {
       max_n = std::stoll(argv[++i]);
     else if (s == "--gpu")
       gpu_section = true;
+    else if (s == "--dim" && i + 1 < argc)
+      only_dim = std::stoi(argv[++i]);
+    else if (s == "--skip-cpu")
+      skip_cpu = true;
     else {
-      fmt::print(stderr, "usage: pum_bench [--max-n N] [--gpu] [--json FILE]\n");
+      fmt::print(stderr, "usage: pum_bench [--max-n N] [--gpu [--dim 2|3] [--skip-cpu]] "
+                         "[--json FILE]\n");
       return 2;
     }
   }
@@ -87,6 +93,8 @@ int main(int argc, char **argv) {
       std::int64_t s, n, m;
     };
     for (const Size z : {Size{2, 4000000, 9000000}, Size{3, 4913000, 8000000}}) {
+      if (only_dim != 0 && z.s != only_dim)
+        continue;
       const auto x = datasets::halton(z.n, z.s);
       Table<double> f(z.n, 1);
       for (std::int64_t i = 0; i < z.n; ++i)
@@ -113,11 +121,12 @@ int main(int argc, char **argv) {
           fixed_best = std::min(fixed_best, total);
           ug = std::move(u);
         }
-        fmt::print("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | **{:.3f}** | {:.3g} / {:.3g} / "
-                   "{:.3g} | {} |\n",
-                   z.s, z.n, z.m, loocv ? "LOOCV" : "10", st.seconds_index, st.seconds_fit, teval,
-                   total, st.eps_min, st.eps_median, st.eps_max,
-                   loocv ? fmt::format("{:.2f}", total / fixed_best) : std::string("-"));
+        fmt::print(
+            "| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.3f} | **{:.3f}** | {:.3g} / {:.3g} / "
+            "{:.3g} | {} |\n",
+            z.s, z.n, z.m, loocv ? "LOOCV" : "10", st.seconds_index, st.seconds_fit, teval, total,
+            st.eps_min, st.eps_median, st.eps_max,
+            loocv ? fmt::format("{:.2f}", total / fixed_best) : std::string("-"));
         runs.push_back({{"loocv", loocv},
                         {"fit_backend", std::string(to_string(st.fit_backend))},
                         {"index", st.seconds_index},
@@ -129,6 +138,8 @@ int main(int argc, char **argv) {
                         {"patches", st.patches},
                         {"median_points", st.median_points}});
       }
+      if (skip_cpu)
+        continue;
       // The CPU path on the same data, evaluated on the first 200,000 points.
       PumOptions o = opt;
       o.backend = Backend::cpu;

@@ -11,8 +11,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <string>
 #include <gtest/gtest.h>
+#include <string>
 
 namespace ksum {
 namespace {
@@ -127,18 +127,18 @@ TEST_P(PumGpuKernels, FitsInterpolateAndAgreeWithTheCpu) {
               worst / scale);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    PositiveDefinite, PumGpuKernels,
-    ::testing::Values(Kernel::gaussian, Kernel::inverse_multiquadric, Kernel::inverse_quadratic,
-                      Kernel::matern0, Kernel::matern2, Kernel::matern4, Kernel::matern6,
-                      Kernel::wendland2, Kernel::wendland4, Kernel::wendland6),
-    [](const auto &info) {
-      std::string n(kernel_info(info.param).name);
-      for (char &c : n)
-        if (c == '-')
-          c = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(PositiveDefinite, PumGpuKernels,
+                         ::testing::Values(Kernel::gaussian, Kernel::inverse_multiquadric,
+                                           Kernel::inverse_quadratic, Kernel::matern0,
+                                           Kernel::matern2, Kernel::matern4, Kernel::matern6,
+                                           Kernel::wendland2, Kernel::wendland4, Kernel::wendland6),
+                         [](const auto &info) {
+                           std::string n(kernel_info(info.param).name);
+                           for (char &c : n)
+                             if (c == '-')
+                               c = '_';
+                           return n;
+                         });
 
 // A dense quarter (patches of up to ~250 points: some in shared memory, some in global memory), a
 // sparse corner (patches grow to the minimum count) and a small ε (nuggets): the GPU index and fits
@@ -206,13 +206,24 @@ TEST(PumGpu, DuplicatesAndLargePatchesGoToTheCpuPath) {
   const double diff = max_abs_diff(big.cpu.evaluate(yz), big.gpu.evaluate(yz), scale);
   EXPECT_LE(diff, 1e-9 * scale);
   std::printf("global-memory matrices: max |GPU - CPU| / max |CPU| = %.2e\n", diff / scale);
-  // One patch of 2,700 points: even its vectors exceed a block's shared memory, so the CPU fits.
+  // LOOCV there too (the elimination with the value rows after the triangle, in global memory).
+  CpuAndGpu big_cv({.eps = 3.0, .loocv = true, .min_patch_points = 400}, z, fz);
+  EXPECT_EQ(big_cv.gpu.stats().fit_backend, Backend::cuda);
+  EXPECT_NEAR(std::log(big_cv.gpu.stats().eps_median), std::log(big_cv.cpu.stats().eps_median),
+              0.02);
+  const double diff_cv = max_abs_diff(big_cv.cpu.evaluate(yz), big_cv.gpu.evaluate(yz), scale);
+  EXPECT_LE(diff_cv, 1e-6 * scale);
+  std::printf("global-memory matrices, LOOCV: max |GPU - CPU| / max |CPU| = %.2e, eps median "
+              "%.4g / %.4g\n",
+              diff_cv / scale, big_cv.gpu.stats().eps_median, big_cv.cpu.stats().eps_median);
+  // One patch of 2,700 points with 4 value columns: even its vectors (16 doubles a point) exceed
+  // a block's shared memory, so the CPU fits.
   const auto w = datasets::halton(2700, 3, 3);
   PumInterpolant huge({.eps = 20.0, .patch_density = 0.01, .backend = Backend::cuda});
-  huge.set_data(w, values(w, 1));
+  huge.set_data(w, values(w, 4));
   EXPECT_EQ(huge.stats().fit_backend, Backend::cpu);
   EXPECT_EQ(huge.stats().patches, 1);
-  const double err = max_abs_diff(values(w, 1), huge.evaluate(w), scale);
+  const double err = max_abs_diff(values(w, 4), huge.evaluate(w), scale);
   EXPECT_LE(err, 1e-6 * scale); // the local fits' acceptance tolerance
 }
 

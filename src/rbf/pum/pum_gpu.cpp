@@ -134,8 +134,7 @@ private:
   DeviceArray<double> y_, out_;
 };
 
-bool Engine::fit(const Table<double> &pts, const Table<double> &vals,
-                 const PumGpuFitSettings &st) {
+bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumGpuFitSettings &st) {
   const auto t0 = Clock::now();
   const std::int64_t n = pts.rows(), s = grid_.s, ncells = grid_.ncells;
   if (n >= INT_MAX / 2 || ncells >= (std::int64_t{1} << 32) - 1) {
@@ -182,7 +181,7 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals,
     cuda_check(cudaGetDevice(&dev), 0, "cudaGetDevice");
     cuda_check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), dev,
                "cudaDeviceGetAttribute");
-    if (pum_fit_smem_bytes(largest, static_cast<int>(s), ncols_, false) >
+    if (pum_fit_smem_bytes(largest, static_cast<int>(s), ncols_, st.loocv, false) >
         static_cast<std::size_t>(limit)) {
       return false;
     }
@@ -242,15 +241,15 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals,
       // Large patches get one block per SM (shared memory): many warps hide the latencies.
       const int threads = nmax <= 64 ? 64 : nmax <= 128 ? 128 : 512;
       const std::int64_t nclass = std::min(nmax, largest);
-      const bool in_smem = pum_fit_smem_bytes(nclass, static_cast<int>(s), ncols_) <=
+      const bool in_smem = pum_fit_smem_bytes(nclass, static_cast<int>(s), ncols_, st.loocv) <=
                            static_cast<std::size_t>(limit);
       const std::size_t smem =
-          pum_fit_smem_bytes(nclass, static_cast<int>(s), ncols_, in_smem);
+          pum_fit_smem_bytes(nclass, static_cast<int>(s), ncols_, st.loocv, in_smem);
       // Larger patches (rare: clustered data) keep their matrices in global memory.
       std::int64_t step = chunk;
       if (!in_smem) {
         step = std::min<std::int64_t>(chunk, 4096);
-        a.work_stride = nclass * (nclass + 1) / 2;
+        a.work_stride = pum_fit_matrix_doubles(nclass, ncols_, st.loocv);
         work.reserve(std::min(step, count) * a.work_stride);
         a.work = work.ptr;
       }
@@ -303,9 +302,9 @@ bool Engine::evaluate(const double *y, std::int64_t m, double *out) {
     y_.reserve(mc * s);
     out_.reserve(mc * ncols_);
     for (std::int64_t k = 0; k < s; ++k)
-      cuda_check(cudaMemcpy(y_.ptr + k * mc, y + k * m + b, mc * sizeof(double),
-                            cudaMemcpyHostToDevice),
-                 y_.dev, "cudaMemcpy of the evaluation points");
+      cuda_check(
+          cudaMemcpy(y_.ptr + k * mc, y + k * m + b, mc * sizeof(double), cudaMemcpyHostToDevice),
+          y_.dev, "cudaMemcpy of the evaluation points");
     sort_by_cell(y_.ptr, mc);
     cuda_check(cudaMemset(flag_.ptr, 0, sizeof(int)), flag_.dev, "cudaMemset");
     PumEvalArgs a;

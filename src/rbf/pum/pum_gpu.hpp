@@ -92,8 +92,10 @@ struct PumFitArgs {
 // Kernels (cuda/pum_index.cu, cuda/pum_fit.cu, cuda/pum_eval.cu); stream is a cudaStream_t.
 void launch_pum_eval(const PumEvalArgs &a, void *stream);
 void launch_pum_fit(const PumFitArgs &a, int threads, std::size_t smem_bytes, void *stream);
+// The matrix of a fit block (doubles) for patches of up to n points, with the LOOCV value rows.
+std::int64_t pum_fit_matrix_doubles(std::int64_t n, int ncols, bool loocv);
 // Shared memory of a fit block for patches of up to n points; matrix: whether the matrix is in it.
-std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool matrix = true);
+std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool loocv, bool matrix = true);
 // keys[i] = cell of point i, order[i] = i.
 void launch_pum_hash(const PumGrid &g, const double *pts, std::int64_t n, unsigned *keys,
                      int *order, void *stream);
@@ -113,8 +115,8 @@ void launch_pum_duplicates(const PumGrid &g, const double *pts, std::int64_t n,
                            const std::int64_t *cell_ptr, int *flag, void *stream);
 // Counts every patch's points within its radius, growing sparse patches like the CPU path.
 void launch_pum_count(const PumGrid &g, const double *pts, std::int64_t n,
-                      const std::int64_t *cell_ptr, std::int64_t min_pts, int *cnt,
-                      double *radius, void *stream);
+                      const std::int64_t *cell_ptr, std::int64_t min_pts, int *cnt, double *radius,
+                      void *stream);
 // Copies every patch's points and values into the packed arrays.
 void launch_pum_fill(const PumGrid &g, const double *pts, const double *vals, std::int64_t n,
                      int ncols, const std::int64_t *cell_ptr, const std::int64_t *off,

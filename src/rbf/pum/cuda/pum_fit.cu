@@ -4,7 +4,8 @@
 //   Cholesky  right-looking, panels of R columns: every thread factors the R × R diagonal block
 //             in registers, the panel rows are solved in parallel, then a rank-R trailing update
 //   solves    forward and back substitution by one warp
-//   LOOCV     L⁻¹ in place (column by column from the last), (Φ⁻¹)_kk = Σ_i (L⁻¹)_ik², c = L⁻ᵀ L⁻¹ f,
+//   LOOCV     L⁻¹ in place (column by column from the last), (Φ⁻¹)_kk = Σ_i (L⁻¹)_ik², c = L⁻ᵀ L⁻¹
+//   f,
 //             Rippa's e_k = c_k / (Φ⁻¹)_kk, Brent over log ε (the CPU's linalg::brent_minimize,
 //             run by every thread on the same block-wide values)
 //   accept    the CPU path's residual and rounding tests, the nugget ladder, the diagonal fallback.
@@ -21,11 +22,16 @@
 namespace ksum::detail {
 namespace {
 
-constexpr int R = 4; // panel width of the Cholesky factorisation and of the inverse
-static_assert(R == 4, "the unrolled updates of invert_factor() assume panels of 4 columns");
-constexpr int reduce_slots = 40;
+constexpr int R = 4;  // panel width of the Cholesky factorisation (fixed ε)
+constexpr int E = 16; // panel width of the LOOCV elimination (at most 32: one warp factors a panel)
+// Shared scratch: block_max's per-warp values, or the elimination's two L_D⁻¹ with their failure
+// flags (the current panel's and the next one's).
+constexpr int reduce_slots = 2 * (E * E + 1) > 40 ? 2 * (E * E + 1) : 40;
+static_assert(reduce_slots >= 2 * (E * E + 1) && reduce_slots >= 33);
 
-__device__ __forceinline__ int tri(int i) { return i * (i + 1) / 2; }
+__device__ __forceinline__ int tri(int i) {
+  return i * (i + 1) / 2;
+}
 
 // Block-wide maximum (every thread gets it). red: reduce_slots doubles of shared memory.
 __device__ double block_max(double v, double *red) {
@@ -50,7 +56,7 @@ template <class K> struct Patch {
   const K kf{};
   int n, s, nc, tid, bs;
   int tr, tc, TR, TC; // the block as a TR × TC grid: thread (tr, tc) owns rows ≡ tr, columns ≡ tc
-  double *X, *F, *C, *B, *dv, *red, *A, *P; // P: n × R panel scratch
+  double *X, *F, *C, *B, *dv, *red, *A, *P; // P: (n + nc) × E panel scratch (LOOCV)
 
   __device__ double phi(int a, int b, double c2) const {
     constexpr double p0 = kdef::p_offset<K>();
@@ -205,120 +211,284 @@ template <class K> struct Patch {
     __syncthreads();
   }
 
-  // L ← X = L⁻¹ in place, by panels of R rows. Before panel [p0, p0 + r), rows < p0 hold X and
-  // a row i >= p0 holds L[i][m] for m >= p0 and S[i][m] = −Σ_{p<p0} L[i][p] X[p][m] for m < p0.
-  // The panel rows are finished one by one, then the rows below take the panel's rank-r update
-  // (their panel entries of L copied to P first, since the update overwrites them).
-  __device__ void invert_factor() {
-    for (int p0 = 0; p0 < n; p0 += R) {
-      const int r = n - p0 < R ? n - p0 : R;
-      double Lp[R][R]; // the diagonal block of L
+  // Row i of the matrix extended by the value rows: i < n in the packed triangle, i = n + q (the
+  // q-th value column as a row of length n) after it.
+  __device__ double *row_ptr(int i) const {
+    return i < n ? A + tri(i) : A + tri(n) + (i - n) * n;
+  }
+
+  // Warp 0: L_D⁻¹ of the panel's diagonal block D = S_KK (rows and columns [k0, k0 + r)) into
+  // lis (row-major E × E, zero outside the panel), and lis[E · E] = 1 when a pivot is not
+  // positive and finite. Lane a holds row a of D, factored in place column by column; then lane c
+  // forms column c of L_D⁻¹ by forward substitution (row a of L_D from lane a).
+  __device__ void factor_panel(int k0, double *lis) const {
+    const int r = n - k0 < E ? n - k0 : E, a = tid;
+    double d[E], rla = 1;
 #pragma unroll
-      for (int a = 0; a < R; ++a)
+    for (int c = 0; c < E; ++c)
+      d[c] = a < r && c <= a ? A[tri(k0 + a) + k0 + c] : (a == c ? 1.0 : 0.0);
+    bool ok = true;
 #pragma unroll
-        for (int b = 0; b < R; ++b)
-          Lp[a][b] = a < r && b <= a ? A[tri(p0 + a) + p0 + b] : 0.0;
-      for (int i = p0 + r + tid; i < n; i += bs)
+    for (int c = 0; c < E; ++c) {
+      const double piv = __shfl_sync(0xffffffffu, d[c], c);
+      ok = ok && (c >= r || (piv > 0 && isfinite(piv)));
+      const double rl = rsqrt(piv);
+      if (a == c)
+        rla = rl;
+      const double l = a > c ? d[c] * rl : (a == c ? piv * rl : 0.0);
+      d[c] = l;
 #pragma unroll
-        for (int b = 0; b < R; ++b)
-          P[i * R + b] = b < r ? A[tri(i) + p0 + b] : 0.0;
-      __syncthreads();
-      // The panel rows, one column per thread: X[p0 + a][m] needs only X[p0 + b][m], b < a, of the
-      // same column (kept in registers), so one barrier serves the whole panel.
-      double inv[R]; // the reciprocal diagonal left by cholesky() in dv
+      for (int k = c + 1; k < E; ++k) {
+        const double lk = __shfl_sync(0xffffffffu, l, k);
+        if (a >= k)
+          d[k] = fma(-l, lk, d[k]);
+      }
+    }
+    double x[E];
 #pragma unroll
-      for (int a = 0; a < R; ++a)
-        inv[a] = a < r ? dv[p0 + a] : 0.0;
-      for (int m = tid; m < p0 + r; m += bs) {
-        double x[R];
+    for (int q = 0; q < E; ++q) {
+      double v = q == a ? 1.0 : 0.0;
 #pragma unroll
-        for (int a = 0; a < R; ++a) {
-          x[a] = 0;
-          const int i = p0 + a;
-          if (a >= r || m > i)
-            continue;
-          double v = m < p0 ? A[tri(i) + m] : (m == i ? 1.0 : 0.0);
+      for (int b = 0; b < q; ++b)
+        v = fma(-__shfl_sync(0xffffffffu, d[b], q), x[b], v);
+      x[q] = v * __shfl_sync(0xffffffffu, rla, q);
+    }
+    if (a < E)
 #pragma unroll
-          for (int b = 0; b < R; ++b)
-            if (b < a && m <= p0 + b)
-              v = fma(-Lp[a][b], x[b], v);
-          x[a] = v * inv[a];
-          A[tri(i) + m] = x[a];
+      for (int q = 0; q < E; ++q)
+        lis[q * E + a] = q < r && a < r && q >= a ? x[q] : 0.0;
+    if (a == 0)
+      lis[E * E] = ok ? 0.0 : 1.0;
+  }
+
+  // One pass that gives everything Rippa's formula needs: Gaussian elimination in Cholesky form
+  // of [Φ I] extended by the rows Fᵀ, in place. Row i of the packed triangle holds, left of the
+  // current panel, row i of the partial inverse factor Y (its 1 on the diagonal implicit) and,
+  // from the panel on, the Schur complement (whose lower triangle is all that symmetry needs).
+  // A panel K of E pivots: D = S_KK = L_D L_Dᵀ and L_D⁻¹ (factor_panel), then
+  //   rows below (i ≥ K, value rows included):  G_i = S_iK L_D⁻ᵀ
+  //   the panel's rows become rows of X = L⁻¹:  X_K,j = L_D⁻¹ Y_K,j (j < K),  X_KK = L_D⁻¹
+  //   Schur complement:                         S_ij −= G_i · G_j
+  //   partial inverse rows:                     Y_ij −= G_i · X_K,j (j < K),  Y_iK = −G_i L_D⁻¹
+  // Two barriers per panel. Phase 1 puts the panel values of every row / column j into P
+  // (column-major: conflict-free reads). Phase 2 updates the rows below; there warp 0 looks ahead:
+  // it updates the next panel's diagonal block first and factors it (into the other lis buffer)
+  // while the other warps update the rest, 2 rows × 2 columns per thread at a time (P's values
+  // serve both rows): pair m of the rows from the panel on goes to thread row m mod TR (warp 0's
+  // thread rows excluded).
+  // Afterwards dv_k = Σ_i X_ik² = (Φ⁻¹)_kk (summed as the rows of X are finished) and the value
+  // rows hold −(Φ⁻¹F)ᵀ. False (on every thread) when a pivot is not positive and finite.
+  __device__ bool eliminate() {
+    const int N = n + nc; // rows, value rows included
+    for (int k = tid; k < n; k += bs)
+      dv[k] = 0;
+    if (tid < 32)
+      factor_panel(0, red);
+    __syncthreads();
+    for (int k0 = 0, step = 0; k0 < n; k0 += E, ++step) {
+      const int r = n - k0 < E ? n - k0 : E, top = k0 + r;
+      const double *lis = red + (step & 1) * (E * E + 1);
+      double *lis_next = red + ((step + 1) & 1) * (E * E + 1);
+      if (lis[E * E] != 0)
+        return false; // every thread read the same flag: no barrier is left waiting
+      // Phase 1: the panel values of every column / row j into P.
+      for (int j = tid; j < N; j += bs) {
+        double g[E];
+        if (j >= top) { // G_j = L_D⁻¹ S_Kj
+          const double *row = row_ptr(j) + k0;
+          double sv[E];
+#pragma unroll
+          for (int c = 0; c < E; ++c)
+            sv[c] = c < r ? row[c] : 0.0;
+#pragma unroll
+          for (int q = 0; q < E; ++q) {
+            double v = 0;
+#pragma unroll
+            for (int c = 0; c <= q; ++c)
+              v = fma(lis[q * E + c], sv[c], v);
+            g[q] = v;
+          }
+        } else if (j < k0) { // X_K,j = L_D⁻¹ Y_K,j: final, summed into dv_j
+          double y[E];
+#pragma unroll
+          for (int q = 0; q < E; ++q)
+            y[q] = q < r ? A[tri(k0 + q) + j] : 0.0;
+          double dd = dv[j];
+#pragma unroll
+          for (int q = 0; q < E; ++q) {
+            double v = 0;
+#pragma unroll
+            for (int c = 0; c <= q; ++c)
+              v = fma(lis[q * E + c], y[c], v);
+            g[q] = v;
+            if (q < r)
+              A[tri(k0 + q) + j] = v;
+            dd = fma(v, v, dd);
+          }
+          dv[j] = dd;
+        } else { // j in the panel: dv_j from X_KK = L_D⁻¹ (written in phase 2: D is being read)
+          const int c = j - k0;
+          double dd = 0;
+#pragma unroll
+          for (int q = 0; q < E; ++q) {
+            const double v = lis[q * E + c];
+            dd = fma(v, v, dd);
+            g[q] = 0;
+          }
+          dv[j] = dd;
         }
+#pragma unroll
+        for (int q = 0; q < E; ++q)
+          P[q * N + j] = g[q];
       }
       __syncthreads();
-      // Rows below: S[i][m] −= Σ_{p in panel, p >= m} L[i][p] X[p][m] for m < p0 + r.
-      const int top = p0 + r;
-      for (int i = first(top, tr, TR); i < n; i += TR) {
-        double li[R];
+      // Phase 2.
+      const int next_end = top + E < n ? top + E : n; // the next panel's rows: [top, next_end)
+      if (tid < 32) {
+        // Warp 0: the next panel's diagonal block (Schur entries (i, j), top <= j <= i <
+        // next_end), then its factorisation.
+        for (int e = tid; e < E * E; e += 32) {
+          const int i = top + e / E, j = top + e % E;
+          if (i < next_end && j <= i) {
+            double v = A[tri(i) + j];
 #pragma unroll
-        for (int b = 0; b < R; ++b)
-          li[b] = P[i * R + b];
-        double *row = A + tri(i);
-        const double *x0 = A + tri(p0); // panel row p0 of X (x1 .. x3: the next ones)
-        int m = tc;
-        if (r == R) { // columns left of the panel: no predicates, two per step
-          const double *x1 = A + tri(p0 + 1), *x2 = A + tri(p0 + 2), *x3 = A + tri(p0 + 3);
-          for (; m + TC < p0; m += 2 * TC) {
-            double v = row[m], w = row[m + TC];
-            v = fma(-li[0], x0[m], v);
-            w = fma(-li[0], x0[m + TC], w);
-            v = fma(-li[1], x1[m], v);
-            w = fma(-li[1], x1[m + TC], w);
-            v = fma(-li[2], x2[m], v);
-            w = fma(-li[2], x2[m + TC], w);
-            v = fma(-li[3], x3[m], v);
-            w = fma(-li[3], x3[m + TC], w);
-            row[m] = v;
-            row[m + TC] = w;
+            for (int q = 0; q < E; ++q)
+              v = fma(-P[q * N + i], P[q * N + j], v);
+            A[tri(i) + j] = v;
           }
         }
-        for (; m < top; m += TC) {
-          double v = m < p0 ? row[m] : 0.0;
+        __syncwarp();
+        if (top < n)
+          factor_panel(top, lis_next);
+      } else {
+        for (int e = tid - 32; e < E * E; e += bs - 32) { // X_KK = L_D⁻¹
+          const int q = e / E, c = e % E;
+          if (q < r && c <= q)
+            A[tri(k0 + q) + k0 + c] = lis[q * E + c];
+        }
+        const int TRw = TR - 32 / TC, trw = tr - 32 / TC; // thread rows without warp 0
+        const int G = TC; // the column stride: a thread updates the columns ≡ tc (mod TC)
+        const int off = tc;
+        for (int i0 = top + 2 * trw; i0 < N; i0 += 2 * TRw) { // pairs of rows from top on
+          const int i1 = i0 + 1;
+          const bool schur0 = i0 >= next_end; // the next panel's block is warp 0's
+          double *row0 = row_ptr(i0);
+          const int end0 = i0 < n ? i0 + 1 : n;
+          double g0[E];
 #pragma unroll
-          for (int b = 0; b < R; ++b)
-            if (b < r && m <= p0 + b)
-              v = fma(-li[b], A[tri(p0 + b) + m], v);
-          row[m] = v;
+          for (int q = 0; q < E; ++q)
+            g0[q] = P[q * N + i0];
+          if (i1 < N) {
+            const bool schur1 = i1 >= next_end;
+            double *row1 = row_ptr(i1);
+            double g1[E];
+#pragma unroll
+            for (int q = 0; q < E; ++q)
+              g1[q] = P[q * N + i1];
+            const auto update2 = [&](int from, int to) {
+              int j = first(from, off, G);
+              for (; j + G < to; j += 2 * G) {
+                double v00 = row0[j], v01 = row0[j + G], v10 = row1[j], v11 = row1[j + G];
+#pragma unroll
+                for (int q = 0; q < E; ++q) {
+                  const double pa = P[q * N + j], pb = P[q * N + j + G];
+                  v00 = fma(-g0[q], pa, v00);
+                  v01 = fma(-g0[q], pb, v01);
+                  v10 = fma(-g1[q], pa, v10);
+                  v11 = fma(-g1[q], pb, v11);
+                }
+                row0[j] = v00;
+                row0[j + G] = v01;
+                row1[j] = v10;
+                row1[j + G] = v11;
+              }
+              if (j < to) {
+                double v0 = row0[j], v1 = row1[j];
+#pragma unroll
+                for (int q = 0; q < E; ++q) {
+                  const double pa = P[q * N + j];
+                  v0 = fma(-g0[q], pa, v0);
+                  v1 = fma(-g1[q], pa, v1);
+                }
+                row0[j] = v0;
+                row1[j] = v1;
+              }
+            };
+            update2(0, k0);
+            if (schur0) // then schur1 too
+              update2(top, end0);
+            // Row i1's last column (i1 itself) when it is a row of the triangle.
+            if (schur1 && i1 < n && (i1 - off) % G == 0) {
+              double v = row1[i1];
+#pragma unroll
+              for (int q = 0; q < E; ++q)
+                v = fma(-g1[q], P[q * N + i1], v);
+              row1[i1] = v;
+            }
+            if (schur1 && !schur0) { // i0 is the next panel's last row, i1 the first after it
+              for (int j = first(top, off, G); j < end0; j += G) {
+                double v = row1[j];
+#pragma unroll
+                for (int q = 0; q < E; ++q)
+                  v = fma(-g1[q], P[q * N + j], v);
+                row1[j] = v;
+              }
+            }
+            for (int j = first(k0, off, G); j < top; j += G) { // Y_iK = −G_i L_D⁻¹
+              const int c = j - k0;
+              double v0 = 0, v1 = 0;
+#pragma unroll
+              for (int q = 0; q < E; ++q) {
+                const double l = lis[q * E + c]; // zero above the diagonal
+                v0 = fma(-g0[q], l, v0);
+                v1 = fma(-g1[q], l, v1);
+              }
+              row0[j] = v0;
+              row1[j] = v1;
+            }
+          } else { // the last row alone
+            const auto update1 = [&](int from, int to) {
+              for (int j = first(from, off, G); j < to; j += G) {
+                double v = row0[j];
+#pragma unroll
+                for (int q = 0; q < E; ++q)
+                  v = fma(-g0[q], P[q * N + j], v);
+                row0[j] = v;
+              }
+            };
+            update1(0, k0);
+            if (schur0)
+              update1(top, end0);
+            for (int j = first(k0, off, G); j < top; j += G) {
+              const int c = j - k0;
+              double v = 0;
+#pragma unroll
+              for (int q = 0; q < E; ++q)
+                v = fma(-g0[q], lis[q * E + c], v);
+              row0[j] = v;
+            }
+          }
         }
       }
       __syncthreads();
     }
+    return true;
   }
 
   // Seed 001 §3: ‖e‖∞ of Rippa's LOOCV errors at ε; +inf when the system is unusable.
   __device__ double loocv_cost(double log_eps, double c0) {
     const double eps = exp(log_eps), cs = K::coord_scale(eps);
     assemble(cs * cs, 0.0);
-    if (!cholesky())
-      return __longlong_as_double(0x7ff0000000000000LL); // +inf
-    invert_factor();
-    // dv_k = Σ_{i≥k} (L⁻¹)_ik²; B = L⁻¹ F
-    for (int k = tid; k < n; k += bs) {
-      double acc = 0;
-      for (int i = k; i < n; ++i) {
-        const double v = A[tri(i) + k];
-        acc = fma(v, v, acc);
-      }
-      dv[k] = acc;
-      const double *row = A + tri(k);
-      for (int q = 0; q < nc; ++q) {
-        double y = 0;
-        for (int m = 0; m <= k; ++m)
-          y = fma(row[m], F[q * n + m], y);
-        B[q * n + k] = y;
-      }
-    }
+    for (int i = tid; i < n * nc; i += bs)
+      A[tri(n) + i] = F[i]; // the value rows
     __syncthreads();
+    if (!eliminate())
+      return __longlong_as_double(0x7ff0000000000000LL); // +inf
     double e = 0, dmax = 0;
     for (int k = tid; k < n; k += bs) {
       dmax = fmax(dmax, dv[k]);
-      for (int q = 0; q < nc; ++q) {
-        double c = 0;
-        for (int i = k; i < n; ++i)
-          c = fma(A[tri(i) + k], B[q * n + i], c);
-        e = fmax(e, fabs(c / dv[k]));
-      }
+      for (int q = 0; q < nc; ++q) // c_kq = −(value row q)_k
+        e = fmax(e, fabs(A[tri(n) + q * n + k] / dv[k]));
     }
     dmax = block_max(dmax, red);
     e = block_max(e, red);
@@ -378,7 +548,7 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
   P.red = P.dv + n;
   P.P = P.red + reduce_slots;
   // The matrix: in shared memory, or (patches too large for it) in this block's global slot.
-  P.A = a.work ? a.work + blockIdx.x * a.work_stride : P.P + n * R;
+  P.A = a.work ? a.work + blockIdx.x * a.work_stride : P.P + (a.loocv ? (n + nc) * E : 0);
   // Local coordinates relative to the patch centre, and the values.
   double xi[3];
   std::int64_t rest = cell;
@@ -399,9 +569,9 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
   const double c0 = kf.value(p0);
   double eps = a.eps;
   if (a.loocv && n > 1) {
-    const auto best = linalg::brent_minimize([&](double le) { return P.loocv_cost(le, c0); },
-                                             a.log_eps_min, a.log_eps_max, pum_loocv_log_tol,
-                                             a.loocv_iterations);
+    const auto best =
+        linalg::brent_minimize([&](double le) { return P.loocv_cost(le, c0); }, a.log_eps_min,
+                               a.log_eps_max, pum_loocv_log_tol, a.loocv_iterations);
     eps = isfinite(best.fx) ? exp(best.x) : a.eps_max;
   }
   // The CPU path's acceptance: no nugget, then 1e-12 · K(0) growing ×100 up to 1e-2 · K(0); keep
@@ -449,9 +619,14 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
 
 } // namespace
 
-std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool matrix) {
-  return static_cast<std::size_t>(n * s + 3 * n * ncols + n + reduce_slots + n * R +
-                                  (matrix ? n * (n + 1) / 2 : 0)) *
+std::int64_t pum_fit_matrix_doubles(std::int64_t n, int ncols, bool loocv) {
+  return n * (n + 1) / 2 + (loocv ? n * ncols : 0); // LOOCV: the value rows after the triangle
+}
+
+std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool loocv, bool matrix) {
+  return static_cast<std::size_t>(n * s + 3 * n * ncols + n + reduce_slots +
+                                  (loocv ? (n + ncols) * E : 0) +
+                                  (matrix ? pum_fit_matrix_doubles(n, ncols, loocv) : 0)) *
          sizeof(double);
 }
 
