@@ -57,6 +57,8 @@ template <class K> struct Patch {
   int n, s, nc, tid, bs;
   int tr, tc, TR, TC; // the block as a TR × TC grid: thread (tr, tc) owns rows ≡ tr, columns ≡ tc
   double *X, *F, *C, *B, *dv, *red, *A, *P; // P: (n + nc) × E panel scratch (LOOCV)
+  // LOOCV: the solution Φ⁻¹F (in C) at the best log ε evaluated so far, and its cost.
+  double cached_cost, cached_log_eps;
 
   __device__ double phi(int a, int b, double c2) const {
     constexpr double p0 = kdef::p_offset<K>();
@@ -274,8 +276,8 @@ template <class K> struct Patch {
   // (column-major: conflict-free reads). Phase 2 updates the rows below; there warp 0 looks ahead:
   // it updates the next panel's diagonal block first and factors it (into the other lis buffer)
   // while the other warps update the rest, 2 rows × 2 columns per thread at a time (P's values
-  // serve both rows): pair m of the rows from the panel on goes to thread row m mod TR (warp 0's
-  // thread rows excluded).
+  // serve both rows): pair m of the rows from the panel on goes to thread row m mod TR (in blocks
+  // of 512 threads, warp 0's thread rows excluded).
   // Afterwards dv_k = Σ_i X_ik² = (Φ⁻¹)_kk (summed as the rows of X are finished) and the value
   // rows hold −(Φ⁻¹F)ᵀ. False (on every thread) when a pivot is not positive and finite.
   __device__ bool eliminate() {
@@ -360,13 +362,17 @@ template <class K> struct Patch {
         __syncwarp();
         if (top < n)
           factor_panel(top, lis_next);
-      } else {
-        for (int e = tid - 32; e < E * E; e += bs - 32) { // X_KK = L_D⁻¹
+      }
+      // Blocks of 512 threads leave warp 0 to the look-ahead; in small blocks (small patches,
+      // 2 or 4 warps) it takes its share of the rows as well once it is done.
+      const int skip = bs > 128 ? 32 : 0; // threads kept out of the row updates
+      if (tid >= skip) {
+        for (int e = tid - skip; e < E * E; e += bs - skip) { // X_KK = L_D⁻¹
           const int q = e / E, c = e % E;
           if (q < r && c <= q)
             A[tri(k0 + q) + k0 + c] = lis[q * E + c];
         }
-        const int TRw = TR - 32 / TC, trw = tr - 32 / TC; // thread rows without warp 0
+        const int TRw = TR - skip / TC, trw = tr - skip / TC; // the thread rows taking part
         const int G = TC; // the column stride: a thread updates the columns ≡ tc (mod TC)
         const int off = tc;
         for (int i0 = top + 2 * trw; i0 < N; i0 += 2 * TRw) { // pairs of rows from top on
@@ -494,6 +500,13 @@ template <class K> struct Patch {
     e = block_max(e, red);
     if (!(1.0 / (c0 * dmax) > pum_min_rcond_loocv) || !isfinite(e))
       return __longlong_as_double(0x7ff0000000000000LL);
+    if (e <= cached_cost) { // Brent's best so far (ties: the newer, as Brent): keep Φ⁻¹F
+      for (int i = tid; i < n * nc; i += bs)
+        C[i] = -A[tri(n) + i];
+      cached_cost = e;
+      cached_log_eps = log_eps;
+      __syncthreads();
+    }
     return e;
   }
 
@@ -568,26 +581,27 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
   constexpr double p0 = kdef::p_offset<K>();
   const double c0 = kf.value(p0);
   double eps = a.eps;
+  bool cached = false; // C already holds Φ⁻¹F at eps, from the LOOCV search
+  P.cached_cost = __longlong_as_double(0x7ff0000000000000LL);
+  P.cached_log_eps = 0;
   if (a.loocv && n > 1) {
     const auto best =
         linalg::brent_minimize([&](double le) { return P.loocv_cost(le, c0); }, a.log_eps_min,
                                a.log_eps_max, pum_loocv_log_tol, a.loocv_iterations);
     eps = isfinite(best.fx) ? exp(best.x) : a.eps_max;
+    cached = isfinite(best.fx) && best.x == P.cached_log_eps;
   }
   // The CPU path's acceptance: no nugget, then 1e-12 · K(0) growing ×100 up to 1e-2 · K(0); keep
-  // the first that reproduces the data with small rounding noise, or else the closest.
+  // the first that reproduces the data with small rounding noise, or else the closest. With LOOCV
+  // the search's own solution at the chosen ε is tried first (no nugget), then the ladder.
   const double cs = K::coord_scale(eps), c2 = cs * cs;
   const double scale = fmax(1.0, fabs(c0));
   const double fmax_ = fmax(P.max_abs(P.F, n * nc), 2.2250738585072014e-308);
   double best_res = __longlong_as_double(0x7ff0000000000000LL), best_nugget = 0;
   bool have = false;
   double last_nug = 0;
-  for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
-    last_nug = nug;
-    P.assemble(c2, nug);
-    if (!P.cholesky())
-      continue;
-    P.solve(P.F, P.C);
+  // Judges the solution in C for the nugget nug; true: accepted.
+  const auto judge = [&](double nug) {
     const double res = P.residual(c2);
     const double cmax = P.max_abs(P.C, n * nc);
     const double rounding = 8.0 * n * 2.220446049250313e-16 * (c0 + nug) * cmax;
@@ -599,8 +613,18 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
         P.B[i] = P.C[i];
       __syncthreads();
     }
-    if (res <= pum_max_residual * fmax_ + rounding && rounding <= pum_max_noise * fmax_)
-      break;
+    return res <= pum_max_residual * fmax_ + rounding && rounding <= pum_max_noise * fmax_;
+  };
+  if (!(cached && judge(0.0))) {
+    for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
+      last_nug = nug;
+      P.assemble(c2, nug);
+      if (!P.cholesky())
+        continue;
+      P.solve(P.F, P.C);
+      if (judge(nug))
+        break;
+    }
   }
   double *out = a.coef + off * nc;
   if (have) {
