@@ -23,7 +23,7 @@ namespace ksum::detail {
 namespace {
 
 constexpr int R = 4;  // panel width of the Cholesky factorisation (fixed ε)
-constexpr int E = 16; // panel width of the LOOCV elimination (at most 32: one warp factors a panel)
+constexpr int E = 16; // largest panel width of the LOOCV elimination (at most 32: one warp factors)
 // Shared scratch: block_max's per-warp values, or the elimination's two L_D⁻¹ with their failure
 // flags (the current panel's and the next one's).
 constexpr int reduce_slots = 2 * (E * E + 1) > 40 ? 2 * (E * E + 1) : 40;
@@ -220,18 +220,18 @@ template <class K> struct Patch {
   }
 
   // Warp 0: L_D⁻¹ of the panel's diagonal block D = S_KK (rows and columns [k0, k0 + r)) into
-  // lis (row-major E × E, zero outside the panel), and lis[E · E] = 1 when a pivot is not
+  // lis (row-major EP × EP, zero outside the panel), and lis[EP · EP] = 1 when a pivot is not
   // positive and finite. Lane a holds row a of D, factored in place column by column; then lane c
   // forms column c of L_D⁻¹ by forward substitution (row a of L_D from lane a).
-  __device__ void factor_panel(int k0, double *lis) const {
-    const int r = n - k0 < E ? n - k0 : E, a = tid;
-    double d[E], rla = 1;
+  template <int EP> __device__ void factor_panel(int k0, double *lis) const {
+    const int r = n - k0 < EP ? n - k0 : EP, a = tid;
+    double d[EP], rla = 1;
 #pragma unroll
-    for (int c = 0; c < E; ++c)
+    for (int c = 0; c < EP; ++c)
       d[c] = a < r && c <= a ? A[tri(k0 + a) + k0 + c] : (a == c ? 1.0 : 0.0);
     bool ok = true;
 #pragma unroll
-    for (int c = 0; c < E; ++c) {
+    for (int c = 0; c < EP; ++c) {
       const double piv = __shfl_sync(0xffffffffu, d[c], c);
       ok = ok && (c >= r || (piv > 0 && isfinite(piv)));
       const double rl = rsqrt(piv);
@@ -240,34 +240,34 @@ template <class K> struct Patch {
       const double l = a > c ? d[c] * rl : (a == c ? piv * rl : 0.0);
       d[c] = l;
 #pragma unroll
-      for (int k = c + 1; k < E; ++k) {
+      for (int k = c + 1; k < EP; ++k) {
         const double lk = __shfl_sync(0xffffffffu, l, k);
         if (a >= k)
           d[k] = fma(-l, lk, d[k]);
       }
     }
-    double x[E];
+    double x[EP];
 #pragma unroll
-    for (int q = 0; q < E; ++q) {
+    for (int q = 0; q < EP; ++q) {
       double v = q == a ? 1.0 : 0.0;
 #pragma unroll
       for (int b = 0; b < q; ++b)
         v = fma(-__shfl_sync(0xffffffffu, d[b], q), x[b], v);
       x[q] = v * __shfl_sync(0xffffffffu, rla, q);
     }
-    if (a < E)
+    if (a < EP)
 #pragma unroll
-      for (int q = 0; q < E; ++q)
-        lis[q * E + a] = q < r && a < r && q >= a ? x[q] : 0.0;
+      for (int q = 0; q < EP; ++q)
+        lis[q * EP + a] = q < r && a < r && q >= a ? x[q] : 0.0;
     if (a == 0)
-      lis[E * E] = ok ? 0.0 : 1.0;
+      lis[EP * EP] = ok ? 0.0 : 1.0;
   }
 
   // One pass that gives everything Rippa's formula needs: Gaussian elimination in Cholesky form
   // of [Φ I] extended by the rows Fᵀ, in place. Row i of the packed triangle holds, left of the
   // current panel, row i of the partial inverse factor Y (its 1 on the diagonal implicit) and,
   // from the panel on, the Schur complement (whose lower triangle is all that symmetry needs).
-  // A panel K of E pivots: D = S_KK = L_D L_Dᵀ and L_D⁻¹ (factor_panel), then
+  // A panel K of EP pivots: D = S_KK = L_D L_Dᵀ and L_D⁻¹ (factor_panel), then
   //   rows below (i ≥ K, value rows included):  G_i = S_iK L_D⁻ᵀ
   //   the panel's rows become rows of X = L⁻¹:  X_K,j = L_D⁻¹ Y_K,j (j < K),  X_KK = L_D⁻¹
   //   Schur complement:                         S_ij −= G_i · G_j
@@ -280,48 +280,48 @@ template <class K> struct Patch {
   // of 512 threads, warp 0's thread rows excluded).
   // Afterwards dv_k = Σ_i X_ik² = (Φ⁻¹)_kk (summed as the rows of X are finished) and the value
   // rows hold −(Φ⁻¹F)ᵀ. False (on every thread) when a pivot is not positive and finite.
-  __device__ bool eliminate() {
+  template <int EP> __device__ bool eliminate() {
     const int N = n + nc; // rows, value rows included
     for (int k = tid; k < n; k += bs)
       dv[k] = 0;
     if (tid < 32)
-      factor_panel(0, red);
+      factor_panel<EP>(0, red);
     __syncthreads();
-    for (int k0 = 0, step = 0; k0 < n; k0 += E, ++step) {
-      const int r = n - k0 < E ? n - k0 : E, top = k0 + r;
-      const double *lis = red + (step & 1) * (E * E + 1);
-      double *lis_next = red + ((step + 1) & 1) * (E * E + 1);
-      if (lis[E * E] != 0)
+    for (int k0 = 0, step = 0; k0 < n; k0 += EP, ++step) {
+      const int r = n - k0 < EP ? n - k0 : EP, top = k0 + r;
+      const double *lis = red + (step & 1) * (EP * EP + 1);
+      double *lis_next = red + ((step + 1) & 1) * (EP * EP + 1);
+      if (lis[EP * EP] != 0)
         return false; // every thread read the same flag: no barrier is left waiting
       // Phase 1: the panel values of every column / row j into P.
       for (int j = tid; j < N; j += bs) {
-        double g[E];
+        double g[EP];
         if (j >= top) { // G_j = L_D⁻¹ S_Kj
           const double *row = row_ptr(j) + k0;
-          double sv[E];
+          double sv[EP];
 #pragma unroll
-          for (int c = 0; c < E; ++c)
+          for (int c = 0; c < EP; ++c)
             sv[c] = c < r ? row[c] : 0.0;
 #pragma unroll
-          for (int q = 0; q < E; ++q) {
+          for (int q = 0; q < EP; ++q) {
             double v = 0;
 #pragma unroll
             for (int c = 0; c <= q; ++c)
-              v = fma(lis[q * E + c], sv[c], v);
+              v = fma(lis[q * EP + c], sv[c], v);
             g[q] = v;
           }
         } else if (j < k0) { // X_K,j = L_D⁻¹ Y_K,j: final, summed into dv_j
-          double y[E];
+          double y[EP];
 #pragma unroll
-          for (int q = 0; q < E; ++q)
+          for (int q = 0; q < EP; ++q)
             y[q] = q < r ? A[tri(k0 + q) + j] : 0.0;
           double dd = dv[j];
 #pragma unroll
-          for (int q = 0; q < E; ++q) {
+          for (int q = 0; q < EP; ++q) {
             double v = 0;
 #pragma unroll
             for (int c = 0; c <= q; ++c)
-              v = fma(lis[q * E + c], y[c], v);
+              v = fma(lis[q * EP + c], y[c], v);
             g[q] = v;
             if (q < r)
               A[tri(k0 + q) + j] = v;
@@ -332,45 +332,45 @@ template <class K> struct Patch {
           const int c = j - k0;
           double dd = 0;
 #pragma unroll
-          for (int q = 0; q < E; ++q) {
-            const double v = lis[q * E + c];
+          for (int q = 0; q < EP; ++q) {
+            const double v = lis[q * EP + c];
             dd = fma(v, v, dd);
             g[q] = 0;
           }
           dv[j] = dd;
         }
 #pragma unroll
-        for (int q = 0; q < E; ++q)
+        for (int q = 0; q < EP; ++q)
           P[q * N + j] = g[q];
       }
       __syncthreads();
       // Phase 2.
-      const int next_end = top + E < n ? top + E : n; // the next panel's rows: [top, next_end)
+      const int next_end = top + EP < n ? top + EP : n; // the next panel's rows: [top, next_end)
       if (tid < 32) {
         // Warp 0: the next panel's diagonal block (Schur entries (i, j), top <= j <= i <
         // next_end), then its factorisation.
-        for (int e = tid; e < E * E; e += 32) {
-          const int i = top + e / E, j = top + e % E;
+        for (int e = tid; e < EP * EP; e += 32) {
+          const int i = top + e / EP, j = top + e % EP;
           if (i < next_end && j <= i) {
             double v = A[tri(i) + j];
 #pragma unroll
-            for (int q = 0; q < E; ++q)
+            for (int q = 0; q < EP; ++q)
               v = fma(-P[q * N + i], P[q * N + j], v);
             A[tri(i) + j] = v;
           }
         }
         __syncwarp();
         if (top < n)
-          factor_panel(top, lis_next);
+          factor_panel<EP>(top, lis_next);
       }
       // Blocks of 512 threads leave warp 0 to the look-ahead; in small blocks (small patches,
       // 2 or 4 warps) it takes its share of the rows as well once it is done.
       const int skip = bs > 128 ? 32 : 0; // threads kept out of the row updates
       if (tid >= skip) {
-        for (int e = tid - skip; e < E * E; e += bs - skip) { // X_KK = L_D⁻¹
-          const int q = e / E, c = e % E;
+        for (int e = tid - skip; e < EP * EP; e += bs - skip) { // X_KK = L_D⁻¹
+          const int q = e / EP, c = e % EP;
           if (q < r && c <= q)
-            A[tri(k0 + q) + k0 + c] = lis[q * E + c];
+            A[tri(k0 + q) + k0 + c] = lis[q * EP + c];
         }
         const int TRw = TR - skip / TC, trw = tr - skip / TC; // the thread rows taking part
         const int G = TC; // the column stride: a thread updates the columns ≡ tc (mod TC)
@@ -380,23 +380,23 @@ template <class K> struct Patch {
           const bool schur0 = i0 >= next_end; // the next panel's block is warp 0's
           double *row0 = row_ptr(i0);
           const int end0 = i0 < n ? i0 + 1 : n;
-          double g0[E];
+          double g0[EP];
 #pragma unroll
-          for (int q = 0; q < E; ++q)
+          for (int q = 0; q < EP; ++q)
             g0[q] = P[q * N + i0];
           if (i1 < N) {
             const bool schur1 = i1 >= next_end;
             double *row1 = row_ptr(i1);
-            double g1[E];
+            double g1[EP];
 #pragma unroll
-            for (int q = 0; q < E; ++q)
+            for (int q = 0; q < EP; ++q)
               g1[q] = P[q * N + i1];
             const auto update2 = [&](int from, int to) {
               int j = first(from, off, G);
               for (; j + G < to; j += 2 * G) {
                 double v00 = row0[j], v01 = row0[j + G], v10 = row1[j], v11 = row1[j + G];
 #pragma unroll
-                for (int q = 0; q < E; ++q) {
+                for (int q = 0; q < EP; ++q) {
                   const double pa = P[q * N + j], pb = P[q * N + j + G];
                   v00 = fma(-g0[q], pa, v00);
                   v01 = fma(-g0[q], pb, v01);
@@ -411,7 +411,7 @@ template <class K> struct Patch {
               if (j < to) {
                 double v0 = row0[j], v1 = row1[j];
 #pragma unroll
-                for (int q = 0; q < E; ++q) {
+                for (int q = 0; q < EP; ++q) {
                   const double pa = P[q * N + j];
                   v0 = fma(-g0[q], pa, v0);
                   v1 = fma(-g1[q], pa, v1);
@@ -427,7 +427,7 @@ template <class K> struct Patch {
             if (schur1 && i1 < n && (i1 - off) % G == 0) {
               double v = row1[i1];
 #pragma unroll
-              for (int q = 0; q < E; ++q)
+              for (int q = 0; q < EP; ++q)
                 v = fma(-g1[q], P[q * N + i1], v);
               row1[i1] = v;
             }
@@ -435,7 +435,7 @@ template <class K> struct Patch {
               for (int j = first(top, off, G); j < end0; j += G) {
                 double v = row1[j];
 #pragma unroll
-                for (int q = 0; q < E; ++q)
+                for (int q = 0; q < EP; ++q)
                   v = fma(-g1[q], P[q * N + j], v);
                 row1[j] = v;
               }
@@ -444,8 +444,8 @@ template <class K> struct Patch {
               const int c = j - k0;
               double v0 = 0, v1 = 0;
 #pragma unroll
-              for (int q = 0; q < E; ++q) {
-                const double l = lis[q * E + c]; // zero above the diagonal
+              for (int q = 0; q < EP; ++q) {
+                const double l = lis[q * EP + c]; // zero above the diagonal
                 v0 = fma(-g0[q], l, v0);
                 v1 = fma(-g1[q], l, v1);
               }
@@ -457,7 +457,7 @@ template <class K> struct Patch {
               for (int j = first(from, off, G); j < to; j += G) {
                 double v = row0[j];
 #pragma unroll
-                for (int q = 0; q < E; ++q)
+                for (int q = 0; q < EP; ++q)
                   v = fma(-g0[q], P[q * N + j], v);
                 row0[j] = v;
               }
@@ -469,8 +469,8 @@ template <class K> struct Patch {
               const int c = j - k0;
               double v = 0;
 #pragma unroll
-              for (int q = 0; q < E; ++q)
-                v = fma(-g0[q], lis[q * E + c], v);
+              for (int q = 0; q < EP; ++q)
+                v = fma(-g0[q], lis[q * EP + c], v);
               row0[j] = v;
             }
           }
@@ -488,7 +488,9 @@ template <class K> struct Patch {
     for (int i = tid; i < n * nc; i += bs)
       A[tri(n) + i] = F[i]; // the value rows
     __syncthreads();
-    if (!eliminate())
+    // Panels of 16 in blocks of 512 threads (large patches); small patches (2 or 4 warps, a
+    // few panels, little to update) do better with panels of 8.
+    if (!(bs > 128 ? eliminate<16>() : eliminate<8>()))
       return __longlong_as_double(0x7ff0000000000000LL); // +inf
     double e = 0, dmax = 0;
     for (int k = tid; k < n; k += bs) {
