@@ -4,10 +4,9 @@
 //   Cholesky  right-looking, panels of R columns: every thread factors the R × R diagonal block
 //             in registers, the panel rows are solved in parallel, then a rank-R trailing update
 //   solves    forward and back substitution by one warp
-//   LOOCV     L⁻¹ in place (column by column from the last), (Φ⁻¹)_kk = Σ_i (L⁻¹)_ik², c = L⁻ᵀ L⁻¹
-//   f,
-//             Rippa's e_k = c_k / (Φ⁻¹)_kk, Brent over log ε (the CPU's linalg::brent_minimize,
-//             run by every thread on the same block-wide values)
+//   LOOCV     per Brent step over log ε (the CPU's linalg::brent_minimize, run by every thread on
+//             the same block-wide values) one elimination pass (eliminate()) gives (Φ⁻¹)_kk and
+//             Φ⁻¹F, hence Rippa's e_k = c_k / (Φ⁻¹)_kk; the best step's Φ⁻¹F is kept
 //   accept    the CPU path's residual and rounding tests, the nugget ladder, the diagonal fallback.
 #include "kernels/kernel_defs.hpp"
 #include "linalg/brent.hpp"
