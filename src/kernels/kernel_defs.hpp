@@ -292,34 +292,24 @@ template <class T, class F> decltype(auto) visit(Kernel k, F &&f) {
   return f(Laplace<T>{}); // unreachable: every enumerator is handled above
 }
 
-// visit() restricted to the strictly positive definite kernels (those that serve local RBF
-// interpolants without a polynomial): fewer instantiations where only these are valid.
+// The strictly positive definite kernels: those that serve local RBF interpolants without a
+// polynomial.
+constexpr bool strictly_positive_definite(Kernel k) {
+  return k == Kernel::gaussian || k == Kernel::inverse_multiquadric ||
+         k == Kernel::inverse_quadratic || k == Kernel::matern0 || k == Kernel::matern2 ||
+         k == Kernel::matern4 || k == Kernel::matern6 || k == Kernel::wendland2 ||
+         k == Kernel::wendland4 || k == Kernel::wendland6;
+}
+
+// visit() restricted to the strictly positive definite kernels: f is instantiated for those only.
 template <class T, class F> decltype(auto) visit_pd(Kernel k, F &&f) {
-  switch (k) {
-  case Kernel::gaussian:
-    return f(Gaussian<T>{});
-  case Kernel::inverse_multiquadric:
-    return f(InverseMultiquadric<T>{});
-  case Kernel::inverse_quadratic:
-    return f(InverseQuadratic<T>{});
-  case Kernel::matern0:
-    return f(Matern0<T>{});
-  case Kernel::matern2:
-    return f(Matern2<T>{});
-  case Kernel::matern4:
-    return f(Matern4<T>{});
-  case Kernel::matern6:
-    return f(Matern6<T>{});
-  case Kernel::wendland2:
-    return f(Wendland2<T>{});
-  case Kernel::wendland4:
-    return f(Wendland4<T>{});
-  case Kernel::wendland6:
-    return f(Wendland6<T>{});
-  default:
-    throw Error(ErrorCode::invalid_argument,
-                "this operation needs a strictly positive definite kernel");
-  }
+  return visit<T>(k, [&](auto kf) -> decltype(f(Gaussian<T>{})) {
+    if constexpr (strictly_positive_definite(decltype(kf)::kind))
+      return f(kf);
+    else
+      throw Error(ErrorCode::invalid_argument,
+                  "this operation needs a strictly positive definite kernel");
+  });
 }
 
 // The scale applied to coordinates for kernel k.

@@ -121,9 +121,9 @@ void PumInterpolant::Impl::validate(const Table<double> &points,
                                     const Table<double> &values) const {
   const auto &info = kernel_info(opt.kernel);
   if (opt.degree < -1 || opt.degree > 1)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("the local polynomial degree must be -1 (none), 0 or 1, got {}",
-                            opt.degree));
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("the local polynomial degree must be -1 (none), 0 or 1, got {}", opt.degree));
   if (info.singular)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("'{}' is singular at r = 0 and cannot interpolate", info.name));
@@ -477,9 +477,9 @@ void PumInterpolant::Impl::fit() {
               e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
             return std::isfinite(e) ? e : std::numeric_limits<double>::infinity();
           };
-          const auto best = linalg::brent_minimize(
-              cost, std::log(opt.eps_min), std::log(opt.eps_max), detail::pum_loocv_log_tol,
-              opt.loocv_iterations);
+          const auto best =
+              linalg::brent_minimize(cost, std::log(opt.eps_min), std::log(opt.eps_max),
+                                     detail::pum_loocv_log_tol, opt.loocv_iterations);
           eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
         }
         // Fixed ε, or the chosen one: when the system is singular to working precision or its solve
@@ -508,8 +508,7 @@ void PumInterpolant::Impl::fit() {
           // max |A|: on the diagonal for a positive definite φ (largest at 0).
           const double rounding =
               8.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon() *
-              (np == 0 ? A.diagonal().cwiseAbs().maxCoeff() : amax + nug) *
-              C.cwiseAbs().maxCoeff();
+              (np == 0 ? A.diagonal().cwiseAbs().maxCoeff() : amax + nug) * C.cwiseAbs().maxCoeff();
           if (res < best_res) {
             best_res = res;
             best_C = C;
@@ -720,16 +719,7 @@ bool PumInterpolant::Impl::try_gpu_fit(const Table<double> &points, const Table<
   grid = std::make_unique<spatial::GridIndex>(lo.data(), hi.data(), s, points.rows(),
                                               opt.patch_density, opt.patch_radius);
   const detail::PumGrid g = gpu_grid();
-  detail::PumGpuFitSettings st;
-  st.kernel = opt.kernel;
-  st.eps = opt.eps;
-  st.loocv = opt.loocv;
-  st.eps_min = opt.eps_min;
-  st.eps_max = opt.eps_max;
-  st.loocv_iterations = opt.loocv_iterations;
-  st.min_pts = min_pts;
-  st.progress = opt.progress;
-  auto fit = detail::pum_gpu_fit(g, points, values, st);
+  auto fit = detail::pum_gpu_fit(g, points, values, opt, min_pts);
   if (!fit)
     return false; // duplicates (the CPU path reports or merges them) or patches too large
   const std::int64_t ncells = g.ncells;

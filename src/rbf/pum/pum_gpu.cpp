@@ -56,7 +56,8 @@ public:
   }
 
   // Seed 001 §4.1 on the GPU, then the local fits. Returns false to decline (see pum_gpu_fit).
-  bool fit(const Table<double> &pts, const Table<double> &vals, const PumGpuFitSettings &st);
+  bool fit(const Table<double> &pts, const Table<double> &vals, const PumOptions &st,
+           std::int64_t min_pts);
 
   bool evaluate(const double *y, std::int64_t m, double *out) override;
 
@@ -134,7 +135,8 @@ private:
   DeviceArray<double> y_, out_;
 };
 
-bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumGpuFitSettings &st) {
+bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumOptions &st,
+                 std::int64_t min_pts) {
   const auto t0 = Clock::now();
   const std::int64_t n = pts.rows(), s = grid_.s, ncells = grid_.ncells;
   if (n >= INT_MAX / 2 || ncells >= (std::int64_t{1} << 32) - 1) {
@@ -166,7 +168,7 @@ bool Engine::fit(const Table<double> &pts, const Table<double> &vals, const PumG
     }
     cnt_.reserve(ncells);
     radius_.reserve(ncells);
-    launch_pum_count(grid_, ps.ptr, n, cell_ptr.ptr, st.min_pts, cnt_.ptr, radius_.ptr, nullptr);
+    launch_pum_count(grid_, ps.ptr, n, cell_ptr.ptr, min_pts, cnt_.ptr, radius_.ptr, nullptr);
     counts_.resize(ncells);
     cnt_.download(counts_.data(), ncells);
     std::vector<std::int64_t> off(ncells);
@@ -350,10 +352,11 @@ std::unique_ptr<PumGpu> make_pum_gpu(const PumHostPacked &h) {
 }
 
 std::unique_ptr<PumGpuFit> pum_gpu_fit(const PumGrid &g, const Table<double> &pts,
-                                       const Table<double> &vals, const PumGpuFitSettings &st) {
+                                       const Table<double> &vals, const PumOptions &st,
+                                       std::int64_t min_pts) {
   check_shape(g, static_cast<int>(vals.cols()));
   auto e = std::make_unique<Engine>(g, st.kernel, static_cast<int>(vals.cols()));
-  if (!e->fit(pts, vals, st))
+  if (!e->fit(pts, vals, st, min_pts))
     return nullptr;
   return e;
 }

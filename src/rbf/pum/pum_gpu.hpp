@@ -12,11 +12,11 @@
 // Decisions that must match the CPU path exactly (cells, patch membership) use the shared
 // functions of spatial/cell_box.hpp.
 #include <ksum/kernels.hpp>
+#include <ksum/pum.hpp>
 #include <ksum/table.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -146,16 +146,6 @@ struct PumHostPacked {
 // pum_gpu_max_cols value columns.
 std::unique_ptr<PumGpu> make_pum_gpu(const PumHostPacked &h);
 
-struct PumGpuFitSettings {
-  Kernel kernel = Kernel::matern4;
-  double eps = 1;
-  bool loocv = false;
-  double eps_min = 0.1, eps_max = 100;
-  int loocv_iterations = 40;
-  std::int64_t min_pts = 1;
-  std::function<void(double)> progress{};
-};
-
 // A fit made on the GPU; download() copies it to the host (for the CPU evaluation paths).
 class PumGpuFit : public PumGpu {
 public:
@@ -174,6 +164,7 @@ public:
 // column: about 4,000 points with a fixed ε, 1,200 with LOOCV, whose panel buffer is also there),
 // or more than 2^30 points or 2^32 cells.
 std::unique_ptr<PumGpuFit> pum_gpu_fit(const PumGrid &g, const Table<double> &pts,
-                                       const Table<double> &vals, const PumGpuFitSettings &st);
+                                       const Table<double> &vals, const PumOptions &opt,
+                                       std::int64_t min_pts);
 
 } // namespace ksum::detail

@@ -17,7 +17,7 @@ std::unique_ptr<PumGpu> make_pum_gpu(const PumHostPacked &) {
 }
 
 std::unique_ptr<PumGpuFit> pum_gpu_fit(const PumGrid &, const Table<double> &,
-                                       const Table<double> &, const PumGpuFitSettings &) {
+                                       const Table<double> &, const PumOptions &, std::int64_t) {
   no_cuda();
 }
 

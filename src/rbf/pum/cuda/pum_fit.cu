@@ -213,7 +213,7 @@ template <class K> struct Patch {
   }
 
   // Row i of the matrix extended by the value rows: i < n in the packed triangle, i = n + q (the
-  // q-th value column as a row of length n) after it.
+  // q-th value column as a row of length n) after it; row n + nc is eliminate()'s scratch row.
   __device__ double *row_ptr(int i) const {
     return i < n ? A + tri(i) : A + tri(n) + (i - n) * n;
   }
@@ -295,38 +295,32 @@ template <class K> struct Patch {
       // Phase 1: the panel values of every column / row j into P.
       for (int j = tid; j < N; j += bs) {
         double g[EP];
-        if (j >= top) { // G_j = L_D⁻¹ S_Kj
-          const double *row = row_ptr(j) + k0;
-          double sv[EP];
+        if (j >= top || j < k0) {
+          // Rows below: G_j = L_D⁻¹ S_Kj (S_jK from row j). Columns left of the panel:
+          // X_K,j = L_D⁻¹ Y_K,j (column j of the panel's rows), final, written back and summed
+          // into dv_j.
+          double v[EP];
 #pragma unroll
           for (int c = 0; c < EP; ++c)
-            sv[c] = c < r ? row[c] : 0.0;
+            v[c] = c >= r ? 0.0 : j >= top ? row_ptr(j)[k0 + c] : A[tri(k0 + c) + j];
 #pragma unroll
           for (int q = 0; q < EP; ++q) {
-            double v = 0;
+            double x = 0;
 #pragma unroll
             for (int c = 0; c <= q; ++c)
-              v = fma(lis[q * EP + c], sv[c], v);
-            g[q] = v;
+              x = fma(lis[q * EP + c], v[c], x);
+            g[q] = x;
           }
-        } else if (j < k0) { // X_K,j = L_D⁻¹ Y_K,j: final, summed into dv_j
-          double y[EP];
+          if (j < k0) {
+            double dd = dv[j];
 #pragma unroll
-          for (int q = 0; q < EP; ++q)
-            y[q] = q < r ? A[tri(k0 + q) + j] : 0.0;
-          double dd = dv[j];
-#pragma unroll
-          for (int q = 0; q < EP; ++q) {
-            double v = 0;
-#pragma unroll
-            for (int c = 0; c <= q; ++c)
-              v = fma(lis[q * EP + c], y[c], v);
-            g[q] = v;
-            if (q < r)
-              A[tri(k0 + q) + j] = v;
-            dd = fma(v, v, dd);
+            for (int q = 0; q < EP; ++q) {
+              if (q < r)
+                A[tri(k0 + q) + j] = g[q];
+              dd = fma(g[q], g[q], dd);
+            }
+            dv[j] = dd;
           }
-          dv[j] = dd;
         } else { // j in the panel: dv_j from X_KK = L_D⁻¹ (written in phase 2: D is being read)
           const int c = j - k0;
           double dd = 0;
@@ -379,99 +373,73 @@ template <class K> struct Patch {
           const bool schur0 = i0 >= next_end; // the next panel's block is warp 0's
           double *row0 = row_ptr(i0);
           const int end0 = i0 < n ? i0 + 1 : n;
-          double g0[EP];
+          // An odd last row is paired with the scratch row N (G = 0), so every pair has two rows.
+          double g0[EP], g1[EP];
 #pragma unroll
-          for (int q = 0; q < EP; ++q)
+          for (int q = 0; q < EP; ++q) {
             g0[q] = P[q * N + i0];
-          if (i1 < N) {
-            const bool schur1 = i1 >= next_end;
-            double *row1 = row_ptr(i1);
-            double g1[EP];
-#pragma unroll
-            for (int q = 0; q < EP; ++q)
-              g1[q] = P[q * N + i1];
-            const auto update2 = [&](int from, int to) {
-              int j = first(from, off, G);
-              for (; j + G < to; j += 2 * G) {
-                double v00 = row0[j], v01 = row0[j + G], v10 = row1[j], v11 = row1[j + G];
-#pragma unroll
-                for (int q = 0; q < EP; ++q) {
-                  const double pa = P[q * N + j], pb = P[q * N + j + G];
-                  v00 = fma(-g0[q], pa, v00);
-                  v01 = fma(-g0[q], pb, v01);
-                  v10 = fma(-g1[q], pa, v10);
-                  v11 = fma(-g1[q], pb, v11);
-                }
-                row0[j] = v00;
-                row0[j + G] = v01;
-                row1[j] = v10;
-                row1[j + G] = v11;
-              }
-              if (j < to) {
-                double v0 = row0[j], v1 = row1[j];
-#pragma unroll
-                for (int q = 0; q < EP; ++q) {
-                  const double pa = P[q * N + j];
-                  v0 = fma(-g0[q], pa, v0);
-                  v1 = fma(-g1[q], pa, v1);
-                }
-                row0[j] = v0;
-                row1[j] = v1;
-              }
-            };
-            update2(0, k0);
-            if (schur0) // then schur1 too
-              update2(top, end0);
-            // Row i1's last column (i1 itself) when it is a row of the triangle.
-            if (schur1 && i1 < n && (i1 - off) % G == 0) {
-              double v = row1[i1];
+            g1[q] = i1 < N ? P[q * N + i1] : 0.0;
+          }
+          const bool schur1 = i1 >= next_end;
+          double *row1 = row_ptr(i1);
+          // Row i1 alone on the columns ≡ tc in [from, to).
+          const auto update1 = [&](int from, int to) {
+            for (int j = first(from, off, G); j < to; j += G) {
+              double v = row1[j];
 #pragma unroll
               for (int q = 0; q < EP; ++q)
-                v = fma(-g1[q], P[q * N + i1], v);
-              row1[i1] = v;
+                v = fma(-g1[q], P[q * N + j], v);
+              row1[j] = v;
             }
-            if (schur1 && !schur0) { // i0 is the next panel's last row, i1 the first after it
-              for (int j = first(top, off, G); j < end0; j += G) {
-                double v = row1[j];
-#pragma unroll
-                for (int q = 0; q < EP; ++q)
-                  v = fma(-g1[q], P[q * N + j], v);
-                row1[j] = v;
-              }
-            }
-            for (int j = first(k0, off, G); j < top; j += G) { // Y_iK = −G_i L_D⁻¹
-              const int c = j - k0;
-              double v0 = 0, v1 = 0;
+          };
+          // Both rows on the columns ≡ tc in [from, to), two columns per step.
+          const auto update2 = [&](int from, int to) {
+            int j = first(from, off, G);
+            for (; j + G < to; j += 2 * G) {
+              double v00 = row0[j], v01 = row0[j + G], v10 = row1[j], v11 = row1[j + G];
 #pragma unroll
               for (int q = 0; q < EP; ++q) {
-                const double l = lis[q * EP + c]; // zero above the diagonal
-                v0 = fma(-g0[q], l, v0);
-                v1 = fma(-g1[q], l, v1);
+                const double pa = P[q * N + j], pb = P[q * N + j + G];
+                v00 = fma(-g0[q], pa, v00);
+                v01 = fma(-g0[q], pb, v01);
+                v10 = fma(-g1[q], pa, v10);
+                v11 = fma(-g1[q], pb, v11);
+              }
+              row0[j] = v00;
+              row0[j + G] = v01;
+              row1[j] = v10;
+              row1[j + G] = v11;
+            }
+            if (j < to) {
+              double v0 = row0[j], v1 = row1[j];
+#pragma unroll
+              for (int q = 0; q < EP; ++q) {
+                const double pa = P[q * N + j];
+                v0 = fma(-g0[q], pa, v0);
+                v1 = fma(-g1[q], pa, v1);
               }
               row0[j] = v0;
               row1[j] = v1;
             }
-          } else { // the last row alone
-            const auto update1 = [&](int from, int to) {
-              for (int j = first(from, off, G); j < to; j += G) {
-                double v = row0[j];
+          };
+          update2(0, k0);
+          if (schur0) // then schur1 too
+            update2(top, end0);
+          else if (schur1) // i0 is the next panel's last row, i1 the first after it
+            update1(top, end0);
+          if (schur1 && i1 < n) // row i1's last column, i1 itself
+            update1(i1, i1 + 1);
+          for (int j = first(k0, off, G); j < top; j += G) { // Y_iK = −G_i L_D⁻¹
+            const int c = j - k0;
+            double v0 = 0, v1 = 0;
 #pragma unroll
-                for (int q = 0; q < EP; ++q)
-                  v = fma(-g0[q], P[q * N + j], v);
-                row0[j] = v;
-              }
-            };
-            update1(0, k0);
-            if (schur0)
-              update1(top, end0);
-            for (int j = first(k0, off, G); j < top; j += G) {
-              const int c = j - k0;
-              double v = 0;
-#pragma unroll
-              for (int q = 0; q < EP; ++q)
-                v = fma(-g0[q], lis[q * EP + c], v);
-              row0[j] = v;
+            for (int q = 0; q < EP; ++q) {
+              const double l = lis[q * EP + c]; // zero above the diagonal
+              v0 = fma(-g0[q], l, v0);
+              v1 = fma(-g1[q], l, v1);
             }
+            row0[j] = v0;
+            row1[j] = v1;
           }
         }
       }
@@ -645,7 +613,8 @@ template <class K> __global__ void __launch_bounds__(512) pum_fit_kernel(PumFitA
 } // namespace
 
 std::int64_t pum_fit_matrix_doubles(std::int64_t n, int ncols, bool loocv) {
-  return n * (n + 1) / 2 + (loocv ? n * ncols : 0); // LOOCV: the value rows after the triangle
+  // LOOCV: the value rows after the triangle, and a scratch row (partner of an odd last row).
+  return n * (n + 1) / 2 + (loocv ? n * (ncols + 1) : 0);
 }
 
 std::size_t pum_fit_smem_bytes(std::int64_t n, int s, int ncols, bool loocv, bool matrix) {
