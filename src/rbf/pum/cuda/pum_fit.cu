@@ -300,9 +300,16 @@ template <class K> struct Patch {
           // X_K,j = L_D⁻¹ Y_K,j (column j of the panel's rows), final, written back and summed
           // into dv_j.
           double v[EP];
+          if (j >= top) {
+            const double *row = row_ptr(j) + k0;
 #pragma unroll
-          for (int c = 0; c < EP; ++c)
-            v[c] = c >= r ? 0.0 : j >= top ? row_ptr(j)[k0 + c] : A[tri(k0 + c) + j];
+            for (int c = 0; c < EP; ++c)
+              v[c] = c < r ? row[c] : 0.0;
+          } else {
+#pragma unroll
+            for (int c = 0; c < EP; ++c)
+              v[c] = c < r ? A[tri(k0 + c) + j] : 0.0;
+          }
 #pragma unroll
           for (int q = 0; q < EP; ++q) {
             double x = 0;
