@@ -7,6 +7,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <omp.h>
+#include <utility>
 
 namespace ksum::spatial {
 
@@ -46,8 +48,8 @@ GridIndex::GridIndex(const double *lo, const double *hi, std::int64_t s, std::in
   set_geometry(lo, hi, n, cells_scale, radius_factor);
 }
 
-void GridIndex::set_geometry(const double *lo, const double *hi, std::int64_t n,
-                             double cells_scale, double radius_factor) {
+void GridIndex::set_geometry(const double *lo, const double *hi, std::int64_t n, double cells_scale,
+                             double radius_factor) {
   if (!(radius_factor > 0) || !std::isfinite(radius_factor))
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("patch radius factor must be > 0, got {}", radius_factor));
@@ -92,50 +94,87 @@ void GridIndex::set_geometry(const double *lo, const double *hi, std::int64_t n,
   }
   ncells_ = static_cast<std::int64_t>(total);
   // Seed 001 eq. (10): δ_PU = sqrt(2) / min_k d_PU^k · min_k (B_M^k − B_m^k) (radius_factor = √2),
-  // enlarged where a cell's half-diagonal is longer (elongated cells, s >= 9), so that every patch covers its cell.
+  // enlarged where a cell's half-diagonal is longer (elongated cells, s >= 9), so that every patch
+  // covers its cell.
   double half_diag = 0;
   for (std::int64_t k = 0; k < s_; ++k)
     half_diag += 0.25 * width_[k] * width_[k];
   delta_ = std::max(radius_factor / static_cast<double>(min_d) * min_range,
                     1.001 * std::sqrt(half_diag));
-
 }
 
 void GridIndex::index_points(const Table<double> &pts) {
   const std::int64_t n = pts.rows();
-  // Stage 1 (seed Algorithm 2): hash every point, count per cell, prefix sum, fill.
-  std::vector<std::int64_t> cell_of(n);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::array<double, grid_max_dim> x{};
-    for (std::int64_t k = 0; k < s_; ++k)
-      x[k] = pts(i, k);
-    cell_of[i] = hash(x.data());
-  }
-  cells_.ptr.assign(ncells_ + 1, 0);
-  for (std::int64_t i = 0; i < n; ++i)
-    ++cells_.ptr[cell_of[i] + 1];
-  for (std::int64_t c = 0; c < ncells_; ++c)
-    cells_.ptr[c + 1] += cells_.ptr[c];
+  // Stage 1 (seed Algorithm 2): hash every point, count per cell, prefix sum, fill. A stable
+  // counting sort in parallel: each thread counts its own contiguous block of points, the
+  // per-thread counts of a cell become offsets in thread order, and each thread fills its block's
+  // points into them (the same order as a serial sort). One count row per thread: the threads
+  // used are capped so that their rows stay within a few times the points.
+  const std::int64_t nt = std::clamp<std::int64_t>(
+      std::min<std::int64_t>(omp_get_max_threads(), 4 * n / std::max<std::int64_t>(ncells_, 1)), 1,
+      256);
+  detail::uninit_vector<std::int64_t> cell_of(n), counts(nt * ncells_);
+  cells_.ptr.resize(ncells_ + 1);
   cells_.idx.resize(n);
-  std::vector<std::int64_t> fill(cells_.ptr.begin(), cells_.ptr.end() - 1);
-  for (std::int64_t i = 0; i < n; ++i)
-    cells_.idx[fill[cell_of[i]]++] = i;
+#pragma omp parallel num_threads(static_cast <int>(nt))
+  {
+    const std::int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    const std::int64_t i0 = n * t / T, i1 = n * (t + 1) / T;
+    std::int64_t *cnt = counts.data() + t * ncells_;
+    std::fill(cnt, cnt + ncells_, 0);
+    for (std::int64_t i = i0; i < i1; ++i) {
+      std::array<double, grid_max_dim> x{};
+      for (std::int64_t k = 0; k < s_; ++k)
+        x[k] = pts(i, k);
+      cell_of[i] = hash(x.data());
+      ++cnt[cell_of[i]];
+    }
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < ncells_; ++c) {
+      std::int64_t sum = 0;
+      for (std::int64_t u = 0; u < T; ++u)
+        sum += counts[u * ncells_ + c];
+      cells_.ptr[c + 1] = sum;
+    }
+#pragma omp single
+    {
+      cells_.ptr[0] = 0;
+      for (std::int64_t c = 0; c < ncells_; ++c)
+        cells_.ptr[c + 1] += cells_.ptr[c];
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < ncells_; ++c) {
+      std::int64_t at = cells_.ptr[c];
+      for (std::int64_t u = 0; u < T; ++u)
+        at += std::exchange(counts[u * ncells_ + c], at);
+    }
+    for (std::int64_t i = i0; i < i1; ++i)
+      cells_.idx[cnt[cell_of[i]]++] = i;
+  }
 }
 
-std::vector<std::int64_t> GridIndex::reorder(Table<double> &t) {
-  std::vector<std::int64_t> perm = cells_.idx;
-  Table<double> sorted(t.rows(), t.cols());
+Table<double> GridIndex::gather(const Table<double> &t) const {
+  const std::int64_t n = static_cast<std::int64_t>(cells_.idx.size());
+  if (t.rows() != n)
+    throw Error(ErrorCode::internal, "grid index: gather of a table of another size");
+  Table<double> sorted(n, t.cols(), Uninitialized{});
   for (std::int64_t c = 0; c < t.cols(); ++c) {
+    const double *src = t.data() + c * n;
+    double *dst = sorted.data() + c * n;
 #pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < t.rows(); ++r)
-      sorted(r, c) = t(perm[r], c);
+    for (std::int64_t r = 0; r < n; ++r)
+      dst[r] = src[cells_.idx[r]];
   }
   sorted.names = t.names;
-  t = std::move(sorted);
-  for (std::int64_t r = 0; r < static_cast<std::int64_t>(cells_.idx.size()); ++r)
+  return sorted;
+}
+
+void GridIndex::use_sorted_order() {
+  const std::int64_t n = static_cast<std::int64_t>(cells_.idx.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r)
     cells_.idx[r] = r;
-  return perm;
 }
 
 std::int64_t GridIndex::axis_cell(double x, std::int64_t k) const {

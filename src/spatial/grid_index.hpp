@@ -16,7 +16,7 @@ namespace ksum::spatial {
 
 // Compressed storage: the items of bucket b are idx[ptr[b] .. ptr[b + 1]).
 struct Compressed {
-  std::vector<std::int64_t> ptr, idx;
+  detail::uninit_vector<std::int64_t> ptr, idx;
   std::int64_t size(std::int64_t b) const { return ptr[b + 1] - ptr[b]; }
 };
 
@@ -57,10 +57,12 @@ public:
   // Stage 1: cell → points (indices into the point table given to the constructor).
   const Compressed &cells() const { return cells_; }
 
-  // Reorders the rows of `t` (the points given to the constructor, or a table aligned with them) so
-  // that the points of a cell are contiguous (seed 001 §4.1: better locality); cells() then maps
-  // to the new rows. Returns the permutation: new row r held old row perm[r].
-  std::vector<std::int64_t> reorder(Table<double> &t);
+  // The rows of `t` (the points given to the constructor, or a table aligned with them) in cell
+  // order, so that the points of a cell are contiguous (seed 001 §4.1: better locality): row r of
+  // the result is row cells().idx[r] of t.
+  Table<double> gather(const Table<double> &t) const;
+  // After gathering: cells() maps to the gathered rows (idx becomes 0, 1, …, n − 1).
+  void use_sorted_order();
 
   // Calls f(cell) for every cell whose coordinates differ from `cell`'s by at most `ring` on each
   // axis (the 3^s − 1 neighbours and itself for ring = 1).

@@ -4,6 +4,7 @@
 #include "core/validate.hpp"
 #include "kernels/kernel_defs.hpp"
 #include "linalg/brent.hpp"
+#include "linalg/cholesky.hpp"
 #include "rbf/pum/pum_gpu.hpp"
 #include "spatial/grid_index.hpp"
 
@@ -85,8 +86,10 @@ struct PumInterpolant::Impl {
   std::unique_ptr<spatial::GridIndex> grid;
   Table<double> pts, vals;
   std::vector<Patch> patches;
-  std::vector<std::int64_t> pidx, coef_at;
-  std::vector<double> coef, centres;
+  detail::uninit_vector<std::int64_t> pidx; // filled by parallel loops: no serial zero fill
+  detail::uninit_vector<double> coef;
+  std::vector<std::int64_t> coef_at;
+  std::vector<double> centres;
   std::int64_t np = 0;       // polynomial terms per patch: 0, 1 or 1 + s
   std::vector<double> pcoef; // patch c, column q, term t: pcoef[(c ncols + q) np + t]
   // The GPU engine: made by a GPU fit, or at the first GPU evaluation of a CPU fit.
@@ -107,8 +110,11 @@ struct PumInterpolant::Impl {
   void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
   void build_patches();
   void fit();
-  template <class K>
-  double local_value(const K &kf, std::int64_t j, const double *y, std::int64_t col) const;
+  // Adds w · (patch j's local interpolant at y), every value column, to acc (S: the dimension
+  // when known at compile time, 0 otherwise; phi: scratch).
+  template <int S, class K>
+  void add_local(const K &kf, std::int64_t j, const double *y, double w, double *acc,
+                 std::vector<double> &phi) const;
 };
 
 namespace {
@@ -162,15 +168,17 @@ void PumInterpolant::Impl::validate(const Table<double> &points,
 }
 
 // Repeated points make a local matrix singular. They always share a cell, so comparing the points
-// of each cell finds them all in linear time.
+// of each cell finds them all in linear time. Also builds the cell index of the points kept and
+// leaves pts and vals in its cell order.
 void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &points,
                                                       const Table<double> &values) {
   const std::int64_t n = points.rows(), sd = points.cols();
   grid = std::make_unique<spatial::GridIndex>(points, opt.patch_density, opt.patch_radius);
   const spatial::GridIndex &g = *grid;
   const auto &cells = g.cells();
-  // A parallel test first: duplicates are rare, and the pass below that names or merges them is
-  // serial.
+  // A parallel test first, on the points in cell order (a cell's points contiguous): duplicates
+  // are rare, and the pass below that names or merges them is serial.
+  pts = g.gather(points);
   bool any = false;
 #pragma omp parallel for schedule(dynamic, 1024) reduction(|| : any)
   for (std::int64_t c = 0; c < g.num_cells(); ++c)
@@ -178,13 +186,13 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
       for (std::int64_t b = cells.ptr[c]; b < a && !any; ++b) {
         bool same = true;
         for (std::int64_t k = 0; k < sd && same; ++k)
-          same = points(cells.idx[a], k) == points(cells.idx[b], k);
+          same = pts(a, k) == pts(b, k);
         any = any || same;
       }
   if (!any) { // the index just built serves the fit
     stats.merged_duplicates = 0;
-    pts = points;
-    vals = values;
+    vals = g.gather(values);
+    grid->use_sorted_order();
     return;
   }
   std::vector<std::int64_t> first(n, -1); // first[i]: the earlier row i repeats, or −1
@@ -214,9 +222,9 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
         ++dups;
       }
   stats.merged_duplicates = dups;
-  if (dups == 0) { // the index just built serves the fit
-    pts = points;
-    vals = values;
+  if (dups == 0) { // the index just built serves the fit (pts is already in its order)
+    vals = g.gather(values);
+    grid->use_sorted_order();
     return;
   }
   // Keep the first of each group, with the mean of the group's values.
@@ -241,6 +249,9 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
     for (std::int64_t c = 0; c < values.cols(); ++c)
       vals(r, c) /= static_cast<double>(count[r]);
   grid = std::make_unique<spatial::GridIndex>(pts, opt.patch_density, opt.patch_radius);
+  pts = grid->gather(pts);
+  vals = grid->gather(vals);
+  grid->use_sorted_order();
 }
 
 void PumInterpolant::Impl::build_patches() {
@@ -325,7 +336,7 @@ void PumInterpolant::Impl::build_patches() {
     if (patches[c].n() > 0 && patches[c].radius > delta)
       grown_list.push_back(c);
   }
-  coef.assign(cofs, 0.0);
+  coef.resize(cofs); // every patch's fit writes all of its coefficients
   stats.patches = ncells - empty;
   stats.empty_patches = empty;
   stats.grown_patches = grown;
@@ -399,7 +410,8 @@ void PumInterpolant::Impl::fit() {
                                   "set); use --degree 0 or a positive definite kernel",
                                   n, where));
         }
-        Eigen::LLT<Eigen::MatrixXd> llt;
+        Eigen::MatrixXd L(n, np == 0 ? n : 0); // the Cholesky factor (lower triangle)
+        const auto lower = [&] { return L.triangularView<Eigen::Lower>(); };
         Eigen::PartialPivLU<Eigen::MatrixXd> lu;
         Eigen::MatrixXd M, rhs;
         if (np > 0) {
@@ -421,8 +433,8 @@ void PumInterpolant::Impl::fit() {
           amax = m;
           A.diagonal().array() += nugget;
           if (np == 0) {
-            llt.compute(A);
-            return llt.info() == Eigen::Success;
+            L = A;
+            return linalg::cholesky_lower(L.data(), n, n);
           }
           M = Eigen::MatrixXd::Zero(n + np, n + np);
           M.topLeftCorner(n, n) = A.selfadjointView<Eigen::Lower>();
@@ -437,8 +449,8 @@ void PumInterpolant::Impl::fit() {
           if (np == 0) { // column by column: Eigen's vector path (trsv) beats trsm for one column
             Eigen::MatrixXd C = F;
             for (std::int64_t q = 0; q < ncols; ++q) {
-              llt.matrixL().solveInPlace(C.col(q));
-              llt.matrixU().solveInPlace(C.col(q));
+              lower().solveInPlace(C.col(q));
+              lower().transpose().solveInPlace(C.col(q));
             }
             return C;
           }
@@ -460,11 +472,11 @@ void PumInterpolant::Impl::fit() {
             Eigen::MatrixXd C;
             if (np == 0) {
               const Eigen::MatrixXd Linv =
-                  llt.matrixL().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
+                  lower().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
               dinv = Linv.colwise().squaredNorm().transpose();
               if (!(1.0 / (c0 * dinv.maxCoeff()) > pum_min_rcond_loocv))
                 return std::numeric_limits<double>::infinity();
-              C = llt.solve(F);
+              C = solve();
             } else { // Rippa on the augmented system: (M⁻¹)_kk for the first n
               const Eigen::MatrixXd Minv = lu.inverse();
               dinv = Minv.diagonal().head(n);
@@ -532,9 +544,7 @@ void PumInterpolant::Impl::fit() {
           nugget = 1;
         } else {
           // No factorisation succeeded (pathological data): a diagonal solve, never NaN.
-          A = A.diagonal().asDiagonal();
-          llt.compute(A);
-          C = llt.solve(F);
+          C = F.array().colwise() / A.diagonal().array();
           nugget = 1;
         }
         if (nugget > 0)
@@ -585,34 +595,72 @@ void set_distribution_stats(PumStats &stats, std::vector<double> &e,
 }
 } // namespace
 
-template <class K>
-double PumInterpolant::Impl::local_value(const K &kf, std::int64_t j, const double *y,
-                                         std::int64_t col) const {
-  constexpr double p0 = kdef::p_offset<K>();
-  const Patch &P = patches[j];
-  const double c2 = P.scale * P.scale;
-  const double *cf = coef.data() + coef_at[j] + col * P.n();
-  const std::int64_t *idx = pidx.data() + P.begin;
-  const double *base = pts.data();
-  const std::int64_t rows = pts.rows();
-  double r = 0;
-#pragma omp simd reduction(+ : r)
-  for (std::int64_t a = 0; a < P.n(); ++a) {
+namespace {
+// φ(|y − x_a|) for the points x_a = (base[idx[a]], base[rows + idx[a]], …) of a patch, a < n, as
+// f(a, φ): the dimension S as a template argument where it is 1, 2 or 3 (0: s at run time), so that
+// the loop over the patch's points vectorises (gathers of its coordinates, the kernel in SIMD).
+template <int S, class K> struct PatchKernel {
+  const K &kf;
+  const double *base;
+  std::int64_t rows, s;
+  const std::int64_t *idx;
+  const double *y;
+  double c2;
+  double at(std::int64_t a) const {
+    constexpr double p0 = kdef::p_offset<K>();
     double d2 = 0;
-    for (std::int64_t k = 0; k < s; ++k) {
+    const std::int64_t dim = S > 0 ? S : s;
+    for (std::int64_t k = 0; k < dim; ++k) {
       const double d = y[k] - base[k * rows + idx[a]];
       d2 += d * d;
     }
-    r += cf[a] * kf.value(p0 + c2 * d2);
+    return kf.value(p0 + c2 * d2);
   }
-  if (np > 0) {
-    const double *pc = pcoef.data() + (j * ncols + col) * np;
+  double dot(const double *cf, std::int64_t n) const {
+    double r = 0;
+#pragma omp simd reduction(+ : r)
+    for (std::int64_t a = 0; a < n; ++a)
+      r += cf[a] * at(a);
+    return r;
+  }
+  void values(double *phi, std::int64_t n) const {
+#pragma omp simd
+    for (std::int64_t a = 0; a < n; ++a)
+      phi[a] = at(a);
+  }
+};
+} // namespace
+
+template <int S, class K>
+void PumInterpolant::Impl::add_local(const K &kf, std::int64_t j, const double *y, double w,
+                                     double *acc, std::vector<double> &phi) const {
+  const Patch &P = patches[j];
+  const std::int64_t n = P.n();
+  const double *cf = coef.data() + coef_at[j];
+  const PatchKernel<S, K> pk{kf, pts.data(),       pts.rows(), s, pidx.data() + P.begin,
+                             y,  P.scale * P.scale};
+  if (ncols == 1) {
+    acc[0] += w * pk.dot(cf, n);
+  } else { // one kernel evaluation per point for all the value columns
+    phi.resize(std::max<std::size_t>(phi.size(), static_cast<std::size_t>(n)));
+    pk.values(phi.data(), n);
+    for (std::int64_t q = 0; q < ncols; ++q) {
+      const double *c = cf + q * n;
+      double r = 0;
+#pragma omp simd reduction(+ : r)
+      for (std::int64_t a = 0; a < n; ++a)
+        r += c[a] * phi[a];
+      acc[q] += w * r;
+    }
+  }
+  for (std::int64_t q = 0; q < ncols && np > 0; ++q) {
+    const double *pc = pcoef.data() + (j * ncols + q) * np;
     const double *xi = centres.data() + j * s;
-    r += pc[0];
+    double r = pc[0];
     for (std::int64_t k = 0; k + 1 < np; ++k)
       r += pc[k + 1] * (y[k] - xi[k]) / P.radius;
+    acc[q] += w * r;
   }
-  return r;
 }
 
 PumInterpolant::PumInterpolant(PumOptions options) : impl_(std::make_unique<Impl>()) {
@@ -666,16 +714,8 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
       return;
     }
   }
-  im.merge_or_reject_duplicates(points, values); // also builds the index of the points kept
-  // Points of a cell contiguous in memory (seed 001 §4.1): the values follow the same permutation.
-  const auto perm = im.grid->reorder(im.pts);
-  Table<double> sorted_vals(im.vals.rows(), im.vals.cols());
-  for (std::int64_t q = 0; q < im.vals.cols(); ++q) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < im.vals.rows(); ++r)
-      sorted_vals(r, q) = im.vals(perm[r], q);
-  }
-  im.vals = std::move(sorted_vals);
+  // The index of the points kept, with the points of a cell contiguous in memory (seed 001 §4.1).
+  im.merge_or_reject_duplicates(points, values);
   im.build_patches();
   im.stats.seconds_index = since(t0);
   const auto t1 = Clock::now();
@@ -775,7 +815,7 @@ void PumInterpolant::Impl::ensure_host() {
     coef_at[c] = h.off[c] * ncols;
     grid->cell_centre(c, centres.data() + c * s);
   }
-  coef = h.coef;
+  coef.assign(h.coef.begin(), h.coef.end());
   grown_list.assign(h.grown.begin(), h.grown.end());
   host_ready = true;
 }
@@ -803,7 +843,7 @@ detail::PumGpu &PumInterpolant::Impl::gpu_engine() {
     for (std::int64_t k = 0; k < s; ++k)
       for (std::int64_t a = 0; a < total; ++a)
         h.px[k * total + a] = pts(pidx[a], k);
-    h.coef = coef;
+    h.coef.assign(coef.begin(), coef.end());
     h.grown.assign(grown_list.begin(), grown_list.end());
     gpu = detail::make_pum_gpu(h);
   }
@@ -855,80 +895,96 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   for (std::int64_t k = 0; k < s; ++k)
     max_cells_per_axis = std::max(max_cells_per_axis, im.grid->cells_per_axis()[k]);
   kdef::visit<double>(im.opt.kernel, [&](auto kf) {
+    const auto run = [&]<int S>() {
 #pragma omp parallel num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
-    {
-      std::vector<double> x(s), acc(im.ncols);
+      {
+        std::vector<double> x(s), acc(im.ncols), phi;
 #pragma omp for schedule(dynamic, 256)
-      for (std::int64_t i = 0; i < m; ++i) {
-        if (errors.failed())
-          continue;
-        try {
-          const std::int64_t done = ++evaluated;
-          if (im.opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
-            im.opt.progress(static_cast<double>(done) / static_cast<double>(m));
-          bool in_box = true;
-          for (std::int64_t k = 0; k < s; ++k) {
-            x[k] = y(i, k);
-            const double tol = 1e-12 * (im.grid->hi(k) - im.grid->lo(k));
-            in_box = in_box && x[k] >= im.grid->lo(k) - tol && x[k] <= im.grid->hi(k) + tol;
-          }
-          if (!in_box && !im.opt.extrapolate) {
-            atomic_min(first_outside, i);
+        for (std::int64_t i = 0; i < m; ++i) {
+          if (errors.failed())
             continue;
-          }
-          std::fill(acc.begin(), acc.end(), 0.0);
-          double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
-          std::int64_t nearest = -1;
-          const std::int64_t cell = im.grid->hash(x.data());
-          auto visit_patch = [&](std::int64_t j) {
-            const Patch &P = im.patches[j];
-            if (P.n() == 0)
-              return;
-            const double *xi = im.centres.data() + j * s;
-            double d2 = 0;
-            for (std::int64_t k = 0; k < s; ++k)
-              d2 = spatial::dist2_step(d2, x[k], xi[k]);
-            if (d2 < best_d2) {
-              best_d2 = d2;
-              nearest = j;
+          try {
+            const std::int64_t done = ++evaluated;
+            if (im.opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
+              im.opt.progress(static_cast<double>(done) / static_cast<double>(m));
+            bool in_box = true;
+            for (std::int64_t k = 0; k < s; ++k) {
+              x[k] = y(i, k);
+              const double tol = 1e-12 * (im.grid->hi(k) - im.grid->lo(k));
+              in_box = in_box && x[k] >= im.grid->lo(k) - tol && x[k] <= im.grid->hi(k) + tol;
             }
-            const double w = w2(std::sqrt(d2) / P.radius);
-            if (w <= 0)
-              return;
-            wsum += w;
-            for (std::int64_t q = 0; q < im.ncols; ++q)
-              acc[q] += w * im.local_value(kf, j, x.data(), q);
-          };
-          // Patches of the seed's radius through the neighbouring cells; grown ones (few) apart,
-          // so that one sparse region does not widen every point's search.
-          im.grid->for_neighbours(cell, im.base_ring, [&](std::int64_t j) {
-            if (im.patches[j].radius <= delta)
+            if (!in_box && !im.opt.extrapolate) {
+              atomic_min(first_outside, i);
+              continue;
+            }
+            std::fill(acc.begin(), acc.end(), 0.0);
+            double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
+            std::int64_t nearest = -1;
+            const std::int64_t cell = im.grid->hash(x.data());
+            auto visit_patch = [&](std::int64_t j) {
+              const Patch &P = im.patches[j];
+              if (P.n() == 0)
+                return;
+              const double *xi = im.centres.data() + j * s;
+              double d2 = 0;
+              for (std::int64_t k = 0; k < s; ++k)
+                d2 = spatial::dist2_step(d2, x[k], xi[k]);
+              if (d2 < best_d2) {
+                best_d2 = d2;
+                nearest = j;
+              }
+              const double w = w2(std::sqrt(d2) / P.radius);
+              if (w <= 0)
+                return;
+              wsum += w;
+              im.template add_local<S>(kf, j, x.data(), w, acc.data(), phi);
+            };
+            // Patches of the seed's radius through the neighbouring cells; grown ones (few) apart,
+            // so that one sparse region does not widen every point's search.
+            im.grid->for_neighbours(cell, im.base_ring, [&](std::int64_t j) {
+              if (im.patches[j].radius <= delta)
+                visit_patch(j);
+            });
+            for (const std::int64_t j : im.grown_list)
               visit_patch(j);
-          });
-          for (const std::int64_t j : im.grown_list)
-            visit_patch(j);
-          if (wsum > 0) {
+            if (wsum > 0) {
+              for (std::int64_t q = 0; q < im.ncols; ++q)
+                out(i, q) = acc[q] / wsum;
+              continue;
+            }
+            if (!im.opt.extrapolate) {
+              atomic_min(in_box ? first_hole : first_outside, i);
+              continue;
+            }
+            // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings
+            // (at most the whole grid; set_data guarantees a non-empty patch exists).
+            for (std::int64_t ring = 2 * im.base_ring; nearest < 0; ring *= 2) {
+              im.grid->for_neighbours(cell, ring, visit_patch);
+              if (ring > max_cells_per_axis)
+                break;
+            }
+            std::fill(acc.begin(), acc.end(), 0.0);
+            im.template add_local<S>(kf, nearest, x.data(), 1.0, acc.data(), phi);
             for (std::int64_t q = 0; q < im.ncols; ++q)
-              out(i, q) = acc[q] / wsum;
-            continue;
+              out(i, q) = acc[q];
+          } catch (...) {
+            errors.capture();
           }
-          if (!im.opt.extrapolate) {
-            atomic_min(in_box ? first_hole : first_outside, i);
-            continue;
-          }
-          // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings
-          // (at most the whole grid; set_data guarantees a non-empty patch exists).
-          for (std::int64_t ring = 2 * im.base_ring; nearest < 0; ring *= 2) {
-            im.grid->for_neighbours(cell, ring, visit_patch);
-            if (ring > max_cells_per_axis)
-              break;
-          }
-          for (std::int64_t q = 0; q < im.ncols; ++q)
-            out(i, q) = im.local_value(kf, nearest, x.data(), q);
-        } catch (...) {
-          errors.capture();
         }
       }
+    };
+    switch (s) {
+    case 1:
+      run.template operator()<1>();
+      break;
+    case 2:
+      run.template operator()<2>();
+      break;
+    case 3:
+      run.template operator()<3>();
+      break;
+    default:
+      run.template operator()<0>();
     }
   });
   errors.rethrow();
