@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,7 +21,9 @@ template <class T> struct DefaultInitAllocator : std::allocator<T> {
   template <class U> struct rebind { using other = DefaultInitAllocator<U>; };
   DefaultInitAllocator() = default;
   template <class U> DefaultInitAllocator(const DefaultInitAllocator<U> &) noexcept {}
-  template <class U> void construct(U *p) noexcept { ::new (static_cast<void *>(p)) U; }
+  template <class U> void construct(U *p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void *>(p)) U;
+  }
   template <class U, class... A> void construct(U *p, A &&...a) {
     ::new (static_cast<void *>(p)) U(std::forward<A>(a)...);
   }

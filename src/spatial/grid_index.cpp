@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <limits>
 #include <omp.h>
-#include <utility>
 
 namespace ksum::spatial {
 
@@ -146,8 +145,11 @@ void GridIndex::index_points(const Table<double> &pts) {
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < ncells_; ++c) {
       std::int64_t at = cells_.ptr[c];
-      for (std::int64_t u = 0; u < T; ++u)
-        at += std::exchange(counts[u * ncells_ + c], at);
+      for (std::int64_t u = 0; u < T; ++u) { // thread u's points of cell c start at `at`
+        const std::int64_t count = counts[u * ncells_ + c];
+        counts[u * ncells_ + c] = at;
+        at += count;
+      }
     }
     for (std::int64_t i = i0; i < i1; ++i)
       cells_.idx[cnt[cell_of[i]]++] = i;

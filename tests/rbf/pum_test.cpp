@@ -57,7 +57,8 @@ TEST(GridIndex, SeedFormulaHashAndCompressedIndex) {
   EXPECT_EQ(g.cells_per_axis()[1], 23);
   EXPECT_NEAR(g.patch_radius(),
               std::sqrt(2.0) / 23 * std::min(g.hi(0) - g.lo(0), g.hi(1) - g.lo(1)), 1e-15);
-  // Every point is in exactly one cell, the one its hash names.
+  // Every point is in exactly one cell, the one its hash names; within a cell in input order (the
+  // parallel counting sort is stable, like a serial one).
   std::vector<int> seen(x.rows(), 0);
   const auto &c = g.cells();
   for (std::int64_t cell = 0; cell < g.num_cells(); ++cell)
@@ -65,6 +66,8 @@ TEST(GridIndex, SeedFormulaHashAndCompressedIndex) {
       const std::int64_t i = c.idx[a];
       const double p[2] = {x(i, 0), x(i, 1)};
       EXPECT_EQ(g.hash(p), cell);
+      if (a > c.ptr[cell])
+        EXPECT_LT(c.idx[a - 1], i) << "cell " << cell;
       ++seen[i];
     }
   for (int s : seen)

@@ -434,7 +434,11 @@ void PumInterpolant::Impl::fit() {
           A.diagonal().array() += nugget;
           if (np == 0) {
             L = A;
-            return linalg::cholesky_lower(L.data(), n, n);
+            if (n <= linalg::cholesky_lower_max_n)
+              return linalg::cholesky_lower(L.data(), n, n);
+            // Larger patches: Eigen's cache-blocked factorisation, in place.
+            const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L);
+            return llt.info() == Eigen::Success;
           }
           M = Eigen::MatrixXd::Zero(n + np, n + np);
           M.topLeftCorner(n, n) = A.selfadjointView<Eigen::Lower>();
