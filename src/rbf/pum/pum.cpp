@@ -600,9 +600,10 @@ void set_distribution_stats(PumStats &stats, std::vector<double> &e,
 } // namespace
 
 namespace {
-// φ(|y − x_a|) for the points x_a = (base[idx[a]], base[rows + idx[a]], …) of a patch, a < n, as
-// f(a, φ): the dimension S as a template argument where it is 1, 2 or 3 (0: s at run time), so that
-// the loop over the patch's points vectorises (gathers of its coordinates, the kernel in SIMD).
+// φ(|y − x_a|) for the points x_a = (base[idx[a]], base[rows + idx[a]], …) of a patch, a < n: at(a)
+// one value, dot() their sum weighted by coefficients, values() all of them. The dimension S is a
+// template argument where it is 1, 2 or 3 (0: s at run time), so that the loop over the patch's
+// points vectorises (gathers of its coordinates, the kernel in SIMD).
 template <int S, class K> struct PatchKernel {
   const K &kf;
   const double *base;
