@@ -1,9 +1,11 @@
 // ksum interpolate: scattered-data interpolation. --method pum is the RBF partition of unity of
-// seed 001 (local RBF fits on overlapping patches, fixed ε or per-patch LOOCV).
+// seed 001 (local RBF fits on overlapping patches, fixed ε or per-patch LOOCV); --method global is
+// one RBF interpolant over all the data (seed 000: dense, FGP or preconditioned GMRES).
 #include "common.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/error.hpp>
+#include <ksum/global.hpp>
 #include <ksum/io.hpp>
 #include <ksum/pum.hpp>
 
@@ -14,13 +16,15 @@ namespace ksum::cli {
 namespace {
 
 struct InterpArgs {
-  std::string method = "pum", data, eval, grid, output, plot, kernel = "matern4", eps = "1";
-  std::string backend = "auto";
+  std::string method = "pum", data, eval, grid, output, plot, kernel, eps = "1";
+  std::string backend = "auto", solver = "auto";
   std::vector<double> eps_range{0.1, 100.0};
   std::int64_t dim = 0, min_points = 0;
   double density = 1.0, radius = 1.4142135623730951;
   bool merge = false, extrapolate = false, force = false;
-  int threads = 0, degree = -1;
+  int threads = 0, degree = GlobalRbfOptions::kernel_default_degree;
+  double tol = 1e-8, smoothing = 0;
+  int max_iter = 300, q = 40;
 };
 
 // "40x40" or "20x20x10": one count per axis.
@@ -50,6 +54,80 @@ std::vector<std::int64_t> parse_grid(const std::string &spec, std::int64_t dim) 
                 fmt::format("--grid '{}' has {} axes but the data have dimension {}", spec,
                             counts.size(), dim));
   return counts;
+}
+
+// One row per evaluation point: its coordinates, then the interpolated values; the optional plot.
+void write_result(const InterpArgs &a, const Table<double> &y, const Table<double> &u,
+                  const Table<double> &table) {
+  const std::int64_t dim = y.cols();
+  Table<double> out(y.rows(), dim + u.cols());
+  for (std::int64_t i = 0; i < y.rows(); ++i) {
+    for (std::int64_t k = 0; k < dim; ++k)
+      out(i, k) = y(i, k);
+    for (std::int64_t q = 0; q < u.cols(); ++q)
+      out(i, dim + q) = u(i, q);
+  }
+  // Column names: the data file's header where it had one.
+  for (std::int64_t c = 0; c < out.cols(); ++c)
+    out.names.push_back(static_cast<std::int64_t>(table.names.size()) == table.cols()
+                            ? table.names[c]
+                            : (c < dim ? fmt::format("x{}", c) : fmt::format("f{}", c - dim)));
+  io::write_table(a.output, out, {.overwrite = a.force});
+  if (!a.plot.empty()) {
+    const auto counts = parse_grid(a.grid, dim);
+    io::write_heatmap_png(a.plot, u.col(0).data(), counts[0], counts[1], a.force);
+  }
+}
+
+// --method global: one interpolant over all the data.
+void run_global(const InterpArgs &a, const PumOptions &common, const Table<double> &x,
+                const Table<double> &f, const Table<double> &y, const Table<double> &table,
+                std::chrono::steady_clock::time_point t0) {
+  GlobalRbfOptions g;
+  g.kernel = common.kernel;
+  g.eps = common.eps;
+  g.degree = a.degree;
+  g.smoothing = a.smoothing;
+  g.solver = parse_global_solver(a.solver);
+  g.tolerance = a.tol;
+  g.max_iterations = a.max_iter;
+  g.lset_size = a.q;
+  g.backend = common.backend;
+  g.threads = a.threads;
+  // One line per iteration at most every second (the first and the last always).
+  auto last = std::chrono::steady_clock::now();
+  g.progress = [&last](int k, double rel) {
+    const auto now = std::chrono::steady_clock::now();
+    if (k == 1 || now - last > std::chrono::seconds(1)) {
+      note(fmt::format("  iteration {}: relative residual {:.3e}", k, rel));
+      last = now;
+    }
+  };
+  GlobalRbfInterpolant rbf(g);
+  rbf.set_data(x, f);
+  const auto t_eval = std::chrono::steady_clock::now();
+  const auto u = rbf.evaluate(y);
+  const double secs_eval = seconds_since(t_eval);
+  write_result(a, y, u, table);
+  const auto &st = rbf.stats();
+  note(fmt::format("ksum interpolate: global, {} eps={} degree {} ({} terms), d={} N={} ({} "
+                   "values each) M={}",
+                   kernel_info(g.kernel).name, g.eps, st.degree, st.poly_terms, x.cols(), x.rows(),
+                   f.cols(), y.rows()));
+  if (st.solver == GlobalSolver::dense)
+    note(fmt::format("  solver dense ({}), matvec {}", to_string(st.backend), st.matvec));
+  else
+    note(fmt::format("  solver {}: {} iterations ({} matvecs, {}), {} L-sets of q = {}{}",
+                     to_string(st.solver), st.iterations, st.matvecs, st.matvec, st.lsets,
+                     g.lset_size,
+                     st.lsets_skipped ? fmt::format(" ({} singular, skipped)", st.lsets_skipped)
+                                      : std::string()));
+  note(fmt::format("  final residual at the data: max |f - s| = {:.3e}, relative l2 = {:.3e} "
+                   "(tolerance {:.1e})",
+                   st.residual_max, st.residual_rel, g.tolerance));
+  note(fmt::format("  setup {:.3f} s, solve {:.3f} s, evaluate {:.3f} s, total {:.3f} s -> {}{}",
+                   st.seconds_setup, st.seconds_solve, secs_eval, seconds_since(t0), a.output,
+                   a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
 void run_interpolate(const InterpArgs &a) {
@@ -83,10 +161,20 @@ void run_interpolate(const InterpArgs &a) {
       f(i, q) = table(i, dim + q);
   }
 
+  const bool global_method = a.method == "global";
   PumOptions opt;
-  opt.kernel = parse_kernel(a.kernel);
-  opt.degree = a.degree;
+  opt.kernel =
+      parse_kernel(a.kernel.empty() ? (global_method ? "multiquadric" : "matern4") : a.kernel);
+  opt.degree = a.degree == GlobalRbfOptions::kernel_default_degree ? -1 : a.degree;
+  if (!global_method && (opt.degree < -1 || opt.degree > 1))
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("--degree {}: the PUM's local polynomials have degree -1, 0 or 1", a.degree));
   if (a.eps == "loocv") {
+    if (global_method)
+      throw Error(ErrorCode::invalid_argument,
+                  "--eps loocv chooses eps per patch (--method pum); the global method needs a "
+                  "number");
     opt.loocv = true;
   } else {
     char *end = nullptr;
@@ -126,6 +214,10 @@ void run_interpolate(const InterpArgs &a) {
                   fmt::format("--plot draws 2D data; these have dimension {}", dim));
   }
 
+  if (global_method) {
+    run_global(a, opt, x, f, y, table, t0);
+    return;
+  }
   ProgressLine fit_progress("ksum interpolate: local fits");
   opt.progress = fit_progress.callback();
   PumInterpolant pum(opt);
@@ -136,23 +228,7 @@ void run_interpolate(const InterpArgs &a) {
   const auto u = pum.evaluate(y);
   const double secs_eval = seconds_since(t_eval);
 
-  Table<double> out(y.rows(), dim + u.cols());
-  for (std::int64_t i = 0; i < y.rows(); ++i) {
-    for (std::int64_t k = 0; k < dim; ++k)
-      out(i, k) = y(i, k);
-    for (std::int64_t q = 0; q < u.cols(); ++q)
-      out(i, dim + q) = u(i, q);
-  }
-  // Column names: the data file's header where it had one.
-  for (std::int64_t c = 0; c < out.cols(); ++c)
-    out.names.push_back(static_cast<std::int64_t>(table.names.size()) == table.cols()
-                            ? table.names[c]
-                            : (c < dim ? fmt::format("x{}", c) : fmt::format("f{}", c - dim)));
-  io::write_table(a.output, out, {.overwrite = a.force});
-  if (!a.plot.empty()) {
-    const auto counts = parse_grid(a.grid, dim);
-    io::write_heatmap_png(a.plot, u.col(0).data(), counts[0], counts[1], a.force);
-  }
+  write_result(a, y, u, table);
 
   const auto &st = pum.stats();
   note(fmt::format("ksum interpolate: pum, {} {}, d={} N={} ({} values each) M={}", a.kernel,
@@ -170,22 +246,25 @@ void run_interpolate(const InterpArgs &a) {
     note(fmt::format("  merged {} repeated data points (values averaged)", st.merged_duplicates));
   note(fmt::format("  index {:.3f} s, fit {:.3f} s ({}), evaluate {:.3f} s, total {:.3f} s -> {}{}",
                    st.seconds_index, st.seconds_fit,
-                   st.fit_backend == Backend::cuda ? "GPU" : "CPU", secs_eval,
-                   seconds_since(t0), a.output,
-                   a.plot.empty() ? std::string() : ", " + a.plot));
+                   st.fit_backend == Backend::cuda ? "GPU" : "CPU", secs_eval, seconds_since(t0),
+                   a.output, a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
 } // namespace
 
 void register_interpolate(CLI::App &app) {
   static InterpArgs a;
-  auto *cmd = app.add_subcommand("interpolate", "Scattered-data interpolation (RBF partition of "
-                                                "unity)");
+  auto *cmd = app.add_subcommand("interpolate", "Scattered-data interpolation: RBF partition of "
+                                                "unity (pum) or one global RBF interpolant");
   cmd->footer("The data file has d coordinate columns, then one or more value columns.\n"
               "Example: ksum interpolate --method pum --data xyf.csv --grid 200x200 "
-              "--kernel matern4 --eps loocv -o grid.csv");
-  cmd->add_option("--method", a.method, "Method: pum (RBF partition of unity, seed 001)")
-      ->check(CLI::IsMember({"pum"}))
+              "--kernel matern4 --eps loocv -o grid.csv\n"
+              "         ksum interpolate --method global --data xyf.csv --grid 200x200 "
+              "--kernel multiquadric --eps 5 --solver fgp --tol 1e-8 -o grid.csv");
+  cmd->add_option("--method", a.method,
+                  "Method: pum (RBF partition of unity, seed 001) or global (one interpolant, "
+                  "seed 000)")
+      ->check(CLI::IsMember({"pum", "global"}))
       ->capture_default_str();
   cmd->add_option("--data", a.data, "Data file: d coordinate columns, then value columns")
       ->required();
@@ -194,13 +273,32 @@ void register_interpolate(CLI::App &app) {
   cmd->add_option("--eval", a.eval, "Evaluation points (d columns)");
   cmd->add_option("--grid", a.grid, "Evaluate on a regular grid over the data's box, e.g. 100x100");
   cmd->add_option("--kernel", a.kernel,
-                  "Local RBF: gaussian, inverse-multiquadric, inverse-quadratic, matern0..6, "
-                  "wendland2..6; with --degree also multiquadric (0), tps, cubic, linear (1)")
-      ->capture_default_str();
+                  "RBF (default: matern4 for pum, multiquadric for global). pum: gaussian, "
+                  "inverse-multiquadric, inverse-quadratic, matern0..6, wendland2..6; with "
+                  "--degree also multiquadric (0), tps, cubic, linear (1). global: any "
+                  "non-singular kernel");
   cmd->add_option("--degree", a.degree,
-                  "Polynomial added to each local fit: -1 none, 0 constants, 1 linear "
-                  "(reproduces polynomials of that degree exactly; CPU)")
-      ->check(CLI::Range(-1, 1))
+                  "Polynomial part: -1 none, k total degree k (reproduces polynomials of that "
+                  "degree exactly). pum: -1 (default), 0 or 1 per local fit (CPU); global: "
+                  "default the kernel's minimum (multiquadric 0, tps/cubic 1, else none)");
+  cmd->add_option("--solver", a.solver,
+                  "global: auto (dense up to 6000 points, else fgp for degree 0, else krylov), "
+                  "dense (LAPACK / cuSOLVER), fgp (seed 000 §3.1), krylov (GMRES with the "
+                  "L-set preconditioner)")
+      ->check(CLI::IsMember({"auto", "dense", "fgp", "krylov"}))
+      ->capture_default_str();
+  cmd->add_option("--tol", a.tol,
+                  "global, iterative: stop at max|f - s| <= tol max|f| (fgp) or "
+                  "||f - s||_2 <= tol ||f||_2 (krylov)")
+      ->capture_default_str();
+  cmd->add_option("--max-iter", a.max_iter, "global, iterative: iteration limit")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--q", a.q, "global, iterative: L-set size q (seed 000: 30-50)")
+      ->capture_default_str();
+  cmd->add_option("--smoothing", a.smoothing,
+                  "global: add this to the matrix diagonal (smoothing instead of interpolation)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--eps", a.eps, "Shape parameter, or 'loocv' to choose it per patch")
       ->capture_default_str();
@@ -222,8 +320,8 @@ void register_interpolate(CLI::App &app) {
                 "Evaluate outside the data's box from the nearest patches instead of an error");
   cmd->add_option("--threads", a.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", a.backend,
-                  "Where the index, the fits and the evaluation run: auto (the GPU when present, "
-                  "for 2D/3D data with up to 4 value columns), cpu or gpu")
+                  "Where the work runs: auto (the GPU when present; pum: 2D/3D data with up to 4 "
+                  "value columns), cpu or gpu (global: the matvecs and the dense solve)")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a.output,

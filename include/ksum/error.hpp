@@ -15,6 +15,7 @@ enum class ErrorCode {
   shape_mismatch,   // arrays whose sizes do not agree
   unsupported,      // a valid request this build or device cannot serve
   device,           // a CUDA runtime failure
+  not_converged,    // an iterative solver stopped at its iteration limit above its tolerance
   internal          // a broken invariant: a bug in ksum
 };
 

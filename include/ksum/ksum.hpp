@@ -1,6 +1,7 @@
 #pragma once
 // The ksum umbrella header.
 #include <ksum/datasets.hpp>
+#include <ksum/global.hpp>
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>

@@ -49,6 +49,8 @@ const char *to_string(ErrorCode code) noexcept {
     return "unsupported";
   case ErrorCode::device:
     return "device error";
+  case ErrorCode::not_converged:
+    return "not converged";
   case ErrorCode::internal:
     return "internal error";
   }

@@ -1,0 +1,110 @@
+#pragma once
+// Global RBF interpolation (seed 000 §2.2, eq. (2)–(4)):
+//   s(x) = Σ_i λ_i φ(ε|x − x_i|) + p(x),   p of total degree ≤ k,   Πᵀλ = 0,
+// solved densely (LAPACK on the CPU, cuSOLVER on the GPU), by the FGP Krylov method of seed 000
+// §3.1 (the multiquadric and other kernels with a constant), or by GMRES preconditioned with the
+// same L-set operator (any kernel and degree). Every iterative solver reaches the kernel matrix
+// only through a KernelMatVec: the direct sum on the CPU or GPU, or one supplied by the caller.
+#include <ksum/direct.hpp>
+#include <ksum/kernels.hpp>
+#include <ksum/table.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ksum {
+
+enum class GlobalSolver { automatic, dense, fgp, krylov };
+GlobalSolver parse_global_solver(std::string_view name); // "auto", "dense", "fgp", "krylov"
+std::string_view to_string(GlobalSolver s);
+
+// y = (Φ + ρ I) x for one fixed set of centres, Φ_ij = φ(ε |x_i − x_j|): the only access the
+// iterative solvers have to the kernel matrix. Columns of x are independent right-hand sides.
+class KernelMatVec {
+public:
+  virtual ~KernelMatVec() = default;
+  virtual std::int64_t size() const = 0;                            // N
+  virtual void apply(const Table<double> &x, Table<double> &y) = 0; // x, y: N × c
+  virtual std::string describe() const = 0;                         // e.g. "direct (GPU)"
+};
+
+// The exact product by the direct sum (DirectSum<double> plus the diagonal φ(0) + ρ).
+std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, Kernel kernel,
+                                                 double eps, double smoothing = 0.0,
+                                                 Backend backend = Backend::automatic,
+                                                 int threads = 0);
+
+struct GlobalRbfOptions {
+  Kernel kernel = Kernel::multiquadric;
+  double eps = 1.0; // shape parameter: φ(ε r); multiquadric sqrt(1 + (ε r)²), c = 1/ε in seed 000
+  // Total degree of the polynomial part: −1 none; the default (kernel_default_degree) is the
+  // kernel's minimum degree (seed 000 table 1), or none for strictly positive definite kernels.
+  int degree = kernel_default_degree;
+  double smoothing = 0.0; // ρ ≥ 0 added to Φ's diagonal (smoothing instead of interpolation)
+  GlobalSolver solver = GlobalSolver::automatic;
+  // FGP stops when ‖r‖∞ ≤ tolerance · ‖f‖∞ (seed 000 eq. (7) relative to the data), GMRES when
+  // ‖r‖₂ ≤ tolerance · ‖f‖₂, per value column; r = f − s at the centres.
+  double tolerance = 1e-8;
+  int max_iterations = 300;
+  int lset_size = 40;      // q of seed 000 step 1 (30–50 typical)
+  int gmres_restart = 100; // Krylov basis size before GMRES restarts
+  std::uint64_t seed = 1;  // the random permutation of FGP step 3
+  // automatic: dense up to dense_max_n centres, else FGP where it applies (degree 0 and a
+  // kernel for which a constant suffices), else preconditioned GMRES.
+  std::int64_t dense_max_n = 6000;
+  Backend backend = Backend::automatic; // where the matvecs and the dense solve run
+  int threads = 0;                      // CPU threads; 0: OpenMP's default
+  // Called with the iteration count and the current relative residual after every iteration.
+  std::function<void(int, double)> progress{};
+  // Replaces the direct matvec (e.g. a fast multipole product): called once with the centres.
+  std::function<std::unique_ptr<KernelMatVec>(const Table<double> &centres)> matvec{};
+
+  static constexpr int kernel_default_degree = -2;
+};
+
+// The degree used for kernel k when the options say kernel_default_degree.
+int default_degree(Kernel k);
+
+struct GlobalRbfStats {
+  GlobalSolver solver = GlobalSolver::dense; // the solver used (resolved from automatic)
+  Backend backend = Backend::cpu;            // where the matvecs / dense solve ran
+  std::string matvec;                        // describe() of the matvec
+  int degree = -1;
+  std::int64_t poly_terms = 0;
+  int iterations = 0;      // Krylov iterations; 0 for dense
+  int matvecs = 0;         // products with Φ, including restarts and the final residual
+  double residual_max = 0; // max over columns of ‖f − s‖∞ at the centres, by a final matvec
+  double residual_rel = 0; // max over columns of ‖f − s‖₂ / ‖f‖₂
+  std::vector<double> history; // per iteration: the largest relative residual over the columns
+  std::int64_t lsets = 0, lsets_skipped = 0; // L-sets built; those whose local system was singular
+  double seconds_setup = 0;                  // L-sets and their local solves, or the dense assembly
+  double seconds_solve = 0;                  // the iteration or the factorisation
+};
+
+class GlobalRbfInterpolant {
+public:
+  explicit GlobalRbfInterpolant(GlobalRbfOptions options);
+  ~GlobalRbfInterpolant();
+  GlobalRbfInterpolant(GlobalRbfInterpolant &&) noexcept;
+  GlobalRbfInterpolant &operator=(GlobalRbfInterpolant &&) noexcept;
+
+  // points: N × d centres (distinct), values: N × c. Solves for λ and the polynomial.
+  void set_data(const Table<double> &points, const Table<double> &values);
+  // M × d → M × c.
+  Table<double> evaluate(const Table<double> &points) const;
+
+  const Table<double> &coefficients() const;      // λ: N × c
+  const Table<double> &poly_coefficients() const; // terms × c, in the scaled monomial basis
+  const GlobalRbfStats &stats() const;
+  const GlobalRbfOptions &options() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ksum

@@ -1,0 +1,397 @@
+// GlobalRbfInterpolant: validation, the polynomial basis, the choice of solver, and evaluation.
+#include "core/validate.hpp"
+#include "rbf/global/polynomial.hpp"
+#include "rbf/global/solvers.hpp"
+#include "spatial/kdtree.hpp"
+
+#include <ksum/device.hpp>
+#include <ksum/error.hpp>
+#include <ksum/global.hpp>
+
+#include <Eigen/Dense>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace ksum {
+
+GlobalSolver parse_global_solver(std::string_view name) {
+  if (name == "auto")
+    return GlobalSolver::automatic;
+  if (name == "dense")
+    return GlobalSolver::dense;
+  if (name == "fgp")
+    return GlobalSolver::fgp;
+  if (name == "krylov" || name == "gmres")
+    return GlobalSolver::krylov;
+  throw Error(ErrorCode::invalid_argument,
+              fmt::format("unknown solver '{}'; valid: auto, dense, fgp, krylov", name));
+}
+
+std::string_view to_string(GlobalSolver s) {
+  switch (s) {
+  case GlobalSolver::automatic:
+    return "auto";
+  case GlobalSolver::dense:
+    return "dense";
+  case GlobalSolver::fgp:
+    return "fgp";
+  case GlobalSolver::krylov:
+    return "krylov";
+  }
+  return "?";
+}
+
+int default_degree(Kernel k) {
+  return std::max(-1, kernel_info(k).min_degree);
+}
+
+namespace {
+
+Backend resolve(Backend b) {
+  if (b != Backend::automatic)
+    return b;
+  return gpus().empty() ? Backend::cpu : Backend::cuda;
+}
+
+class DirectMatVec final : public KernelMatVec {
+public:
+  DirectMatVec(const Table<double> &centres, Kernel kernel, double eps, double smoothing,
+               Backend backend, int threads)
+      : ds_(DirectOptions{.kernel = kernel, .eps = eps, .backend = backend, .threads = threads}),
+        diag_(kernel_value(kernel, eps, 0.0) + smoothing), n_(centres.rows()) {
+    ds_.set_points(centres);
+  }
+  std::int64_t size() const override { return n_; }
+  void apply(const Table<double> &x, Table<double> &y) override {
+    // The direct sum leaves out the self term j = i: add φ(0) + ρ times x.
+    y = ds_.execute(x);
+    for (std::int64_t c = 0; c < x.cols(); ++c)
+      for (std::int64_t i = 0; i < n_; ++i)
+        y(i, c) += diag_ * x(i, c);
+  }
+  std::string describe() const override {
+    return ds_.backend() == Backend::cuda ? "direct (GPU)" : "direct (CPU)";
+  }
+
+private:
+  DirectSum<double> ds_;
+  double diag_;
+  std::int64_t n_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, Kernel kernel,
+                                                 double eps, double smoothing, Backend backend,
+                                                 int threads) {
+  return std::make_unique<DirectMatVec>(centres, kernel, eps, smoothing, resolve(backend), threads);
+}
+
+struct GlobalRbfInterpolant::Impl {
+  GlobalRbfOptions opt;
+  GlobalRbfStats stats;
+  Table<double> centres, lambda, poly;
+  rbf::PolyBasis basis;
+  Backend backend = Backend::cpu;
+  bool fitted = false;
+
+  void validate_options() const {
+    const auto &info = kernel_info(opt.kernel);
+    if (info.singular)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("kernel '{}' is singular at r = 0 and cannot interpolate; use e.g. "
+                              "multiquadric, tps, gaussian or matern4",
+                              info.name));
+    if (!(opt.eps > 0) || !std::isfinite(opt.eps))
+      throw Error(
+          ErrorCode::invalid_argument,
+          fmt::format("the shape parameter eps must be positive and finite, got {}", opt.eps));
+    if (!(opt.smoothing >= 0) || !std::isfinite(opt.smoothing))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("smoothing must be >= 0, got {}", opt.smoothing));
+    if (!(opt.tolerance >= 1e-14 && opt.tolerance < 1))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("tolerance must lie in [1e-14, 1) (double precision reaches about "
+                              "1e-14 at best), got {}",
+                              opt.tolerance));
+    if (opt.max_iterations < 1)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("max_iterations must be >= 1, got {}", opt.max_iterations));
+    if (opt.lset_size < 2 || opt.lset_size > 1000)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("the L-set size q must lie in [2, 1000] (seed 000: 30-50), got {}",
+                              opt.lset_size));
+    const int deg = degree();
+    if (deg < -1)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("polynomial degree must be >= -1, got {}", opt.degree));
+    if (deg < info.min_degree)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("kernel '{}' needs a polynomial of degree >= {} for a unique "
+                              "interpolant (seed 000 table 1); got degree {}",
+                              info.name, info.min_degree, deg));
+  }
+  int degree() const {
+    return opt.degree == GlobalRbfOptions::kernel_default_degree ? default_degree(opt.kernel)
+                                                                 : opt.degree;
+  }
+
+  void check_distinct(const Table<double> &x) const {
+    const spatial::KdTree tree(x);
+    const std::int64_t n = x.rows(), d = x.cols();
+    std::int64_t bad_i = n, bad_j = n;
+#pragma omp parallel
+    {
+      std::vector<std::pair<double, std::int64_t>> nb;
+      std::vector<double> xi(d);
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t k = 0; k < d; ++k)
+          xi[k] = x(i, k);
+        tree.nearest(xi.data(), 2, 0, nb);
+        for (const auto &[d2, j] : nb)
+          if (j != i && d2 == 0.0) {
+#pragma omp critical
+            if (std::min(i, j) < bad_i) {
+              bad_i = std::min(i, j);
+              bad_j = std::max(i, j);
+            }
+          }
+      }
+    }
+    if (bad_i < n)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("data points {} and {} are identical (rows counted from 0): the "
+                              "interpolation matrix is singular. Remove or merge repeated points",
+                              bad_i, bad_j));
+  }
+
+  void check_unisolvent(const Table<double> &P, std::int64_t d) const {
+    const std::int64_t m = P.cols();
+    if (m == 0)
+      return;
+    if (P.rows() < m)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{} data points cannot determine a polynomial of degree {} in {} "
+                              "dimensions ({} terms)",
+                              P.rows(), basis.degree(), d, m));
+    const Eigen::Map<const Eigen::MatrixXd> Pm(P.data(), P.rows(), m);
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(Pm);
+    qr.setThreshold(1e-10);
+    if (qr.rank() < m)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("the data points are not unisolvent for polynomials of degree {} "
+                              "in {} dimensions (rank {} of {} terms): they lie on a "
+                              "lower-dimensional set (e.g. a line or a plane). Use a lower "
+                              "--degree or a strictly positive definite kernel",
+                              basis.degree(), d, qr.rank(), m));
+  }
+
+  GlobalSolver choose_solver(std::int64_t n) const {
+    const int deg = degree();
+    const bool fgp_ok = deg == 0;
+    switch (opt.solver) {
+    case GlobalSolver::automatic:
+      if (n <= opt.dense_max_n)
+        return GlobalSolver::dense;
+      return fgp_ok ? GlobalSolver::fgp : GlobalSolver::krylov;
+    case GlobalSolver::fgp:
+      if (!fgp_ok)
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("FGP (seed 000 §3.1) adds exactly a constant: it needs "
+                                "polynomial degree 0 (got {}; kernel '{}'). Use --solver krylov",
+                                deg, kernel_info(opt.kernel).name));
+      return GlobalSolver::fgp;
+    default:
+      return opt.solver;
+    }
+  }
+};
+
+GlobalRbfInterpolant::GlobalRbfInterpolant(GlobalRbfOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->opt = std::move(options);
+  impl_->validate_options();
+}
+GlobalRbfInterpolant::~GlobalRbfInterpolant() = default;
+GlobalRbfInterpolant::GlobalRbfInterpolant(GlobalRbfInterpolant &&) noexcept = default;
+GlobalRbfInterpolant &GlobalRbfInterpolant::operator=(GlobalRbfInterpolant &&) noexcept = default;
+
+void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<double> &values) {
+  Impl &im = *impl_;
+  const auto &opt = im.opt;
+  const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
+  if (n == 0 || d == 0)
+    throw Error(ErrorCode::empty_input, "no data points to interpolate");
+  if (values.rows() != n)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("{} data points but {} value rows", n, values.rows()));
+  if (nc == 0)
+    throw Error(ErrorCode::empty_input, "no value columns to interpolate");
+  if (d > rbf::PolyBasis::max_dim)
+    throw Error(ErrorCode::unsupported,
+                fmt::format("dimension {} is above the supported {}", d, rbf::PolyBasis::max_dim));
+  detail::check_finite(points, "data points");
+  detail::check_finite(values, "data values");
+  const int deg = im.degree();
+  if (rbf::PolyBasis::count(deg, d) > static_cast<double>(rbf::PolyBasis::max_terms))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("a polynomial of degree {} in {} dimensions has {:.0f} terms; at most "
+                            "{} are supported",
+                            deg, d, rbf::PolyBasis::count(deg, d), rbf::PolyBasis::max_terms));
+  im.check_distinct(points);
+
+  // The polynomial basis on the data's box mapped into [−1, 1]^d.
+  std::vector<double> centre(d);
+  double half = 0;
+  for (std::int64_t k = 0; k < d; ++k) {
+    double lo = points(0, k), hi = lo;
+    for (std::int64_t i = 0; i < n; ++i) {
+      lo = std::min(lo, points(i, k));
+      hi = std::max(hi, points(i, k));
+    }
+    centre[k] = 0.5 * (lo + hi);
+    half = std::max(half, 0.5 * (hi - lo));
+  }
+  im.basis = rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0);
+  const Table<double> P = im.basis.matrix(points);
+  im.check_unisolvent(P, d);
+
+  im.backend = resolve(opt.backend);
+  if (im.backend == Backend::cuda && gpus().empty())
+    throw Error(ErrorCode::unsupported, "backend gpu requested but no GPU is visible");
+  GlobalRbfStats st;
+  st.solver = im.choose_solver(n);
+  st.backend = im.backend;
+  st.degree = deg;
+  st.poly_terms = P.cols();
+
+  std::unique_ptr<KernelMatVec> A =
+      opt.matvec
+          ? opt.matvec(points)
+          : make_direct_matvec(points, opt.kernel, opt.eps, opt.smoothing, im.backend, opt.threads);
+  if (!A || A->size() != n)
+    throw Error(ErrorCode::invalid_argument,
+                "the supplied matvec factory returned no product or one of the wrong size");
+  st.matvec = A->describe();
+
+  rbf::SolveResult res;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (st.solver == GlobalSolver::dense) {
+    const rbf::DenseProblem dp{&points,       &P,         &values, opt.kernel, opt.eps,
+                               opt.smoothing, opt.threads};
+    res = im.backend == Backend::cuda ? rbf::solve_dense_gpu(dp) : rbf::solve_dense_cpu(dp);
+    st.seconds_solve = seconds_since(t0);
+  } else {
+    const rbf::LSets sets =
+        rbf::build_lsets(points, {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads});
+    st.lsets = sets.count();
+    st.lsets_skipped = sets.skipped;
+    st.seconds_setup = seconds_since(t0);
+    const auto t1 = std::chrono::steady_clock::now();
+    const rbf::IterSettings it{opt.tolerance, opt.max_iterations, opt.gmres_restart, opt.threads,
+                               opt.progress};
+    res = st.solver == GlobalSolver::fgp ? rbf::solve_fgp(*A, sets, values, it)
+                                         : rbf::solve_gmres(*A, sets, P, values, it);
+    st.seconds_solve = seconds_since(t1);
+  }
+  detail::check_finite(res.lambda, "the computed coefficients (the system is numerically "
+                                   "singular: try a larger eps or --smoothing)");
+
+  // The true residual f − Φλ − Πc at the centres, by one more product.
+  Table<double> s(n, nc);
+  A->apply(res.lambda, s);
+  ++res.matvecs;
+  for (std::int64_t c = 0; c < nc; ++c) {
+    double rmax = 0, r2 = 0, f2 = 0;
+    std::vector<double> pv(P.cols());
+    for (std::int64_t i = 0; i < n; ++i) {
+      double p = 0;
+      for (std::int64_t t = 0; t < P.cols(); ++t)
+        p += P(i, t) * res.poly(t, c);
+      const double r = values(i, c) - s(i, c) - p;
+      rmax = std::max(rmax, std::abs(r));
+      r2 += r * r;
+      f2 += values(i, c) * values(i, c);
+    }
+    st.residual_max = std::max(st.residual_max, rmax);
+    st.residual_rel = std::max(st.residual_rel, f2 > 0 ? std::sqrt(r2 / f2) : std::sqrt(r2));
+  }
+  st.iterations = res.iterations;
+  st.matvecs = res.matvecs;
+  st.history = std::move(res.history);
+  if (!res.converged)
+    throw Error(ErrorCode::not_converged,
+                fmt::format("{} did not reach the tolerance {:.3g} in {} iterations (relative "
+                            "residual {:.3g}). Raise --max-iter, change eps, or use --solver "
+                            "{}",
+                            to_string(st.solver), opt.tolerance, st.iterations, st.residual_rel,
+                            st.solver == GlobalSolver::fgp ? "krylov" : "dense"));
+  if (st.solver == GlobalSolver::dense && !(st.residual_rel <= 1e-3))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("the interpolation matrix is numerically singular: relative residual "
+                            "{:.3g} after the dense solve (kernel '{}', eps {}). Try a larger eps "
+                            "or --smoothing",
+                            st.residual_rel, kernel_info(opt.kernel).name, opt.eps));
+  im.centres = points;
+  im.lambda = std::move(res.lambda);
+  im.poly = std::move(res.poly);
+  im.stats = std::move(st);
+  im.fitted = true;
+}
+
+Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points) const {
+  const Impl &im = *impl_;
+  if (!im.fitted)
+    throw Error(ErrorCode::invalid_argument, "evaluate() before set_data()");
+  if (points.cols() != im.centres.cols())
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("evaluation points have {} columns; the data have dimension {}",
+                            points.cols(), im.centres.cols()));
+  detail::check_finite(points, "evaluation points");
+  const std::int64_t m = points.rows(), nc = im.lambda.cols(), terms = im.basis.terms();
+  if (m == 0)
+    return Table<double>(0, nc);
+  DirectSum<double> ds(DirectOptions{.kernel = im.opt.kernel,
+                                     .eps = im.opt.eps,
+                                     .backend = im.backend,
+                                     .threads = im.opt.threads});
+  ds.set_points(im.centres, points);
+  Table<double> u = ds.execute(im.lambda);
+  if (terms > 0) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < m; ++i) {
+      double x[rbf::PolyBasis::max_dim], v[rbf::PolyBasis::max_terms];
+      for (std::int64_t k = 0; k < points.cols(); ++k)
+        x[k] = points(i, k);
+      im.basis.eval(x, 1, v);
+      for (std::int64_t c = 0; c < nc; ++c) {
+        double p = 0;
+        for (std::int64_t t = 0; t < terms; ++t)
+          p += v[t] * im.poly(t, c);
+        u(i, c) += p;
+      }
+    }
+  }
+  return u;
+}
+
+const Table<double> &GlobalRbfInterpolant::coefficients() const {
+  return impl_->lambda;
+}
+const Table<double> &GlobalRbfInterpolant::poly_coefficients() const {
+  return impl_->poly;
+}
+const GlobalRbfStats &GlobalRbfInterpolant::stats() const {
+  return impl_->stats;
+}
+const GlobalRbfOptions &GlobalRbfInterpolant::options() const {
+  return impl_->opt;
+}
+
+} // namespace ksum

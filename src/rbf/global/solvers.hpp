@@ -1,0 +1,53 @@
+#pragma once
+// The solvers behind GlobalRbfInterpolant (global.cpp): each returns λ and the polynomial's
+// coefficients for every value column.
+#include "rbf/global/lsets.hpp"
+
+#include <ksum/global.hpp>
+#include <ksum/table.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace ksum::rbf {
+
+struct SolveResult {
+  Table<double> lambda; // N × c
+  Table<double> poly;   // terms × c
+  int iterations = 0, matvecs = 0;
+  std::vector<double> history;
+  bool converged = true;
+};
+
+struct IterSettings {
+  double tolerance;
+  int max_iterations;
+  int restart;
+  int threads;
+  std::function<void(int, double)> progress;
+};
+
+// Seed 000 §3.1 steps 2 and 6–10 (degree 0: the polynomial is the constant α).
+SolveResult solve_fgp(KernelMatVec &A, const LSets &sets, const Table<double> &f,
+                      const IterSettings &it);
+
+// Restarted GMRES on Q Φ τ(y) = Q f (Q: the projector onto range(Π)^⊥, τ: the L-set operator),
+// λ = τ(y); the polynomial is the least-squares fit of f − Φλ.
+SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> &P,
+                        const Table<double> &f, const IterSettings &it);
+
+struct DenseProblem {
+  const Table<double> *x, *P, *f;
+  Kernel kernel;
+  double eps, smoothing;
+  int threads;
+};
+// The saddle-point system (4) assembled and solved by LAPACK (symmetric indefinite, dsysv).
+SolveResult solve_dense_cpu(const DenseProblem &p);
+// The same by cuSOLVER (LU, getrf/getrs) on the GPU; throws unsupported without CUDA.
+SolveResult solve_dense_gpu(const DenseProblem &p);
+
+// Fills the (N + m)² column-major saddle-point matrix of (4), rows/columns N.. for Π.
+void assemble_saddle(const DenseProblem &p, double *K);
+
+} // namespace ksum::rbf

@@ -1,0 +1,458 @@
+// Global RBF interpolation (seed 000): the dense, FGP and Krylov solvers against an independent
+// fp64 reference (the saddle-point system (4) solved in the test by Eigen's full-pivoting LU with
+// libm kernel values and unscaled monomials), the interpolation property, polynomial
+// reproduction, and every bad input. Tolerances are stated where used.
+#include "rbf/global/polynomial.hpp"
+#include "spatial/kdtree.hpp"
+#include "support/expect_error.hpp"
+#include "support/reference.hpp"
+
+#include <ksum/datasets.hpp>
+#include <ksum/error.hpp>
+#include <ksum/global.hpp>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <gtest/gtest.h>
+
+namespace ksum {
+namespace {
+
+using test::expect_error;
+
+double smooth(const Table<double> &x, std::int64_t i) {
+  double r = 0, c = 0;
+  for (std::int64_t k = 0; k < x.cols(); ++k) {
+    r += (x(i, k) - 0.4) * (x(i, k) - 0.4);
+    c += (k + 1) * x(i, k);
+  }
+  return std::exp(-2 * r) * std::cos(2 * c) + 0.5;
+}
+
+Table<double> values_of(const Table<double> &x, int columns = 1) {
+  Table<double> f(x.rows(), columns);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    for (int c = 0; c < columns; ++c)
+      f(i, c) = smooth(x, i) * (c + 1) + c;
+  return f;
+}
+
+// Monomials of total degree ≤ k in the raw coordinates (not ksum's scaled basis).
+std::vector<std::vector<int>> exponents(int k, std::int64_t d) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> e(d, 0);
+  std::function<void(std::int64_t, int)> rec = [&](std::int64_t axis, int left) {
+    if (axis == d) {
+      out.push_back(e);
+      return;
+    }
+    for (int p = 0; p <= left; ++p) {
+      e[axis] = p;
+      rec(axis + 1, left - p);
+    }
+    e[axis] = 0;
+  };
+  if (k >= 0)
+    rec(0, k);
+  return out;
+}
+
+double monomial(const Table<double> &x, std::int64_t i, const std::vector<int> &e) {
+  double v = 1;
+  for (std::size_t k = 0; k < e.size(); ++k)
+    v *= std::pow(x(i, static_cast<std::int64_t>(k)), e[k]);
+  return v;
+}
+
+// The independent reference: s(y) from the full (4) solved by FullPivLU.
+Table<double> reference_interpolant(Kernel kernel, double eps, int degree, const Table<double> &x,
+                                    const Table<double> &f, const Table<double> &y,
+                                    double smoothing = 0.0) {
+  const std::int64_t n = x.rows();
+  const auto ex = exponents(degree, x.cols());
+  const std::int64_t m = static_cast<std::int64_t>(ex.size()), size = n + m;
+  Eigen::MatrixXd K = Eigen::MatrixXd::Zero(size, size);
+  auto dist = [](const Table<double> &a, std::int64_t i, const Table<double> &b, std::int64_t j) {
+    double s = 0;
+    for (std::int64_t k = 0; k < a.cols(); ++k)
+      s += (a(i, k) - b(j, k)) * (a(i, k) - b(j, k));
+    return std::sqrt(s);
+  };
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j)
+      K(i, j) = kernel_value(kernel, eps, dist(x, i, x, j));
+    K(i, i) += smoothing;
+    for (std::int64_t t = 0; t < m; ++t)
+      K(i, n + t) = K(n + t, i) = monomial(x, i, ex[t]);
+  }
+  Eigen::MatrixXd rhs = Eigen::MatrixXd::Zero(size, f.cols());
+  for (std::int64_t c = 0; c < f.cols(); ++c)
+    for (std::int64_t i = 0; i < n; ++i)
+      rhs(i, c) = f(i, c);
+  const Eigen::MatrixXd sol = K.fullPivLu().solve(rhs);
+  Table<double> u(y.rows(), f.cols());
+  for (std::int64_t c = 0; c < f.cols(); ++c)
+    for (std::int64_t i = 0; i < y.rows(); ++i) {
+      double s = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        s += sol(j, c) * kernel_value(kernel, eps, dist(y, i, x, j));
+      for (std::int64_t t = 0; t < m; ++t)
+        s += sol(n + t, c) * monomial(y, i, ex[t]);
+      u(i, c) = s;
+    }
+  return u;
+}
+
+double max_abs_diff(const Table<double> &a, const Table<double> &b) {
+  double m = 0;
+  for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k)
+    m = std::max(m, std::abs(a.data()[k] - b.data()[k]));
+  return m;
+}
+double max_abs(const Table<double> &a) {
+  double m = 0;
+  for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k)
+    m = std::max(m, std::abs(a.data()[k]));
+  return m;
+}
+
+GlobalRbfOptions cpu_options(Kernel k, double eps, GlobalSolver s) {
+  GlobalRbfOptions o;
+  o.kernel = k;
+  o.eps = eps;
+  o.solver = s;
+  o.backend = Backend::cpu;
+  return o;
+}
+
+TEST(PolyBasis, CountsAndGradedOrder) {
+  EXPECT_EQ(rbf::PolyBasis::count(2, 3), 10);
+  EXPECT_EQ(rbf::PolyBasis::count(-1, 3), 0);
+  const rbf::PolyBasis b(2, 2, {1.0, 1.0}, 2.0);
+  ASSERT_EQ(b.terms(), 6);
+  const double x[2] = {3.0, 0.0}; // z = (1, −0.5)
+  double v[6];
+  b.eval(x, 1, v);
+  // 1, then z1, z2, then z1², z1 z2, z2².
+  const double want[6] = {1, 1, -0.5, 1, -0.5, 0.25};
+  for (int t = 0; t < 6; ++t)
+    EXPECT_DOUBLE_EQ(v[t], want[t]) << t;
+}
+
+TEST(KdTree, RankFilteredNearestMatchesBruteForce) {
+  for (const std::int64_t d : {1, 2, 3, 5}) {
+    const auto x = test::random_points(700, d, 11 + d);
+    std::vector<std::int64_t> rank(700);
+    for (std::int64_t i = 0; i < 700; ++i)
+      rank[i] = (i * 397) % 700; // a permutation
+    const spatial::KdTree tree(x, rank, 8);
+    std::vector<std::pair<double, std::int64_t>> got;
+    for (const std::int64_t min_rank : {0, 300, 650, 695}) {
+      for (std::int64_t qi = 0; qi < 700; qi += 37) {
+        std::vector<double> q(d);
+        for (std::int64_t k = 0; k < d; ++k)
+          q[k] = x(qi, k);
+        tree.nearest(q.data(), 12, min_rank, got);
+        std::vector<std::pair<double, std::int64_t>> all;
+        for (std::int64_t j = 0; j < 700; ++j) {
+          if (rank[j] < min_rank)
+            continue;
+          double s = 0;
+          for (std::int64_t k = 0; k < d; ++k)
+            s += (x(j, k) - q[k]) * (x(j, k) - q[k]);
+          all.emplace_back(s, j);
+        }
+        std::sort(all.begin(), all.end());
+        all.resize(std::min<std::size_t>(12, all.size()));
+        // The same points in the same order; distances to rounding (the tree's loop may fuse
+        // multiply-adds differently).
+        ASSERT_EQ(got.size(), all.size());
+        for (std::size_t t = 0; t < all.size(); ++t) {
+          ASSERT_EQ(got[t].second, all[t].second)
+              << "d=" << d << " min_rank=" << min_rank << " query " << qi << " rank " << t;
+          ASSERT_NEAR(got[t].first, all[t].first, 1e-15);
+        }
+      }
+    }
+  }
+}
+
+// Dense solver against the reference, dimensions 1–4, kernels with and without polynomials.
+TEST(GlobalDense, MatchesIndependentReferenceAndInterpolates) {
+  struct Case {
+    Kernel k;
+    double eps;
+    std::int64_t d;
+    int degree;
+  };
+  const Case cases[] = {{Kernel::multiquadric, 3.0, 2, 0},
+                        {Kernel::tps, 1.0, 2, 1},
+                        {Kernel::gaussian, 6.0, 3, -1},
+                        {Kernel::cubic, 1.0, 3, 1},
+                        {Kernel::matern4, 4.0, 4, -1},
+                        {Kernel::multiquadric, 100.0, 1, 2},
+                        {Kernel::inverse_multiquadric, 3.0, 2, -1},
+                        {Kernel::linear, 1.0, 2, 0}};
+  for (const auto &c : cases) {
+    const auto x = datasets::halton(300, c.d);
+    const auto f = values_of(x, 2);
+    auto o = cpu_options(c.k, c.eps, GlobalSolver::dense);
+    o.degree = c.degree;
+    GlobalRbfInterpolant rbf(o);
+    rbf.set_data(x, f);
+    EXPECT_EQ(rbf.stats().degree, c.degree);
+    // Interpolation property at the data: 1e-10 relative to max |f|.
+    const auto at_data = rbf.evaluate(x);
+    EXPECT_LE(max_abs_diff(at_data, f), 1e-10 * max_abs(f))
+        << kernel_info(c.k).name << " d=" << c.d;
+    // Off the data: the interpolant is unique, so any correct solve agrees; 1e-8 relative
+    // (the reference's own rounding at condition numbers up to ~1e7).
+    const auto y = test::random_points(50, c.d, 5);
+    const auto want = reference_interpolant(c.k, c.eps, c.degree, x, f, y);
+    EXPECT_LE(max_abs_diff(rbf.evaluate(y), want), 1e-8 * max_abs(want))
+        << kernel_info(c.k).name << " d=" << c.d;
+  }
+}
+
+TEST(GlobalDense, ReproducesPolynomialsOfItsDegree) {
+  // tps with degree 1 reproduces linear data, multiquadric with degree 2 quadratic data: exactly
+  // (to rounding: 1e-9 relative) away from the data too.
+  const auto x = datasets::halton(200, 2);
+  const auto y = test::random_points(40, 2, 9);
+  for (const int degree : {1, 2}) {
+    Table<double> f(x.rows(), 1);
+    auto poly = [degree](double a, double b) {
+      return 1 + 2 * a - 3 * b + (degree == 2 ? a * a - 2 * a * b + 0.5 * b * b : 0.0);
+    };
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      f(i, 0) = poly(x(i, 0), x(i, 1));
+    auto o =
+        cpu_options(degree == 1 ? Kernel::tps : Kernel::multiquadric, 3.0, GlobalSolver::dense);
+    o.degree = degree;
+    GlobalRbfInterpolant rbf(o);
+    rbf.set_data(x, f);
+    const auto u = rbf.evaluate(y);
+    for (std::int64_t i = 0; i < y.rows(); ++i)
+      EXPECT_NEAR(u(i, 0), poly(y(i, 0), y(i, 1)), 1e-9 * 4) << degree;
+    // λ vanishes when the polynomial alone interpolates: to rounding times the condition of Φ
+    // (~1e8 here), so 1e-6.
+    EXPECT_LE(max_abs(rbf.coefficients()), 1e-6);
+  }
+}
+
+TEST(GlobalDense, SmoothingSatisfiesItsEquation) {
+  // With ρ on the diagonal, f − s(x_i) = ρ λ_i at every data point.
+  const auto x = datasets::halton(250, 2);
+  const auto f = values_of(x);
+  auto o = cpu_options(Kernel::multiquadric, 3.0, GlobalSolver::dense);
+  o.smoothing = 1e-3;
+  GlobalRbfInterpolant rbf(o);
+  rbf.set_data(x, f);
+  const auto s = rbf.evaluate(x);
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    EXPECT_NEAR(f(i, 0) - s(i, 0), 1e-3 * rbf.coefficients()(i, 0), 1e-10);
+  const auto y = test::random_points(20, 2, 3);
+  EXPECT_LE(max_abs_diff(rbf.evaluate(y),
+                         reference_interpolant(Kernel::multiquadric, 3.0, 0, x, f, y, 1e-3)),
+            1e-9);
+}
+
+// FGP against dense: seed 000's algorithm on N ≤ 5000 agrees with the direct solution to 1e-8.
+TEST(GlobalFgp, AgreesWithDenseOnHaltonPoints) {
+  for (const std::int64_t d : {2, 3}) {
+    const std::int64_t n = d == 2 ? 3000 : 2000;
+    const auto x = datasets::halton(n, d);
+    const auto f = values_of(x, 2);
+    const double eps = 0.5 * std::pow(static_cast<double>(n), 1.0 / d); // ε h ≈ 0.5
+    auto od = cpu_options(Kernel::multiquadric, eps, GlobalSolver::dense);
+    GlobalRbfInterpolant dense(od);
+    dense.set_data(x, f);
+    auto of = cpu_options(Kernel::multiquadric, eps, GlobalSolver::fgp);
+    of.tolerance = 1e-11;
+    GlobalRbfInterpolant fgp(of);
+    fgp.set_data(x, f);
+    const auto &st = fgp.stats();
+    EXPECT_EQ(st.solver, GlobalSolver::fgp);
+    EXPECT_LE(st.residual_max, 1e-11 * max_abs(f) * 1.0001);
+    EXPECT_LE(st.iterations, 60) << "d=" << d; // measured: see docs/global-rbf.md
+    EXPECT_GT(st.lsets, n - 3);
+    const auto y = test::random_points(400, d, 17, 0.05, 0.95);
+    EXPECT_LE(max_abs_diff(fgp.evaluate(y), dense.evaluate(y)), 1e-8 * max_abs(f)) << "d=" << d;
+    // Σλ = 0: the side condition of a constant.
+    for (std::int64_t c = 0; c < 2; ++c) {
+      double sum = 0, mag = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        sum += fgp.coefficients()(i, c);
+        mag += std::abs(fgp.coefficients()(i, c));
+      }
+      EXPECT_LE(std::abs(sum), 1e-12 * mag);
+    }
+  }
+}
+
+// GMRES with the L-set preconditioner for the kernels FGP does not cover, against dense.
+TEST(GlobalKrylov, AgreesWithDenseForEveryKernelFamily) {
+  struct Case {
+    Kernel k;
+    double eps_h; // ε times the point spacing
+    std::int64_t d;
+    int max_iter; // measured counts are well below (docs/global-rbf.md)
+  };
+  const Case cases[] = {
+      {Kernel::tps, 1.0, 2, 40},          {Kernel::tps, 1.0, 3, 40},
+      {Kernel::multiquadric, 0.5, 2, 40}, {Kernel::cubic, 1.0, 2, 60},
+      {Kernel::gaussian, 1.5, 2, 40},     {Kernel::inverse_multiquadric, 1.0, 3, 40},
+      {Kernel::matern2, 0.5, 2, 60}};
+  for (const auto &c : cases) {
+    const std::int64_t n = 2000;
+    const auto x = datasets::halton(n, c.d);
+    const auto f = values_of(x);
+    const double eps = c.eps_h * std::pow(static_cast<double>(n), 1.0 / c.d);
+    GlobalRbfInterpolant dense(cpu_options(c.k, eps, GlobalSolver::dense));
+    dense.set_data(x, f);
+    auto ok = cpu_options(c.k, eps, GlobalSolver::krylov);
+    ok.tolerance = 1e-11;
+    GlobalRbfInterpolant kry(ok);
+    kry.set_data(x, f);
+    const auto &st = kry.stats();
+    EXPECT_LE(st.residual_rel, 1.01e-11) << kernel_info(c.k).name;
+    EXPECT_LE(st.iterations, c.max_iter) << kernel_info(c.k).name << " d=" << c.d;
+    const auto y = test::random_points(300, c.d, 23, 0.05, 0.95);
+    EXPECT_LE(max_abs_diff(kry.evaluate(y), dense.evaluate(y)), 1e-8 * max_abs(f))
+        << kernel_info(c.k).name << " d=" << c.d;
+  }
+}
+
+TEST(GlobalKrylov, ColumnsAreIndependentRightHandSides) {
+  const auto x = datasets::halton(1500, 2);
+  const auto f = values_of(x, 3);
+  auto o = cpu_options(Kernel::tps, 1.0, GlobalSolver::krylov);
+  o.tolerance = 1e-12;
+  GlobalRbfInterpolant all(o);
+  all.set_data(x, f);
+  const auto y = test::random_points(100, 2, 4);
+  const auto u = all.evaluate(y);
+  for (std::int64_t c = 0; c < 3; ++c) {
+    Table<double> fc(x.rows(), 1);
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      fc(i, 0) = f(i, c);
+    GlobalRbfInterpolant one(o);
+    one.set_data(x, fc);
+    const auto uc = one.evaluate(y);
+    for (std::int64_t i = 0; i < y.rows(); ++i)
+      EXPECT_NEAR(u(i, c), uc(i, 0), 1e-9) << c;
+  }
+}
+
+// The matvec is pluggable: a caller's product is the one the solver uses.
+TEST(GlobalKrylov, UsesASuppliedMatVec) {
+  struct Counting final : KernelMatVec {
+    std::unique_ptr<KernelMatVec> inner;
+    int *calls;
+    std::int64_t size() const override { return inner->size(); }
+    void apply(const Table<double> &x, Table<double> &y) override {
+      ++*calls;
+      inner->apply(x, y);
+    }
+    std::string describe() const override { return "counting"; }
+  };
+  int calls = 0;
+  auto o = cpu_options(Kernel::multiquadric, 20.0, GlobalSolver::fgp);
+  o.matvec = [&](const Table<double> &c) {
+    auto m = std::make_unique<Counting>();
+    m->inner = make_direct_matvec(c, Kernel::multiquadric, 20.0, 0.0, Backend::cpu);
+    m->calls = &calls;
+    return m;
+  };
+  const auto x = datasets::halton(800, 2);
+  GlobalRbfInterpolant rbf(o);
+  rbf.set_data(x, values_of(x));
+  EXPECT_EQ(rbf.stats().matvec, "counting");
+  EXPECT_EQ(calls, rbf.stats().matvecs);
+  EXPECT_GE(calls, rbf.stats().iterations);
+}
+
+TEST(GlobalRbf, AutomaticSolverChoice) {
+  const auto x = datasets::halton(400, 2);
+  const auto f = values_of(x);
+  auto o = cpu_options(Kernel::multiquadric, 10.0, GlobalSolver::automatic);
+  o.dense_max_n = 100;
+  GlobalRbfInterpolant mq(o);
+  mq.set_data(x, f);
+  EXPECT_EQ(mq.stats().solver, GlobalSolver::fgp);
+  o.kernel = Kernel::tps;
+  GlobalRbfInterpolant tps(o);
+  tps.set_data(x, f);
+  EXPECT_EQ(tps.stats().solver, GlobalSolver::krylov);
+  o.dense_max_n = 1000;
+  GlobalRbfInterpolant small(o);
+  small.set_data(x, f);
+  EXPECT_EQ(small.stats().solver, GlobalSolver::dense);
+}
+
+TEST(GlobalRbf, BadInputsAreClearErrors) {
+  const auto x = datasets::halton(100, 2);
+  const auto f = values_of(x);
+  // Repeated points: both indices named.
+  auto xd = x;
+  xd(57, 0) = x(12, 0);
+  xd(57, 1) = x(12, 1);
+  expect_error(
+      [&] {
+        GlobalRbfInterpolant(cpu_options(Kernel::multiquadric, 2, GlobalSolver::dense))
+            .set_data(xd, f);
+      },
+      ErrorCode::invalid_argument, "data points 12 and 57 are identical");
+  // Not unisolvent: tps needs a linear polynomial, the points lie on a line.
+  Table<double> line(50, 2);
+  for (std::int64_t i = 0; i < 50; ++i) {
+    line(i, 0) = i * 0.02;
+    line(i, 1) = 1 - i * 0.02;
+  }
+  expect_error(
+      [&] {
+        GlobalRbfInterpolant(cpu_options(Kernel::tps, 1, GlobalSolver::dense))
+            .set_data(line, values_of(line));
+      },
+      ErrorCode::invalid_argument, "not unisolvent for polynomials of degree 1");
+  // Degree below the kernel's minimum.
+  auto o = cpu_options(Kernel::tps, 1, GlobalSolver::dense);
+  o.degree = 0;
+  expect_error([&] { GlobalRbfInterpolant{o}; }, ErrorCode::invalid_argument,
+               "needs a polynomial of degree >= 1");
+  // FGP adds a constant only.
+  auto of = cpu_options(Kernel::tps, 1, GlobalSolver::fgp);
+  expect_error([&] { GlobalRbfInterpolant(of).set_data(x, f); }, ErrorCode::invalid_argument,
+               "needs polynomial degree 0");
+  // Singular kernels do not interpolate; bad parameters.
+  expect_error([&] { GlobalRbfInterpolant{cpu_options(Kernel::laplace, 1, GlobalSolver::dense)}; },
+               ErrorCode::invalid_argument, "singular at r = 0");
+  auto ot = cpu_options(Kernel::multiquadric, 1, GlobalSolver::fgp);
+  ot.tolerance = 1e-16;
+  expect_error([&] { GlobalRbfInterpolant{ot}; }, ErrorCode::invalid_argument, "tolerance");
+  expect_error(
+      [&] { GlobalRbfInterpolant{cpu_options(Kernel::multiquadric, -1, GlobalSolver::fgp)}; },
+      ErrorCode::invalid_argument, "eps must be positive");
+  auto oq = cpu_options(Kernel::multiquadric, 1, GlobalSolver::fgp);
+  oq.lset_size = 1;
+  expect_error([&] { GlobalRbfInterpolant{oq}; }, ErrorCode::invalid_argument, "L-set size");
+  // Shapes and values.
+  GlobalRbfInterpolant ok(cpu_options(Kernel::multiquadric, 2, GlobalSolver::dense));
+  expect_error([&] { ok.set_data(x, Table<double>(99, 1)); }, ErrorCode::shape_mismatch,
+               "100 data points but 99 value rows");
+  auto fn = f;
+  fn(33, 0) = std::nan("");
+  expect_error([&] { ok.set_data(x, fn); }, ErrorCode::non_finite, "row 33");
+  expect_error([&] { ok.evaluate(x); }, ErrorCode::invalid_argument, "before set_data");
+  ok.set_data(x, f);
+  expect_error([&] { ok.evaluate(Table<double>(3, 3)); }, ErrorCode::shape_mismatch, "dimension 2");
+  // An iteration limit that is too small: not_converged, with the residual reached.
+  auto oi = cpu_options(Kernel::multiquadric, 10, GlobalSolver::fgp);
+  oi.max_iterations = 1;
+  oi.tolerance = 1e-12;
+  expect_error([&] { GlobalRbfInterpolant(oi).set_data(x, f); }, ErrorCode::not_converged,
+               "did not reach the tolerance");
+}
+
+} // namespace
+} // namespace ksum
