@@ -6,6 +6,7 @@
 #   cpu    CPU benchmark: every kernel per core vs the plain loop; 3 kernels on all cores
 #   cli    end-to-end `ksum sum` time and memory, N = 1e5 and 1e6, CPU and GPU
 #   pum    RBF-PUM linear-cost benchmark and the comparison with SciPy's RBFInterpolator (CPU)
+#   global global RBF (seed 000): matvec table, FGP to 1e-6 at N = 1e4…1e6, GMRES at N = 1e5
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -102,6 +103,11 @@ if want pum; then
   PYTHONUNBUFFERED=1 timeout 400 python3 bench/peers/pum_vs_scipy.py --ksum $build/apps/ksum/ksum \
     --out "$OUT/pum_vs_scipy.md" > "$OUT/pum_vs_scipy.log" 2>&1 || rc=1
   cat "$OUT/pum_vs_scipy.md" >> "$summary" 2>/dev/null || echo "SciPy comparison failed (pum_vs_scipy.log)" >> "$summary"
+fi
+
+if want global; then
+  echo >> "$summary"
+  $build/bench/global_bench --reps 3 --json "$OUT/global.json" >> "$summary" 2>&1 || rc=1
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"

@@ -133,6 +133,54 @@ TEST_F(Cli, BadInputsGiveOneClearLineAndNonZeroExit) {
   EXPECT_FALSE(fs::exists(dir / "o.csv")); // nothing half-written after a failure
 }
 
+TEST_F(Cli, InterpolateGlobalWithEachSolver) {
+  const auto x = ksum::datasets::halton(1500, 2);
+  ksum::Table<double> data(x.rows(), 3);
+  for (std::int64_t i = 0; i < x.rows(); ++i) {
+    data(i, 0) = x(i, 0);
+    data(i, 1) = x(i, 1);
+    data(i, 2) = ksum::datasets::franke(x(i, 0), x(i, 1));
+  }
+  ksum::io::write_table(path("data.csv"), data);
+  std::vector<std::vector<double>> results;
+  for (const std::string solver : {"dense", "fgp", "krylov"}) {
+    const auto r = ksum("interpolate --method global --data " + path("data.csv") +
+                        " --grid 20x20 --kernel multiquadric --eps 20 --tol 1e-10 --backend cpu "
+                        "--solver " +
+                        solver + " -o " + path(solver + ".csv"));
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("final residual"), std::string::npos) << r.output;
+    if (solver != "dense")
+      EXPECT_NE(r.output.find("iterations"), std::string::npos) << r.output;
+    const auto g = ksum::io::read_table(path(solver + ".csv"));
+    ASSERT_EQ(g.rows(), 400);
+    ASSERT_EQ(g.cols(), 3);
+    double se = 0;
+    std::vector<double> col;
+    for (std::int64_t i = 0; i < g.rows(); ++i) {
+      se += std::pow(g(i, 2) - ksum::datasets::franke(g(i, 0), g(i, 1)), 2);
+      col.push_back(g(i, 2));
+    }
+    // Measured RMSE 1.6e-4 on this grid (multiquadric, eps 20, N = 1500): 3x margin.
+    EXPECT_LT(std::sqrt(se / 400.0), 5e-4) << solver;
+    results.push_back(col);
+  }
+  // The three solvers give the same interpolant (tolerance 1e-10; system condition ~1e7).
+  for (std::size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_NEAR(results[1][i], results[0][i], 1e-7);
+    EXPECT_NEAR(results[2][i], results[0][i], 1e-7);
+  }
+  expect_failure("interpolate --method global --data " + path("data.csv") +
+                     " --grid 5x5 --eps loocv -o " + path("x.csv"),
+                 1, "needs a number");
+  expect_failure("interpolate --method global --data " + path("data.csv") +
+                     " --grid 5x5 --kernel tps --solver fgp -o " + path("x.csv"),
+                 1, "needs polynomial degree 0");
+  expect_failure("interpolate --method global --data " + path("data.csv") +
+                     " --grid 5x5 --kernel tps --degree 0 -o " + path("x.csv"),
+                 1, "needs a polynomial of degree >= 1");
+}
+
 TEST_F(Cli, InterpolatePumOnAGridAndAtGivenPoints) {
   const auto x = ksum::datasets::halton(1089, 2);
   ksum::Table<double> data(x.rows(), 4);
