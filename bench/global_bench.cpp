@@ -5,6 +5,8 @@
 //             Halton points, N = 1e4, 1e5, 1e6 (--fgp-n)
 //   --krylov  GMRES with the L-set preconditioner to relative residual 1e-8, N = 1e5 Halton
 //             points in 2D and 3D, multiquadric and tps (target: ≤ 50 iterations)
+//   --krylov-large N  GMRES on N 3D points, multiquadric, to relative residual 1e-6 (beside FGP)
+//   --dense   the dense solver at N = 5,000 and 20,000 (3D multiquadric), CPU and GPU
 // Shape: ε h = 1 with h = N^(−1/d) (c = 1/ε equal to the mean spacing). Prints markdown tables;
 // --json FILE writes the numbers.
 #include <ksum/ksum.hpp>
@@ -110,7 +112,7 @@ struct SolveRow {
 };
 
 void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann::json &out,
-                  const char *key) {
+                  const char *key, Backend backend = Backend::automatic) {
   fmt::print("\n### {}\n\n", title);
   fmt::print("| d | N | kernel | solver | tol | iterations | matvecs | final rel. residual | "
              "max abs residual | L-sets [s] | solve [s] | per iteration [s] | matvec |\n"
@@ -123,6 +125,7 @@ void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann
     o.eps = std::pow(static_cast<double>(r.n), 1.0 / static_cast<double>(r.d)); // ε h = 1
     o.solver = r.solver;
     o.tolerance = r.tol;
+    o.backend = backend;
     GlobalRbfInterpolant rbf(o);
     std::string status = "ok";
     try {
@@ -159,7 +162,8 @@ void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann
 
 int main(int argc, char **argv) {
   std::string json;
-  bool matvec = false, fgp = false, krylov = false;
+  bool matvec = false, fgp = false, krylov = false, dense = false;
+  std::int64_t krylov_large = 0;
   std::vector<std::int64_t> fgp_n{10000, 100000, 1000000};
   std::int64_t krylov_n = 100000, cpu_max_n = 89702;
   double fgp_tol = 1e-6;
@@ -174,6 +178,10 @@ int main(int argc, char **argv) {
       fgp = true;
     else if (s == "--krylov")
       krylov = true;
+    else if (s == "--dense")
+      dense = true;
+    else if (s == "--krylov-large" && i + 1 < argc)
+      krylov_large = std::stoll(argv[++i]);
     else if (s == "--fgp-n" && i + 1 < argc)
       fgp_n = parse_list(argv[++i]);
     else if (s == "--fgp-tol" && i + 1 < argc)
@@ -190,8 +198,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (!matvec && !fgp && !krylov)
-    matvec = fgp = krylov = true;
+  if (!matvec && !fgp && !krylov && !dense && krylov_large == 0)
+    matvec = fgp = krylov = dense = true;
   const bool gpu = !gpus().empty();
   nlohmann::json out;
   out["gpu"] = gpu ? gpus()[0].name : "none";
@@ -214,6 +222,20 @@ int main(int argc, char **argv) {
                  "GMRES with the L-set preconditioner, relative residual 1e-8 (target ≤ 50 "
                  "iterations)",
                  out, "krylov");
+  }
+  if (krylov_large > 0)
+    bench_solves({{"krylov", 3, krylov_large, Kernel::multiquadric, GlobalSolver::krylov, 1e-6}},
+                 "GMRES, 3D multiquadric, relative residual 1e-6 (beside FGP above)", out,
+                 "krylov_large");
+  if (dense) {
+    std::vector<SolveRow> rows;
+    for (const std::int64_t n : {5000, 20000})
+      rows.push_back({"dense", 3, n, Kernel::multiquadric, GlobalSolver::dense, 1e-8});
+    bench_solves(rows, "Dense solver, 3D multiquadric (CPU: LAPACK dsysv; GPU: cuSOLVER getrf)",
+                 out, "dense_gpu");
+    if (gpu)
+      bench_solves(rows, "Dense solver on the CPU cores (LAPACK dsysv)", out, "dense_cpu",
+                   Backend::cpu);
   }
   if (!json.empty())
     std::ofstream(json) << out.dump(1) << "\n";
