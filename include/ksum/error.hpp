@@ -15,8 +15,8 @@ enum class ErrorCode {
   shape_mismatch,   // arrays whose sizes do not agree
   unsupported,      // a valid request this build or device cannot serve
   device,           // a CUDA runtime failure
-  not_converged,    // an iterative solver stopped at its iteration limit above its tolerance
-  internal          // a broken invariant: a bug in ksum
+  internal,         // a broken invariant: a bug in ksum
+  not_converged     // an iterative solver stopped at its iteration limit above its tolerance
 };
 
 const char *to_string(ErrorCode code) noexcept;

@@ -44,15 +44,19 @@ struct GlobalRbfOptions {
   // Total degree of the polynomial part: −1 none; the default (kernel_default_degree) is the
   // kernel's minimum degree (seed 000 table 1), or none for strictly positive definite kernels.
   int degree = kernel_default_degree;
-  double smoothing = 0.0; // ρ ≥ 0 added to Φ's diagonal (smoothing instead of interpolation)
+  // ρ ≥ 0: smoothing instead of interpolation. It enters as Φ + σρI with σ the sign under which
+  // the kernel is conditionally positive definite, (−1)^(min degree + 1): −1 for multiquadric,
+  // linear and quintic, +1 otherwise; so f − s(x_i) = σρλ_i and the system stays definite.
+  double smoothing = 0.0;
   GlobalSolver solver = GlobalSolver::automatic;
   // FGP stops when ‖r‖∞ ≤ tolerance · ‖f‖∞ (seed 000 eq. (7) relative to the data), GMRES when
   // ‖r‖₂ ≤ tolerance · ‖f‖₂, per value column; r = f − s at the centres.
   double tolerance = 1e-8;
   int max_iterations = 300;
-  int lset_size = 40;      // q of seed 000 step 1 (30–50 typical)
-  int gmres_restart = 100; // Krylov basis size before GMRES restarts
-  std::uint64_t seed = 1;  // the random permutation of FGP step 3
+  int lset_size = 40; // q of seed 000 step 1 (30–50 typical)
+  // Krylov basis size before GMRES restarts (memory: restart · N · columns doubles).
+  int gmres_restart = 100;
+  std::uint64_t seed = 1; // the random permutation of FGP step 3
   // automatic: dense up to dense_max_n centres, else FGP where it applies (degree 0 and a
   // kernel for which a constant suffices), else preconditioned GMRES.
   std::int64_t dense_max_n = 6000;
@@ -68,6 +72,8 @@ struct GlobalRbfOptions {
 
 // The degree used for kernel k when the options say kernel_default_degree.
 int default_degree(Kernel k);
+// σ above: the sign that makes σφ conditionally positive definite of the kernel's order.
+int definiteness_sign(Kernel k);
 
 struct GlobalRbfStats {
   GlobalSolver solver = GlobalSolver::dense; // the solver used (resolved from automatic)

@@ -1,10 +1,10 @@
 #pragma once
 // The ksum umbrella header.
 #include <ksum/datasets.hpp>
-#include <ksum/global.hpp>
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/global.hpp>
 #include <ksum/io.hpp>
 #include <ksum/kernels.hpp>
 #include <ksum/pum.hpp>

@@ -23,8 +23,8 @@ struct PumOptions {
   // their minimum degree; with degree d the interpolant reproduces polynomials of degree d
   // exactly. Runs on the CPU (the GPU path serves degree −1).
   int degree = -1;
-  double eps = 1.0;                // the shape parameter when loocv is false
-  bool loocv = false;              // choose ε per patch by LOOCV in [eps_min, eps_max]
+  double eps = 1.0;   // the shape parameter when loocv is false
+  bool loocv = false; // choose ε per patch by LOOCV in [eps_min, eps_max]
   double eps_min = 0.1, eps_max = 100.0;
   int loocv_iterations = 40; // Brent iterations at most per patch
   // Multiplies the seed's number of cells per axis (more cells: smaller, cheaper patches).

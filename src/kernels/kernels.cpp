@@ -49,10 +49,10 @@ const char *to_string(ErrorCode code) noexcept {
     return "unsupported";
   case ErrorCode::device:
     return "device error";
-  case ErrorCode::not_converged:
-    return "not converged";
   case ErrorCode::internal:
     return "internal error";
+  case ErrorCode::not_converged:
+    return "not converged";
   }
   return "error";
 }

@@ -150,8 +150,9 @@ TEST_F(Cli, InterpolateGlobalWithEachSolver) {
                         solver + " -o " + path(solver + ".csv"));
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("final residual"), std::string::npos) << r.output;
-    if (solver != "dense")
+    if (solver != "dense") {
       EXPECT_NE(r.output.find("iterations"), std::string::npos) << r.output;
+    }
     const auto g = ksum::io::read_table(path(solver + ".csv"));
     ASSERT_EQ(g.rows(), 400);
     ASSERT_EQ(g.cols(), 3);

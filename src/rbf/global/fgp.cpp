@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <omp.h>
 
 namespace ksum::rbf {
@@ -18,10 +19,14 @@ double dot(const double *a, const double *b, std::int64_t n, int nt) {
   return s;
 }
 
+// The largest magnitude; infinity when any entry is not finite (so a NaN never passes a test).
 double max_abs(const double *a, std::int64_t n) {
   double m = 0;
-  for (std::int64_t i = 0; i < n; ++i)
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]))
+      return std::numeric_limits<double>::infinity();
     m = std::max(m, std::abs(a[i]));
+  }
   return m;
 }
 
@@ -101,7 +106,8 @@ SolveResult solve_fgp(KernelMatVec &A, const LSets &sets, const Table<double> &f
       if (k[c] == 1) {
         std::copy(tc, tc + n, dl);
       } else {
-        const double beta = dot(tc, dc, n, nt) / dot(dl, dc, n, nt);
+        const double den = dot(dl, dc, n, nt);
+        const double beta = den != 0.0 ? dot(tc, dc, n, nt) / den : 0.0;
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (std::int64_t i = 0; i < n; ++i)
           dl[i] = tc[i] - beta * dl[i];

@@ -46,6 +46,10 @@ int default_degree(Kernel k) {
   return std::max(-1, kernel_info(k).min_degree);
 }
 
+int definiteness_sign(Kernel k) {
+  return (kernel_info(k).min_degree + 1) % 2 == 0 ? 1 : -1;
+}
+
 namespace {
 
 Backend resolve(Backend b) {
@@ -59,7 +63,8 @@ public:
   DirectMatVec(const Table<double> &centres, Kernel kernel, double eps, double smoothing,
                Backend backend, int threads)
       : ds_(DirectOptions{.kernel = kernel, .eps = eps, .backend = backend, .threads = threads}),
-        diag_(kernel_value(kernel, eps, 0.0) + smoothing), n_(centres.rows()) {
+        diag_(kernel_value(kernel, eps, 0.0) + definiteness_sign(kernel) * smoothing),
+        n_(centres.rows()) {
     ds_.set_points(centres);
   }
   std::int64_t size() const override { return n_; }
@@ -122,6 +127,9 @@ struct GlobalRbfInterpolant::Impl {
     if (opt.max_iterations < 1)
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("max_iterations must be >= 1, got {}", opt.max_iterations));
+    if (opt.gmres_restart < 1 || opt.gmres_restart > 2000)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("gmres_restart must lie in [1, 2000], got {}", opt.gmres_restart));
     if (opt.lset_size < 2 || opt.lset_size > 1000)
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("the L-set size q must lie in [2, 1000] (seed 000: 30-50), got {}",
@@ -261,6 +269,12 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
   im.basis = rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0);
   const Table<double> P = im.basis.matrix(points);
   im.check_unisolvent(P, d);
+  if (opt.lset_size <= P.cols())
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("the L-set size q = {} must exceed the {} polynomial terms of degree {} "
+                    "in {} dimensions (use q >= {})",
+                    opt.lset_size, P.cols(), deg, d, 2 * P.cols() + 1));
 
   im.backend = resolve(opt.backend);
   if (im.backend == Backend::cuda && gpus().empty())
@@ -283,8 +297,9 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
   rbf::SolveResult res;
   const auto t0 = std::chrono::steady_clock::now();
   if (st.solver == GlobalSolver::dense) {
-    const rbf::DenseProblem dp{&points,       &P,         &values, opt.kernel, opt.eps,
-                               opt.smoothing, opt.threads};
+    const rbf::DenseProblem dp{&points,    &P,      &values,
+                               opt.kernel, opt.eps, definiteness_sign(opt.kernel) * opt.smoothing,
+                               opt.threads};
     res = im.backend == Backend::cuda ? rbf::solve_dense_gpu(dp) : rbf::solve_dense_cpu(dp);
     st.seconds_solve = seconds_since(t0);
   } else {
@@ -292,6 +307,11 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
         rbf::build_lsets(points, {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads});
     st.lsets = sets.count();
     st.lsets_skipped = sets.skipped;
+    if (sets.count() > 0 && sets.skipped == sets.count())
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("every local L-set system was singular (q = {}, kernel '{}', eps "
+                              "{}): no preconditioner. Try a larger eps or q, or --solver dense",
+                              opt.lset_size, kernel_info(opt.kernel).name, opt.eps));
     st.seconds_setup = seconds_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
     const rbf::IterSettings it{opt.tolerance, opt.max_iterations, opt.gmres_restart, opt.threads,
@@ -307,8 +327,9 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
   Table<double> s(n, nc);
   A->apply(res.lambda, s);
   ++res.matvecs;
+  double worst_inf = 0; // max over columns of ‖r‖∞ / ‖f‖∞ (FGP's measure)
   for (std::int64_t c = 0; c < nc; ++c) {
-    double rmax = 0, r2 = 0, f2 = 0;
+    double rmax = 0, r2 = 0, f2 = 0, fmax = 0;
     std::vector<double> pv(P.cols());
     for (std::int64_t i = 0; i < n; ++i) {
       double p = 0;
@@ -318,20 +339,26 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
       rmax = std::max(rmax, std::abs(r));
       r2 += r * r;
       f2 += values(i, c) * values(i, c);
+      fmax = std::max(fmax, std::abs(values(i, c)));
     }
+    worst_inf = std::max(worst_inf, fmax > 0 ? rmax / fmax : rmax);
     st.residual_max = std::max(st.residual_max, rmax);
     st.residual_rel = std::max(st.residual_rel, f2 > 0 ? std::sqrt(r2 / f2) : std::sqrt(r2));
   }
   st.iterations = res.iterations;
   st.matvecs = res.matvecs;
   st.history = std::move(res.history);
-  if (!res.converged)
+  if (!res.converged) {
+    const bool fgp = st.solver == GlobalSolver::fgp;
     throw Error(ErrorCode::not_converged,
-                fmt::format("{} did not reach the tolerance {:.3g} in {} iterations (relative "
-                            "residual {:.3g}). Raise --max-iter, change eps, or use --solver "
-                            "{}",
-                            to_string(st.solver), opt.tolerance, st.iterations, st.residual_rel,
-                            st.solver == GlobalSolver::fgp ? "krylov" : "dense"));
+                fmt::format("{} did not reach the tolerance {:.3g} in {} iterations ({} {:.3g}). "
+                            "Raise --max-iter or change eps{}",
+                            to_string(st.solver), opt.tolerance, st.iterations,
+                            fgp ? "max|f - s| / max|f| =" : "||f - s|| / ||f|| =",
+                            fgp ? worst_inf : st.residual_rel,
+                            fgp ? "; or try --solver krylov"
+                                : (n <= 20000 ? "; or use --solver dense" : "")));
+  }
   if (st.solver == GlobalSolver::dense && !(st.residual_rel <= 1e-3))
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("the interpolation matrix is numerically singular: relative residual "

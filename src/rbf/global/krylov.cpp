@@ -173,7 +173,8 @@ SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> 
         const double est = std::abs(C.g[j + 1]);
         worst_est = std::max(worst_est, C.fnorm > 0 ? est / C.fnorm : 0.0);
         C.j = j + 1;
-        const bool breakdown = !(hn > 1e-300);
+        // Breakdown: the Krylov space is invariant (hn = 0) or the operator maps V_j to 0.
+        const bool breakdown = !(hn > 1e-300) || !(hyp > 0);
         if (!breakdown) {
           for (auto &v : w)
             v /= hn;
@@ -182,7 +183,8 @@ SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> 
         if (est <= it.tolerance * C.fnorm || C.j == restart || breakdown ||
             res.iterations >= it.max_iterations) {
           // End of the cycle: y += V_k H_k⁻¹ g_k.
-          const int kk = C.j;
+          // A zero diagonal (the operator mapped V_j to 0) leaves that step out.
+          const int kk = C.H(C.j - 1, C.j - 1) != 0.0 ? C.j : C.j - 1;
           Eigen::VectorXd g(kk);
           for (int i = 0; i < kk; ++i)
             g(i) = C.g[i];
