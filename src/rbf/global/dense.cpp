@@ -11,6 +11,20 @@
 
 namespace ksum::rbf {
 
+SolveResult split_solution(const double *B, std::int64_t n, std::int64_t m, std::int64_t nc) {
+  const std::int64_t size = n + m;
+  SolveResult r;
+  r.lambda = Table<double>(n, nc, Uninitialized{});
+  r.poly = Table<double>(m, nc, Uninitialized{});
+  for (std::int64_t c = 0; c < nc; ++c) {
+    for (std::int64_t i = 0; i < n; ++i)
+      r.lambda(i, c) = B[c * size + i];
+    for (std::int64_t t = 0; t < m; ++t)
+      r.poly(t, c) = B[c * size + n + t];
+  }
+  return r;
+}
+
 void assemble_saddle(const DenseProblem &p, double *K) {
   const Table<double> &x = *p.x, &P = *p.P;
   const std::int64_t n = x.rows(), d = x.cols(), m = P.cols(), size = n + m;
@@ -68,16 +82,7 @@ SolveResult solve_dense_cpu(const DenseProblem &p) {
                             info));
   if (info < 0)
     throw Error(ErrorCode::internal, fmt::format("LAPACK dsysv: argument {} invalid", -info));
-  SolveResult r;
-  r.lambda = Table<double>(n, nc, Uninitialized{});
-  r.poly = Table<double>(m, nc, Uninitialized{});
-  for (std::int64_t c = 0; c < nc; ++c) {
-    for (std::int64_t i = 0; i < n; ++i)
-      r.lambda(i, c) = B[c * size + i];
-    for (std::int64_t t = 0; t < m; ++t)
-      r.poly(t, c) = B[c * size + n + t];
-  }
-  return r;
+  return split_solution(B.data(), n, m, nc);
 }
 
 } // namespace ksum::rbf

@@ -89,16 +89,7 @@ SolveResult solve_dense_gpu(const DenseProblem &p) {
   detail::cuda_check(
       cudaMemcpy(B.data(), dB.ptr, B.size() * sizeof(double), cudaMemcpyDeviceToHost), dev,
       "cudaMemcpy (solution)");
-  SolveResult r;
-  r.lambda = Table<double>(n, nc, Uninitialized{});
-  r.poly = Table<double>(m, nc, Uninitialized{});
-  for (std::int64_t c = 0; c < nc; ++c) {
-    for (std::int64_t i = 0; i < n; ++i)
-      r.lambda(i, c) = B[c * size + i];
-    for (std::int64_t t = 0; t < m; ++t)
-      r.poly(t, c) = B[c * size + n + t];
-  }
-  return r;
+  return split_solution(B.data(), n, m, nc);
 }
 
 } // namespace ksum::rbf

@@ -11,14 +11,6 @@ namespace ksum::rbf {
 
 namespace {
 
-double dot(const double *a, const double *b, std::int64_t n, int nt) {
-  double s = 0;
-#pragma omp parallel for num_threads(nt) reduction(+ : s) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
 // The largest magnitude; infinity when any entry is not finite (so a NaN never passes a test).
 double max_abs(const double *a, std::int64_t n) {
   double m = 0;

@@ -25,14 +25,6 @@ struct Column {
   bool in_cycle = false, converged = false;
 };
 
-double dot(const double *a, const double *b, std::int64_t n, int nt) {
-  double s = 0;
-#pragma omp parallel for num_threads(nt) reduction(+ : s) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
 } // namespace
 
 SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> &P,

@@ -49,5 +49,16 @@ SolveResult solve_dense_gpu(const DenseProblem &p);
 
 // Fills the (N + m)² column-major saddle-point matrix of (4), rows/columns N.. for Π.
 void assemble_saddle(const DenseProblem &p, double *K);
+// λ (the first n rows) and the polynomial (the next m) of each of nc solution columns of (4).
+SolveResult split_solution(const double *B, std::int64_t n, std::int64_t m, std::int64_t nc);
+
+// x·y over n entries with nt OpenMP threads.
+inline double dot(const double *a, const double *b, std::int64_t n, int nt) {
+  double s = 0;
+#pragma omp parallel for num_threads(nt) reduction(+ : s) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
 
 } // namespace ksum::rbf
