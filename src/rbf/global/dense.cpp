@@ -25,9 +25,16 @@ SolveResult split_solution(const double *B, std::int64_t n, std::int64_t m, std:
   return r;
 }
 
-void assemble_saddle(const DenseProblem &p, double *K) {
+SaddleSystem assemble_saddle(const DenseProblem &p) {
   const Table<double> &x = *p.x, &P = *p.P;
-  const std::int64_t n = x.rows(), d = x.cols(), m = P.cols(), size = n + m;
+  const std::int64_t n = x.rows(), d = x.cols(), m = P.cols(), size = n + m, nc = p.f->cols();
+  SaddleSystem sys;
+  sys.K.resize(static_cast<std::size_t>(size * size));
+  sys.B.assign(static_cast<std::size_t>(size * nc), 0.0);
+  for (std::int64_t c = 0; c < nc; ++c)
+    for (std::int64_t i = 0; i < n; ++i)
+      sys.B[c * size + i] = (*p.f)(i, c);
+  double *K = sys.K.data();
   const int nt = p.threads > 0 ? p.threads : omp_get_max_threads();
   const double cs = kdef::coord_scale(p.kernel, p.eps), c2 = cs * cs;
   kdef::visit<double>(p.kernel, [&](auto kf) {
@@ -55,6 +62,7 @@ void assemble_saddle(const DenseProblem &p, double *K) {
     for (std::int64_t i = n; i < size; ++i)
       col[i] = 0.0;
   }
+  return sys;
 }
 
 SolveResult solve_dense_cpu(const DenseProblem &p) {
@@ -64,12 +72,7 @@ SolveResult solve_dense_cpu(const DenseProblem &p) {
                 fmt::format("the dense solver stores the full ({0} × {0}) matrix; {1} centres "
                             "need {2:.1f} GiB. Use --solver fgp or krylov",
                             size, n, 8.0 * size * size / (1 << 30)));
-  std::vector<double> K(static_cast<std::size_t>(size * size));
-  assemble_saddle(p, K.data());
-  std::vector<double> B(static_cast<std::size_t>(size * nc), 0.0);
-  for (std::int64_t c = 0; c < nc; ++c)
-    for (std::int64_t i = 0; i < n; ++i)
-      B[c * size + i] = (*p.f)(i, c);
+  auto [K, B] = assemble_saddle(p);
   std::vector<lapack_int> ipiv(size);
   const lapack_int info = LAPACKE_dsysv(
       LAPACK_COL_MAJOR, 'L', static_cast<lapack_int>(size), static_cast<lapack_int>(nc), K.data(),

@@ -49,12 +49,7 @@ SolveResult solve_dense_gpu(const DenseProblem &p) {
                             "{:.1f} GiB are free. Use --solver fgp or krylov",
                             need / (1 << 30), dev, size, size,
                             static_cast<double>(free_b) / (1 << 30)));
-  std::vector<double> K(static_cast<std::size_t>(size * size));
-  assemble_saddle(p, K.data());
-  std::vector<double> B(static_cast<std::size_t>(size * nc), 0.0);
-  for (std::int64_t c = 0; c < nc; ++c)
-    for (std::int64_t i = 0; i < n; ++i)
-      B[c * size + i] = (*p.f)(i, c);
+  auto [K, B] = assemble_saddle(p);
 
   detail::DeviceArray<double> dK, dB;
   detail::DeviceArray<std::int64_t> dpiv;

@@ -47,8 +47,12 @@ SolveResult solve_dense_cpu(const DenseProblem &p);
 // The same by cuSOLVER (LU, getrf/getrs) on the GPU; throws unsupported without CUDA.
 SolveResult solve_dense_gpu(const DenseProblem &p);
 
-// Fills the (N + m)² column-major saddle-point matrix of (4), rows/columns N.. for Π.
-void assemble_saddle(const DenseProblem &p, double *K);
+// The (N + m)² column-major saddle-point matrix of (4) (rows/columns N.. for Π) and its
+// right-hand sides [f; 0], one column per value column.
+struct SaddleSystem {
+  std::vector<double> K, B;
+};
+SaddleSystem assemble_saddle(const DenseProblem &p);
 // λ (the first n rows) and the polynomial (the next m) of each of nc solution columns of (4).
 SolveResult split_solution(const double *B, std::int64_t n, std::int64_t m, std::int64_t nc);
 
