@@ -3,7 +3,8 @@
 # Usage: scripts/setup.sh [--python]   (--python also installs numpy/scipy for the benchmark peers)
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-      libbenchmark-dev libeigen3-dev liblapacke-dev libopenblas-dev libpng-dev)
+      libbenchmark-dev libeigen3-dev liblapacke-dev libopenblas-dev libpng-dev
+      libgmsh-dev python3-gmsh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -46,5 +46,6 @@ void register_info(CLI::App &app);
 void register_sum(CLI::App &app);
 void register_demo(CLI::App &app);
 void register_interpolate(CLI::App &app);
+void register_deform(CLI::App &app);
 
 } // namespace ksum::cli

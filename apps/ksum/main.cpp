@@ -18,6 +18,7 @@ int main(int argc, char **argv) {
   ksum::cli::register_info(app);
   ksum::cli::register_sum(app);
   ksum::cli::register_interpolate(app);
+  ksum::cli::register_deform(app);
   ksum::cli::register_demo(app);
   try {
     app.parse(argc, argv);

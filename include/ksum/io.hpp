@@ -37,6 +37,10 @@ struct WriteOptions {
 void write_table(const std::filesystem::path &path, const Table<double> &table,
                  const WriteOptions &options = {});
 
+// A text file (a JSON report, say), written like write_table: through a temporary file, an
+// existing file only with overwrite.
+void write_text(const std::filesystem::path &path, const std::string &text, bool overwrite = false);
+
 // A heat map of values on a regular nx × ny grid (the value of cell (ix, iy) is values[ix + nx·iy],
 // y upwards), colours scaled between the finite minimum and maximum, as an 8-bit RGB PNG; each cell
 // is `pixel` pixels wide (0: chosen so the image is about 500 pixels across). Written like

@@ -182,4 +182,9 @@ void write_table(const fs::path &path, const Table<double> &table, const WriteOp
   });
 }
 
+void write_text(const std::filesystem::path &path, const std::string &text, bool overwrite) {
+  detail::write_atomically(path, overwrite,
+                           [&](std::FILE *out) { detail::write_bytes(out, text, path); });
+}
+
 } // namespace ksum::io
