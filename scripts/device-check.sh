@@ -7,6 +7,8 @@
 #   cli    end-to-end `ksum sum` time and memory, N = 1e5 and 1e6, CPU and GPU
 #   pum    RBF-PUM linear-cost benchmark and the comparison with SciPy's RBFInterpolator (CPU)
 #   global global RBF (seed 000): matvec table, FGP to 1e-6 at N = 1e4…1e6, GMRES at N = 1e5
+#   deform RBF mesh deformation of the 1,006,660-node sphere-in-box mesh (seed 000 §2.3), GPU and
+#          CPU: its nodes and boundary rows carried in .bench-data/deform-1m (deform_bench --export)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,6 +110,19 @@ fi
 if want global; then
   echo >> "$summary"
   $build/bench/global_bench --reps 3 --json "$OUT/global.json" >> "$summary" 2>&1 || rc=1
+fi
+
+if want deform; then
+  echo >> "$summary"
+  if [[ -f .bench-data/deform-1m/nodes.npy ]]; then
+    for b in gpu cpu; do
+      echo "deform_bench --backend $b:" >> "$summary"
+      $build/bench/deform_bench --nodes .bench-data/deform-1m --backend $b \
+        --json "$OUT/deform_1m_$b.json" >> "$summary" 2> "$OUT/deform_1m_$b.log" || rc=1
+    done
+  else
+    echo "- deform: .bench-data/deform-1m missing (make it with deform_bench --export)" >> "$summary"
+  fi
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"

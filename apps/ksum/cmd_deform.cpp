@@ -16,7 +16,7 @@ namespace ksum::cli {
 namespace {
 
 struct DeformArgs {
-  std::string mesh, output, vtu, report, displacement, method = "global", kernel = "tps";
+  std::string mesh, output, vtu, report, displacement, method = "global", kernel;
   std::string backend = "auto", solver = "auto";
   std::vector<std::string> moving, fixed;
   std::vector<double> translate, about, axis;
@@ -184,7 +184,11 @@ void run_deform(const DeformArgs &a) {
 
   DeformOptions o;
   o.method = parse_deform_method(a.method);
-  o.kernel = parse_kernel(a.kernel);
+  // tps for the global interpolant; the PUM's patches of boundary nodes need a positive definite
+  // kernel (no local polynomial), wendland2.
+  o.kernel = parse_kernel(!a.kernel.empty()                  ? a.kernel
+                          : o.method == DeformMethod::global ? "tps"
+                                                             : "wendland2");
   o.eps = a.eps;
   o.degree = a.degree;
   o.solver = parse_global_solver(a.solver);
@@ -210,7 +214,7 @@ void run_deform(const DeformArgs &a) {
   fmt::print("motion: {} of groups {}; fixed: {}; method {} ({}), {} step{}\n", motion.describe(),
              fmt::join(a.moving, ", "),
              a.fixed.empty() ? "none" : fmt::format("{}", fmt::join(a.fixed, ", ")), a.method,
-             a.kernel, a.steps, a.steps == 1 ? "" : "s");
+             kernel_info(o.kernel).name, a.steps, a.steps == 1 ? "" : "s");
   const auto orientation = element_orientation(mesh, mesh.nodes);
   std::vector<double> q_before, q_after;
   const auto before = mesh_quality(mesh, mesh.nodes, orientation, &q_before);
@@ -267,7 +271,7 @@ void run_deform(const DeformArgs &a) {
                      {"fixed", res.stats.fixed},
                      {"interpolated", res.stats.interpolated},
                      {"method", a.method},
-                     {"kernel", a.kernel},
+                     {"kernel", kernel_info(o.kernel).name},
                      {"quality_before", quality_json(before)},
                      {"quality_after", quality_json(after)},
                      {"seconds_total", seconds_since(t0)},
@@ -330,12 +334,14 @@ void register_deform(CLI::App &app) {
       ->check(CLI::IsMember({"global", "pum"}))
       ->capture_default_str();
   cmd->add_option("--kernel", a.kernel,
-                  "RBF: tps (r^2 log r, default), linear, cubic, multiquadric, wendland2 (with "
-                  "--eps 1/radius), gaussian, ...")
-      ->capture_default_str();
+                  "RBF (default: tps r^2 log r for global, wendland2 for pum): linear, cubic, "
+                  "multiquadric, wendland2 (--eps = 1/support radius), gaussian, matern4, ...");
   cmd->add_option("--eps", a.eps, "Shape parameter (kernels with one; wendland: 1/support radius)")
       ->capture_default_str();
-  cmd->add_option("--degree", a.degree, "Polynomial degree (default: the kernel's minimum)");
+  cmd->add_option(
+      "--degree", a.degree,
+      "Polynomial degree (default: global 1, so rigid motions are exact, or the kernel's minimum "
+      "where higher; pum the kernel's minimum)");
   cmd->add_option("--solver", a.solver, "global: auto, dense, fgp or krylov")
       ->check(CLI::IsMember({"auto", "dense", "fgp", "krylov"}))
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <mutex>
+#include <omp.h>
 #include <random>
 #include <unordered_map>
 
@@ -27,19 +28,25 @@ std::mutex &gmsh_mutex() {
   return m;
 }
 
+// Gmsh sets OpenMP's thread count from its own option (General.NumThreads, default 1) and
+// leaves it so: the caller's count is restored, or every later OpenMP loop would run on 1 thread.
 class Session {
 public:
-  Session() : lock_(gmsh_mutex()) {
+  Session() : lock_(gmsh_mutex()), threads_(omp_get_max_threads()) {
     gmsh::initialize(0, nullptr, false);
     gmsh::option::setNumber("General.Terminal", 0);
     gmsh::option::setNumber("General.Verbosity", 1);
   }
-  ~Session() { gmsh::finalize(); }
+  ~Session() {
+    gmsh::finalize();
+    omp_set_num_threads(threads_);
+  }
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
 
 private:
   std::lock_guard<std::mutex> lock_;
+  int threads_;
 };
 
 // Runs a Gmsh call, turning its exceptions (a std::string in Gmsh 4.8, std::exception later)

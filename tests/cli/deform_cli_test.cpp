@@ -96,6 +96,18 @@ TEST_F(DeformCli, SphereTranslatedInItsBoxInTwoSteps) {
   EXPECT_GT(volume_moved, 0.2);
 }
 
+TEST_F(DeformCli, PartitionOfUnityMethodKeepsTheAirfoilMeshValid) {
+  const auto in = example("naca0012.msh");
+  const auto r = ksum("deform --mesh " + in +
+                      " --moving airfoil --fixed farfield --rotate 10 "
+                      "--about 0.25,0 --method pum -o " +
+                      path("pum.msh"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("method pum (wendland2)"), std::string::npos) << r.output;
+  const auto m0 = ksum::io::read_mesh(in), m1 = ksum::io::read_mesh(path("pum.msh"));
+  EXPECT_EQ(inverted(m0, m1), 0);
+}
+
 // A displacement file with a node tag column, in any row order, is the same motion as
 // --translate.
 TEST_F(DeformCli, DisplacementFileWithNodeTagsMatchesTranslate) {

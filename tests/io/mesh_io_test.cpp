@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -133,6 +134,15 @@ TEST_F(MeshIo, ReadsEvery3DFamilyAndThePhysicalGroups) {
   EXPECT_EQ(q.elements, 4);
   // The corner tetrahedron's corner (1, 0, 0): det 1 over edge lengths √2 · 1 · √2, times √2.
   EXPECT_NEAR(q.min_scaled_jacobian, std::sqrt(0.5), 1e-12);
+}
+
+// Gmsh sets OpenMP's thread count to its own (1); reading and writing must not leave it so.
+TEST_F(MeshIo, LeavesOpenMpThreadCountAsItWas) {
+  omp_set_num_threads(3);
+  const auto m = ksum::io::read_mesh(write("mixed.msh", mixed3d));
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  ksum::io::write_mesh(dir / "w.msh", m, m.nodes);
+  EXPECT_EQ(omp_get_max_threads(), 3);
 }
 
 TEST_F(MeshIo, Reads2DTrianglesAndQuadsInOnePlane) {
