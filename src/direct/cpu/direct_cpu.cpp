@@ -58,21 +58,58 @@ T sum_values(const K &kf, const T *xi, const T *const *y, const T *__restrict w,
   return acc;
 }
 
+// The squared distances of the chunk: unrolled for D = 1, 2, 3 (a runtime loop over the
+// coordinates inside the vector loop runs several times slower), generic for D = 0.
+template <int D, class K, class T>
+void chunk_q(const T *xi, const T *const *y, std::int64_t d, std::int64_t j0, std::int64_t len,
+             T *__restrict q) {
+  constexpr double p0 = kdef::p_offset<K>();
+  if constexpr (D > 0) {
+    const T *__restrict y0 = y[0] + j0;
+    const T *__restrict y1 = y[D > 1 ? 1 : 0] + j0;
+    const T *__restrict y2 = y[D > 2 ? 2 : 0] + j0;
+    const T x0 = xi[0], x1 = D > 1 ? xi[1] : T(0), x2 = D > 2 ? xi[2] : T(0);
+#pragma omp simd
+    for (std::int64_t j = 0; j < len; ++j) {
+      const T a = x0 - y0[j];
+      T r = T(p0) + a * a;
+      if constexpr (D > 1) {
+        const T b = x1 - y1[j];
+        r += b * b;
+      }
+      if constexpr (D > 2) {
+        const T c = x2 - y2[j];
+        r += c * c;
+      }
+      q[j] = r;
+    }
+  } else {
+    for (std::int64_t j = 0; j < len; ++j)
+      q[j] = T(p0);
+    for (std::int64_t k = 0; k < d; ++k) {
+      const T *__restrict yk = y[k] + j0;
+      const T x = xi[k];
+#pragma omp simd
+      for (std::int64_t j = 0; j < len; ++j) {
+        const T a = x - yk[j];
+        q[j] += a * a;
+      }
+    }
+  }
+}
+
 // General case (several right-hand sides and/or the gradient): kernel values and dK/dq for the
 // chunk go to small buffers in one vector pass, then one vector reduction per output column.
-template <class K, class T>
+template <int D, class K, class T>
 void sum_general(const K &kf, const DirectProblem<T> &p, const T *xi, const T *const *y,
                  std::int64_t j0, std::int64_t j1, T *kv, T *dk, T *acc) {
   const std::int64_t len = j1 - j0, d = p.d;
   if (len <= 0)
     return;
+  chunk_q<D, K>(xi, y, d, j0, len, kv); // q first, overwritten in place by K(q)
 #pragma omp simd
   for (std::int64_t j = 0; j < len; ++j) {
-    T q = T(kdef::p_offset<K>());
-    for (std::int64_t k = 0; k < d; ++k) {
-      const T a = xi[k] - y[k][j0 + j];
-      q += a * a;
-    }
+    const T q = kv[j];
     if (p.gradient) {
       T g;
       kv[j] = kf.value(q, g);
@@ -140,8 +177,8 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
               accb[0] += sum_values<D>(kf, xi.data(), ycols.data(), p.w, d, j0, a1) +
                          sum_values<D>(kf, xi.data(), ycols.data(), p.w, d, a2, j1);
             } else {
-              sum_general(kf, p, xi.data(), ycols.data(), j0, a1, kv.data(), dk.data(), accb);
-              sum_general(kf, p, xi.data(), ycols.data(), a2, j1, kv.data(), dk.data(), accb);
+              sum_general<D>(kf, p, xi.data(), ycols.data(), j0, a1, kv.data(), dk.data(), accb);
+              sum_general<D>(kf, p, xi.data(), ycols.data(), a2, j1, kv.data(), dk.data(), accb);
             }
           }
         }
