@@ -7,7 +7,10 @@
 #include <ksum/io.hpp>
 #include <ksum/mesh.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -23,6 +26,8 @@ struct DeformArgs {
   double rotate = 0, scale = 1, eps = 1, tol = 1e-10;
   int steps = 1, threads = 0, degree = GlobalRbfOptions::kernel_default_degree;
   bool allow_inverted = false, force = false, binary = false;
+  bool rotate_given = false, scale_given = false, eps_given = false;
+  std::string msh_version = "4.1";
 };
 
 // "name" or "name1,name2": the union of the groups' node rows, with the group of each.
@@ -46,15 +51,20 @@ std::array<double, 3> vec3(const std::vector<double> &v, int dim, const char *op
   return {v[0], v[1], v.size() > 2 ? v[2] : 0.0};
 }
 
-// The displacement file: dim columns (rows in increasing node tag order of the moving nodes) or
-// dim + 1 columns (node tag, then the displacement; any order).
+// The displacement file: dim columns (rows in increasing node tag order of the moving nodes), or a
+// CSV whose header names a first column "tag" or "node" (node tag, then the displacement; any
+// order). The header decides, so a 2D mesh's (dx, dy, dz) file is never read as tags.
 Table<double> read_displacement(const std::string &path, const Mesh &mesh,
                                 const std::vector<std::int64_t> &moving) {
   const auto t = io::read_table(path);
   const auto nm = static_cast<std::int64_t>(moving.size());
   const int dim = mesh.dim;
   Table<double> d(nm, dim);
-  if (t.cols() == dim) {
+  std::string first = t.names.empty() ? "" : t.names[0];
+  std::transform(first.begin(), first.end(), first.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool tagged = first == "tag" || first == "node" || first == "node_tag";
+  if (!tagged && t.cols() == dim) {
     if (t.rows() != nm)
       throw Error(ErrorCode::shape_mismatch,
                   fmt::format("{}: {} rows, but the moving groups have {} nodes (one row per "
@@ -66,10 +76,10 @@ Table<double> read_displacement(const std::string &path, const Mesh &mesh,
         d(k, a) = t(k, a);
     return d;
   }
-  if (t.cols() != dim + 1)
+  if (!tagged || t.cols() != dim + 1)
     throw Error(ErrorCode::shape_mismatch,
-                fmt::format("{}: {} columns; a {}D mesh needs {} (dx, dy{}) or {} (node tag "
-                            "first)",
+                fmt::format("{}: {} columns; a {}D mesh needs {} (dx, dy{}), or {} with a header "
+                            "naming the first 'tag'",
                             path, t.cols(), dim, dim, dim == 3 ? ", dz" : "", dim + 1));
   std::map<std::int64_t, std::int64_t> index; // node tag → position among the moving nodes
   for (std::int64_t k = 0; k < nm; ++k)
@@ -77,8 +87,9 @@ Table<double> read_displacement(const std::string &path, const Mesh &mesh,
   std::vector<char> seen(static_cast<std::size_t>(nm), 0);
   for (std::int64_t i = 0; i < t.rows(); ++i) {
     const double tag = t(i, 0);
-    const auto it = index.find(static_cast<std::int64_t>(tag));
-    if (tag != std::floor(tag) || it == index.end())
+    const bool integral = tag == std::floor(tag) && std::abs(tag) < 9e15;
+    const auto it = integral ? index.find(static_cast<std::int64_t>(tag)) : index.end();
+    if (it == index.end())
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("{}: data row {}: node tag {} is not a node of the moving groups",
                               path, i + 1, tag));
@@ -108,6 +119,11 @@ std::string shapes(const Mesh &m) {
   return s;
 }
 
+// Polyharmonic splines: ε only rescales them (and the polynomial part absorbs the difference).
+bool scale_free(Kernel k) {
+  return k == Kernel::tps || k == Kernel::cubic || k == Kernel::linear || k == Kernel::quintic;
+}
+
 std::string quality_line(const MeshQuality &q) {
   return fmt::format("scaled Jacobian min {:.4f} mean {:.4f}, inverted {} of {} (worst: element "
                      "{})",
@@ -128,8 +144,21 @@ void run_deform(const DeformArgs &a) {
   refuse_overwrite(a.output, {&a.mesh, &a.displacement}, a.force);
   refuse_overwrite(a.vtu, {&a.mesh, &a.displacement, &a.output}, a.force);
   refuse_overwrite(a.report, {&a.mesh, &a.displacement, &a.output, &a.vtu}, a.force);
+  { // two outputs that do not exist yet are not caught by the check above
+    namespace fs = std::filesystem;
+    std::vector<std::pair<fs::path, std::string>> outs;
+    for (const auto *o : {&a.output, &a.vtu, &a.report})
+      if (!o->empty()) {
+        const auto canon = fs::weakly_canonical(*o);
+        for (const auto &[p, name] : outs)
+          if (p == canon)
+            throw Error(ErrorCode::invalid_argument,
+                        fmt::format("{} and {} name the same file", name, *o));
+        outs.emplace_back(canon, *o);
+      }
+  }
   const int motions =
-      !a.displacement.empty() + !a.translate.empty() + (a.rotate != 0) + (a.scale != 1);
+      !a.displacement.empty() + !a.translate.empty() + a.rotate_given + a.scale_given;
   if (motions != 1)
     throw Error(ErrorCode::invalid_argument,
                 motions == 0 ? "no motion: give one of --displacement, --translate, --rotate, "
@@ -151,12 +180,32 @@ void run_deform(const DeformArgs &a) {
   if (moving.empty())
     throw Error(ErrorCode::empty_input, fmt::format("{}: the moving group(s) {} have no nodes",
                                                     a.mesh, fmt::join(a.moving, ", ")));
+  { // boundary groups left out of both lists are interpolated: say so (a symmetry plane, say)
+    std::vector<std::string> loose;
+    for (const auto &g : mesh.groups) {
+      const auto listed = [&](const std::vector<std::string> &names) {
+        return std::any_of(names.begin(), names.end(), [&](const std::string &n) {
+          return n == g.name || n == fmt::format("{}:{}", g.dim, g.tag);
+        });
+      };
+      if (g.dim < mesh.dim && !listed(a.moving) && !listed(a.fixed))
+        loose.push_back(g.label());
+    }
+    if (!loose.empty())
+      note(fmt::format("  note: boundary group{} {} in neither --moving nor --fixed: interpolated "
+                       "like the volume",
+                       loose.size() == 1 ? "" : "s", fmt::join(loose, ", ")));
+  }
   std::sort(moving.begin(), moving.end(), [&](std::int64_t i, std::int64_t j) {
     return mesh.node_tags[static_cast<std::size_t>(i)] <
            mesh.node_tags[static_cast<std::size_t>(j)];
   });
 
   Motion motion;
+  if (!a.about.empty() && !a.rotate_given && !a.scale_given)
+    throw Error(ErrorCode::invalid_argument, "--about is the fixed point of --rotate or --scale");
+  if (!a.axis.empty() && !a.rotate_given)
+    throw Error(ErrorCode::invalid_argument, "--axis is the axis of --rotate");
   if (!a.displacement.empty()) {
     motion.kind = Motion::Kind::displacement;
     motion.displacement = read_displacement(a.displacement, mesh, moving);
@@ -165,10 +214,11 @@ void run_deform(const DeformArgs &a) {
     motion.vector = vec3(a.translate, dim, "--translate");
   } else {
     if (a.about.empty())
-      throw Error(ErrorCode::invalid_argument, fmt::format("{} needs --about (the fixed point)",
-                                                           a.rotate != 0 ? "--rotate" : "--scale"));
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{} needs --about (the fixed point)",
+                              a.rotate_given ? "--rotate" : "--scale"));
     motion.about = vec3(a.about, dim, "--about");
-    if (a.rotate != 0) {
+    if (a.rotate_given) {
       motion.kind = Motion::Kind::rotate;
       motion.angle_degrees = a.rotate;
       if (!a.axis.empty())
@@ -190,6 +240,17 @@ void run_deform(const DeformArgs &a) {
                           : o.method == DeformMethod::global ? "tps"
                                                              : "wendland2");
   o.eps = a.eps;
+  if (o.method == DeformMethod::pum && !a.eps_given) {
+    // A support radius of a quarter of the mesh's diagonal (the best of 1/10, 1/5, 1/4 on the
+    // shipped examples), so the default is the same in any units.
+    double diag2 = 0;
+    for (int k = 0; k < 3; ++k) {
+      const auto c = mesh.nodes.col(k);
+      const auto [lo, hi] = std::minmax_element(c.begin(), c.end());
+      diag2 += (*hi - *lo) * (*hi - *lo);
+    }
+    o.eps = 4 / std::sqrt(diag2);
+  }
   o.degree = a.degree;
   o.solver = parse_global_solver(a.solver);
   o.tolerance = a.tol;
@@ -211,10 +272,12 @@ void run_deform(const DeformArgs &a) {
 
   fmt::print("mesh {}: {}D, {} nodes, {} ({:.2f} s to read)\n", a.mesh, dim, mesh.nodes.rows(),
              shapes(mesh), seconds_since(t0));
-  fmt::print("motion: {} of groups {}; fixed: {}; method {} ({}), {} step{}\n", motion.describe(),
+  fmt::print("motion: {} of groups {}; fixed: {}; method {} ({}{}), {} step{}\n", motion.describe(),
              fmt::join(a.moving, ", "),
              a.fixed.empty() ? "none" : fmt::format("{}", fmt::join(a.fixed, ", ")), a.method,
-             kernel_info(o.kernel).name, a.steps, a.steps == 1 ? "" : "s");
+             kernel_info(o.kernel).name,
+             scale_free(o.kernel) ? std::string() : fmt::format(", eps {:.4g}", o.eps), a.steps,
+             a.steps == 1 ? "" : "s");
   const auto orientation = element_orientation(mesh, mesh.nodes);
   std::vector<double> q_before, q_after;
   const auto before = mesh_quality(mesh, mesh.nodes, orientation, &q_before);
@@ -236,12 +299,20 @@ void run_deform(const DeformArgs &a) {
              res.stats.moving, res.stats.fixed, res.stats.interpolated,
              res.stats.steps.back().solver, iterations, residual, solve, eval);
 
-  if (after.inverted > 0 && !a.allow_inverted)
+  // Elements already degenerate in the input do not count against the motion.
+  std::int64_t newly = 0;
+  for (std::size_t e = 0; e < q_after.size(); ++e)
+    newly += q_after[e] <= 0 && q_before[e] > 0;
+  if (before.inverted > 0)
+    note(fmt::format("  {} element{} already degenerate or inverted in the input; {} inverted by "
+                     "the motion",
+                     before.inverted, before.inverted == 1 ? " was" : "s were", newly));
+  if (newly > 0 && !a.allow_inverted)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("the deformed mesh has {} inverted element{} (worst: element {}, "
                             "scaled Jacobian {:.3g}); {} not written. Try --steps {}, a smaller "
                             "motion, or --allow-inverted to write it anyway",
-                            after.inverted, after.inverted == 1 ? "" : "s", after.worst_element,
+                            newly, newly == 1 ? "" : "s", after.worst_element,
                             after.min_scaled_jacobian, a.output, std::max(4, 2 * a.steps)));
 
   Table<double> disp(mesh.nodes.rows(), 3), qb(mesh.elements(), 1), qa(mesh.elements(), 1);
@@ -255,7 +326,8 @@ void run_deform(const DeformArgs &a) {
   const std::vector<io::MeshField> pf{{"displacement", disp}};
   const std::vector<io::MeshField> cf{{"scaled_jacobian_before", qb},
                                       {"scaled_jacobian_after", qa}};
-  const io::MeshWriteOptions wo{.overwrite = a.force, .binary = a.binary};
+  const io::MeshWriteOptions wo{
+      .overwrite = a.force, .binary = a.binary, .msh_version = std::stod(a.msh_version)};
   const auto tw = std::chrono::steady_clock::now();
   io::write_mesh(a.output, mesh, res.coords, pf, cf, wo);
   if (!a.vtu.empty())
@@ -321,11 +393,15 @@ void register_deform(CLI::App &app) {
   cmd->add_option("--translate", a.translate, "Translate the moving groups by dx,dy[,dz]")
       ->delimiter(',')
       ->excludes(disp);
-  cmd->add_option("--rotate", a.rotate,
-                  "Rotate the moving groups by DEG degrees "
-                  "(counter-clockwise; needs --about)");
+  cmd->add_option("--msh-version", a.msh_version,
+                  "MSH format of a .msh output: 4.1, or 2.2 (e.g. for OpenFOAM's gmshToFoam)")
+      ->check(CLI::IsMember({"4.1", "2.2"}))
+      ->capture_default_str();
+  auto *rotate = cmd->add_option("--rotate", a.rotate,
+                                 "Rotate the moving groups by DEG degrees "
+                                 "(counter-clockwise; needs --about)");
   cmd->add_option("--axis", a.axis, "3D rotation axis ax,ay,az (default 0,0,1)")->delimiter(',');
-  cmd->add_option("--scale", a.scale, "Scale the moving groups by S about --about");
+  auto *scale = cmd->add_option("--scale", a.scale, "Scale the moving groups by S about --about");
   cmd->add_option("--about", a.about, "Fixed point x,y[,z] of --rotate and --scale")
       ->delimiter(',');
   cmd->add_option("--method", a.method,
@@ -336,8 +412,9 @@ void register_deform(CLI::App &app) {
   cmd->add_option("--kernel", a.kernel,
                   "RBF (default: tps r^2 log r for global, wendland2 for pum): linear, cubic, "
                   "multiquadric, wendland2 (--eps = 1/support radius), gaussian, matern4, ...");
-  cmd->add_option("--eps", a.eps, "Shape parameter (kernels with one; wendland: 1/support radius)")
-      ->capture_default_str();
+  auto *eps = cmd->add_option("--eps", a.eps,
+                              "Shape parameter (kernels with one; wendland: 1/support radius). "
+                              "Default: 1 (global); pum: 4 / the mesh's diagonal");
   cmd->add_option(
       "--degree", a.degree,
       "Polynomial degree (default: global 1, so rigid motions are exact, or the kernel's minimum "
@@ -363,7 +440,12 @@ void register_deform(CLI::App &app) {
   cmd->add_flag("--allow-inverted", a.allow_inverted,
                 "Write the result even if elements inverted (exit code 0)");
   cmd->add_flag("-f,--force", a.force, "Overwrite the output files if they exist");
-  cmd->callback([] { run_deform(a); });
+  cmd->callback([rotate, scale, eps] {
+    a.eps_given = eps->count() > 0;
+    a.rotate_given = rotate->count() > 0;
+    a.scale_given = scale->count() > 0;
+    run_deform(a);
+  });
 }
 
 } // namespace ksum::cli

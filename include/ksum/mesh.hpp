@@ -68,8 +68,10 @@ struct MeshQuality {
   double min_scaled_jacobian = 0, mean_scaled_jacobian = 0;
   std::int64_t worst_element = -1; // Gmsh tag of the element with the minimum
 };
-// Per-element orientation (+1 or −1) of a mesh's elements at `coords` (n × 3), block after block;
-// Error(invalid_argument) naming the element when one is degenerate or already tangled there.
+// Per-element orientation (+1 or −1) of a mesh's elements at `coords` (n × 3), block after block:
+// the sign of the sum of its corners' determinants (+1 for a degenerate element, which then
+// scores ≤ 0 and counts as inverted in the reference configuration too). The pyramid's apex is
+// seen from the four base corners only; higher-order elements are judged by their corners.
 std::vector<signed char> element_orientation(const Mesh &mesh, const Table<double> &coords);
 // The quality at `coords` relative to `orientation`; per_element (optional) receives the scaled
 // Jacobian of every element, block after block.
@@ -79,7 +81,9 @@ MeshQuality mesh_quality(const Mesh &mesh, const Table<double> &coords,
 
 namespace io {
 
-// True when this build reads and writes .msh (it was built with the Gmsh SDK).
+// True when this build reads and writes .msh (it was built with the Gmsh SDK). Gmsh keeps one
+// global model per process: read_mesh and write_mesh initialize and finalize it around each call,
+// so a program that drives the Gmsh API itself must not hold a model across them.
 bool have_gmsh() noexcept;
 
 // Reads a Gmsh mesh (any format Gmsh reads; 2D: triangles and quadrangles, 3D: tetrahedra,
@@ -89,7 +93,10 @@ Mesh read_mesh(const std::filesystem::path &path);
 
 struct MeshWriteOptions {
   bool overwrite = false; // false: an existing file is Error(io) and is left untouched
-  bool binary = false;    // .msh: binary MSH 4.1 instead of text
+  bool binary = false;    // .msh: binary instead of text
+  // .msh: 4.1, or 2.2 for older readers such as OpenFOAM's gmshToFoam (2.2 keeps only the
+  // elements of the physical groups, when the mesh has any: Gmsh's rule for that format).
+  double msh_version = 4.1;
 };
 // Writes `mesh` with its nodes moved to `coords` (n × 3). ".msh": the source file re-read by Gmsh
 // with every node moved (entities, groups and tags kept); ".vtu": VTK XML unstructured grid with

@@ -16,6 +16,7 @@
 #include <omp.h>
 #include <random>
 #include <unordered_map>
+#include <utility>
 
 namespace ksum::io {
 namespace {
@@ -28,14 +29,40 @@ std::mutex &gmsh_mutex() {
   return m;
 }
 
+// Runs a Gmsh call, turning its exceptions (a std::string in Gmsh 4.8, std::exception later)
+// into Error(code) naming the file.
+template <class F> void call(const fs::path &path, const char *what, ErrorCode code, F &&f) {
+  std::string reason;
+  try {
+    f();
+    return;
+  } catch (const Error &) {
+    throw; // ksum's own, from inside the callback
+  } catch (const std::string &s) {
+    reason = s;
+  } catch (const std::exception &e) {
+    reason = e.what();
+  } catch (...) {
+    std::string last;
+    try {
+      gmsh::logger::getLastError(last);
+    } catch (...) {
+    }
+    reason = last.empty() ? "an unknown exception" : last;
+  }
+  throw Error(code, fmt::format("{}: Gmsh could not {}: {}", detail::display(path), what, reason));
+}
+
 // Gmsh sets OpenMP's thread count from its own option (General.NumThreads, default 1) and
 // leaves it so: the caller's count is restored, or every later OpenMP loop would run on 1 thread.
 class Session {
 public:
-  Session() : lock_(gmsh_mutex()), threads_(omp_get_max_threads()) {
-    gmsh::initialize(0, nullptr, false);
-    gmsh::option::setNumber("General.Terminal", 0);
-    gmsh::option::setNumber("General.Verbosity", 1);
+  explicit Session(const fs::path &path) : lock_(gmsh_mutex()), threads_(omp_get_max_threads()) {
+    call(path, "start", ErrorCode::internal, [] {
+      gmsh::initialize(0, nullptr, false);
+      gmsh::option::setNumber("General.Terminal", 0);
+      gmsh::option::setNumber("General.Verbosity", 1);
+    });
   }
   ~Session() {
     gmsh::finalize();
@@ -48,21 +75,6 @@ private:
   std::lock_guard<std::mutex> lock_;
   int threads_;
 };
-
-// Runs a Gmsh call, turning its exceptions (a std::string in Gmsh 4.8, std::exception later)
-// into Error(code) naming the file.
-template <class F> void call(const fs::path &path, const char *what, ErrorCode code, F &&f) {
-  std::string reason;
-  try {
-    f();
-    return;
-  } catch (const std::string &s) {
-    reason = s;
-  } catch (const std::exception &e) {
-    reason = e.what();
-  }
-  throw Error(code, fmt::format("{}: Gmsh could not {}: {}", detail::display(path), what, reason));
-}
 
 bool shape_from_name(const std::string &name, ElementShape &shape) {
   static const std::pair<const char *, ElementShape> families[] = {
@@ -94,7 +106,7 @@ Mesh read_mesh(const fs::path &path) {
   }
   Mesh mesh;
   mesh.source = path;
-  Session session;
+  Session session(path);
   call(path, "read the file", ErrorCode::parse, [&] { gmsh::open(path.string()); });
 
   std::vector<std::size_t> tags;
@@ -108,8 +120,15 @@ Mesh read_mesh(const fs::path &path) {
                             detail::display(path)));
   mesh.nodes = Table<double>(n, 3);
   mesh.node_tags.resize(static_cast<std::size_t>(n));
+  // Node tag → row: a vector when the tags are compact (the usual case), else a hash map.
+  std::size_t max_tag = 0;
+  for (const auto t : tags)
+    max_tag = std::max(max_tag, t);
+  const bool dense = max_tag <= 4 * tags.size() + 1024;
+  std::vector<std::int64_t> dense_row(dense ? max_tag + 1 : 0, -1);
   std::unordered_map<std::size_t, std::int64_t> row_of;
-  row_of.reserve(static_cast<std::size_t>(n));
+  if (!dense)
+    row_of.reserve(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const auto t = tags[static_cast<std::size_t>(i)];
     mesh.node_tags[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(t);
@@ -120,17 +139,20 @@ Mesh read_mesh(const fs::path &path) {
                                                        detail::display(path), t));
       mesh.nodes(i, a) = v;
     }
-    if (!row_of.emplace(t, i).second)
+    if (dense ? std::exchange(dense_row[t], i) >= 0 : !row_of.emplace(t, i).second)
       throw Error(ErrorCode::parse,
                   fmt::format("{}: node tag {} appears twice", detail::display(path), t));
   }
   auto row = [&](std::size_t tag) {
-    const auto it = row_of.find(tag);
-    if (it == row_of.end())
-      throw Error(ErrorCode::parse, fmt::format("{}: an element refers to node {}, which has no "
-                                                "coordinates",
-                                                detail::display(path), tag));
-    return it->second;
+    if (dense) {
+      if (tag < dense_row.size() && dense_row[tag] >= 0)
+        return dense_row[tag];
+    } else if (const auto it = row_of.find(tag); it != row_of.end()) {
+      return it->second;
+    }
+    throw Error(ErrorCode::parse,
+                fmt::format("{}: an element refers to node {}, which has no coordinates",
+                            detail::display(path), tag));
   };
 
   for (int dim = 3; dim >= 2 && mesh.dim == 0; --dim) {
@@ -217,7 +239,7 @@ void write_msh(const fs::path &path, const Mesh &mesh, const Table<double> &coor
   if (mesh.source.empty())
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{}: writing .msh needs the mesh it was read from", display(path)));
-  Session session;
+  Session session(path);
   call(mesh.source, "re-read the file", ErrorCode::parse,
        [&] { gmsh::open(mesh.source.string()); });
   std::vector<std::size_t> tags;
@@ -246,9 +268,18 @@ void write_msh(const fs::path &path, const Mesh &mesh, const Table<double> &coor
       gmsh::model::mesh::setNode(t, x, no_param);
     }
   });
-  gmsh::option::setNumber("Mesh.MshFileVersion", 4.1);
-  gmsh::option::setNumber("Mesh.Binary", options.binary ? 1 : 0);
-  gmsh::option::setNumber("Mesh.SaveAll", 1); // every element read, in a group or not
+  if (options.msh_version != 4.1 && options.msh_version != 2.2)
+    throw Error(ErrorCode::invalid_argument, fmt::format("{}: MSH version {} (expected 4.1 or 2.2)",
+                                                         display(path), options.msh_version));
+  call(path, "set the output format", ErrorCode::internal, [&] {
+    gmsh::option::setNumber("Mesh.MshFileVersion", options.msh_version);
+    gmsh::option::setNumber("Mesh.Binary", options.binary ? 1 : 0);
+    // Every element read, in a group or not; MSH 2.2 drops the groups with SaveAll, so there
+    // only the elements of the physical groups are written (all of them in a typical mesh).
+    gmsh::vectorpair groups;
+    gmsh::model::getPhysicalGroups(groups, -1);
+    gmsh::option::setNumber("Mesh.SaveAll", options.msh_version == 2.2 && !groups.empty() ? 0 : 1);
+  });
   // Through a temporary file in the same folder (Gmsh picks the format from the extension).
   static std::atomic<unsigned> counter{0};
   fs::path temp = path;

@@ -6,6 +6,7 @@
 #include <ksum/mesh.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -152,6 +153,32 @@ TEST_F(MeshIo, Reads2DTrianglesAndQuadsInOnePlane) {
   EXPECT_EQ(m.group("left").nodes.size(), 2u);
 }
 
+// Second-order triangles: the family and the node count are kept, quality uses the corners.
+TEST_F(MeshIo, ReadsSecondOrderElementsByTheirCorners) {
+  const auto m = ksum::io::read_mesh(write("tri6.msh", R"($MeshFormat
+2.2 0 8
+$EndMeshFormat
+$Nodes
+6
+1 0 0 0
+2 1 0 0
+3 0.5 0.8660254037844386 0
+4 0.5 0 0
+5 0.75 0.4330127018922193 0
+6 0.25 0.4330127018922193 0
+$EndNodes
+$Elements
+1
+1 9 2 0 1 1 2 3 4 5 6
+$EndElements
+)"));
+  ASSERT_EQ(m.blocks.size(), 1u);
+  EXPECT_EQ(m.blocks[0].shape, ElementShape::triangle);
+  EXPECT_EQ(m.blocks[0].nodes_per_element, 6);
+  const auto q = ksum::mesh_quality(m, m.nodes, ksum::element_orientation(m, m.nodes));
+  EXPECT_NEAR(q.min_scaled_jacobian, 1, 1e-12);
+}
+
 TEST_F(MeshIo, RoundTripKeepsTagsGroupsAndMovedNodes) {
   const auto m = ksum::io::read_mesh(write("mixed.msh", mixed3d));
   auto moved = m.nodes;
@@ -191,7 +218,19 @@ TEST_F(MeshIo, VtuHoldsEveryArrayItAnnounces) {
   ASSERT_NE(start, std::string::npos);
   const auto end = text.find("\n</AppendedData>");
   EXPECT_EQ(end - (start + 17), payload);
-  // The wedge is written in VTK's order: the first triangle reversed.
+  // The wedge is written in VTK's order: each triangle reversed (Gmsh's faces the other way).
+  // Connectivity follows displacement, quality and points (each with its 8-byte size).
+  std::size_t at = start + 17 + (69 + 4 + 69) * 8 + 3 * 8 + 8, corners = 0;
+  for (const auto &b : m.blocks) {
+    if (b.shape == ElementShape::prism) {
+      std::int64_t conn[6];
+      std::memcpy(conn, text.data() + at + corners * 8, sizeof conn);
+      const std::int64_t want[6] = {8, 10, 9, 11, 13, 12}; // rows of nodes 9, 11, 10, 12, 14, 13
+      for (int k = 0; k < 6; ++k)
+        EXPECT_EQ(conn[k], want[k]) << k;
+    }
+    corners += static_cast<std::size_t>(ksum::shape_corners(b.shape) * b.size());
+  }
   ksum::test::expect_error(
       [&] {
         ksum::io::write_mesh(dir / "bad.vtu", m, m.nodes, {{"short", q}});

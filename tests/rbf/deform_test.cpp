@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <gtest/gtest.h>
+#include <limits>
 #include <numbers>
 
 namespace {
@@ -94,6 +95,28 @@ TEST(MeshQuality, CountsAnElementTurnedInsideOut) {
   EXPECT_LT(q.min_scaled_jacobian, 0);
   EXPECT_EQ(q.worst_element, 7);
   EXPECT_EQ(ksum::mesh_quality(m, m.nodes, o).inverted, 0);
+}
+
+// One corner of a hexahedron or a prism pushed through the opposite face is seen from its
+// neighbours: the element counts as inverted.
+TEST(MeshQuality, CountsInvertedHexahedraAndPrisms) {
+  const double s3 = std::sqrt(3.0);
+  auto hex = one_element(
+      ElementShape::hexahedron,
+      {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}});
+  auto prism =
+      one_element(ElementShape::prism,
+                  {{0, 0, 0}, {1, 0, 0}, {0.5, s3 / 2, 0}, {0, 0, 1}, {1, 0, 1}, {0.5, s3 / 2, 1}});
+  for (auto *m : {&hex, &prism}) {
+    const auto o = ksum::element_orientation(*m, m->nodes);
+    auto moved = m->nodes;
+    moved(m->nodes.rows() - 1, 2) = -0.5; // the last top corner below the bottom face
+    const auto q = ksum::mesh_quality(*m, moved, o);
+    EXPECT_EQ(q.inverted, 1) << ksum::to_string(m->blocks[0].shape);
+    EXPECT_LT(q.min_scaled_jacobian, 0);
+    moved(m->nodes.rows() - 1, 2) = std::numeric_limits<double>::infinity();
+    EXPECT_EQ(ksum::mesh_quality(*m, moved, o).inverted, 1); // never a NaN that passes
+  }
 }
 
 // A structured n × n grid of quads on [0, 1]² with a square hole [0.4, 0.6]²: moving = the
@@ -283,6 +306,12 @@ TEST(Deform, BadInputIsRefusedWithAClearError) {
   bad(3, 1) = std::nan("");
   ksum::test::expect_error([&] { (void)ksum::deform_nodes(bad, 2, g.inner, g.outer, m, o); },
                            ErrorCode::non_finite, "node 3");
+  ksum::Motion nan_rotation;
+  nan_rotation.kind = ksum::Motion::Kind::rotate;
+  nan_rotation.angle_degrees = std::nan("");
+  ksum::test::expect_error(
+      [&] { (void)ksum::deform_nodes(g.mesh.nodes, 2, g.inner, g.outer, nan_rotation, o); },
+      ErrorCode::non_finite, "non-finite");
   ksum::Motion tilt;
   tilt.kind = ksum::Motion::Kind::rotate;
   tilt.angle_degrees = 5;

@@ -196,6 +196,21 @@ DeformResult deform_nodes(const Table<double> &nodes, int dim, std::span<const s
                 fmt::format("deform: the displacement has {} rows × {} columns but there are {} "
                             "moving nodes in {}D",
                             motion.displacement.rows(), motion.displacement.cols(), nm, dim));
+  {
+    bool finite = std::isfinite(motion.angle_degrees) && std::isfinite(motion.factor);
+    for (int a = 0; a < 3; ++a)
+      finite = finite && std::isfinite(motion.vector[a]) && std::isfinite(motion.axis[a]) &&
+               std::isfinite(motion.about[a]);
+    if (!finite)
+      throw Error(
+          ErrorCode::non_finite,
+          fmt::format("deform: the motion has a non-finite number ({})", motion.describe()));
+    for (std::int64_t k = 0; k < motion.displacement.rows() * motion.displacement.cols(); ++k)
+      if (!std::isfinite(motion.displacement.data()[k]))
+        throw Error(ErrorCode::non_finite,
+                    fmt::format("deform: the displacement of moving node {} is not finite",
+                                k % std::max<std::int64_t>(1, motion.displacement.rows())));
+  }
   if (motion.kind == Motion::Kind::rotate &&
       std::hypot(motion.axis[0], motion.axis[1], motion.axis[2]) == 0)
     throw Error(ErrorCode::invalid_argument, "deform: the rotation axis is the zero vector");

@@ -87,7 +87,10 @@ void for_each_corner(const ElementBlock &b, std::int64_t e, const Table<double> 
                                      : v[0][0] * (v[1][1] * v[2][2] - v[1][2] * v[2][1]) -
                                            v[0][1] * (v[1][0] * v[2][2] - v[1][2] * v[2][0]) +
                                            v[0][2] * (v[1][0] * v[2][1] - v[1][1] * v[2][0]);
-    f(det, len > 0 ? det / len * sc.scale : 0.0);
+    // A collapsed corner scores 0; a non-finite one (a node sent to infinity) scores −∞, so
+    // either counts as inverted instead of passing as NaN.
+    const double n = len > 0 ? det / len * sc.scale : 0.0;
+    f(det, std::isfinite(n) ? n : -std::numeric_limits<double>::infinity());
   }
 }
 
