@@ -159,14 +159,10 @@ int main(int argc, char **argv) {
         fmt::print(stderr, "  iteration {}: {:.2e}\n", k, rel);
     };
     const auto r = deform_nodes(mesh.nodes, mesh.dim, moving, fixed, motion, o);
-    double solve = 0, eval = 0, resid = 0;
-    int iters = 0;
-    for (const auto &s : r.stats.steps) {
-      solve += s.seconds_solve;
-      eval += s.seconds_evaluate;
-      iters += s.iterations;
-      resid = std::max(resid, s.boundary_residual);
-    }
+    const auto total = r.stats.total();
+    const double solve = total.seconds_solve, eval = total.seconds_evaluate,
+                 resid = total.boundary_residual;
+    const int iters = total.iterations;
     // Kernel evaluations of the final evaluation at the interpolated nodes, per second.
     const double pairs = static_cast<double>(r.stats.interpolated) *
                          static_cast<double>(r.stats.moving + r.stats.fixed) *
@@ -179,7 +175,7 @@ int main(int argc, char **argv) {
                      {"interpolated", r.stats.interpolated},
                      {"kernel", kernel},
                      {"backend", backend},
-                     {"solver", r.stats.steps.back().solver},
+                     {"solver", total.solver},
                      {"iterations", iters},
                      {"boundary_residual", resid},
                      {"seconds_read", secs_read},
@@ -193,8 +189,7 @@ int main(int argc, char **argv) {
     fmt::print("| {} | {} | {} | {} | {} | {} | {} ({}) | {:.1e} | {:.2f} | {:.2f} | {:.2f} "
                "({:.2g}) | {:.2f} |\n",
                mesh.nodes.rows(), mesh.elements(), r.stats.moving, r.stats.fixed, kernel, backend,
-               r.stats.steps.back().solver, iters, resid, secs_read, solve, eval, pairs / eval,
-               r.stats.seconds);
+               total.solver, iters, resid, secs_read, solve, eval, pairs / eval, r.stats.seconds);
     if (!save_displacement.empty()) { // float32: 12 MB for 10^6 nodes (exact to ~1e-8 here)
       Table<double> d(mesh.nodes.rows(), 3);
       for (std::int64_t i = 0; i < d.rows(); ++i)

@@ -286,18 +286,14 @@ void run_deform(const DeformArgs &a) {
   const auto res = deform_nodes(mesh.nodes, dim, moving, fixed, motion, o);
   const auto after = mesh_quality(mesh, res.coords, orientation, &q_after);
   fmt::print("quality after:  {}\n", quality_line(after));
-  double solve = 0, eval = 0, residual = 0;
-  int iterations = 0;
-  for (const auto &s : res.stats.steps) {
-    solve += s.seconds_solve;
-    eval += s.seconds_evaluate;
-    iterations += s.iterations;
-    residual = std::max(residual, s.boundary_residual);
-  }
+  const auto total = res.stats.total();
+  const double solve = total.seconds_solve, eval = total.seconds_evaluate,
+               residual = total.boundary_residual;
+  const int iterations = total.iterations;
   fmt::print("nodes: {} moving, {} fixed, {} interpolated; solver {} ({} iterations), boundary "
              "residual {:.2e}; solve {:.2f} s, evaluate {:.2f} s\n",
-             res.stats.moving, res.stats.fixed, res.stats.interpolated,
-             res.stats.steps.back().solver, iterations, residual, solve, eval);
+             res.stats.moving, res.stats.fixed, res.stats.interpolated, total.solver, iterations,
+             residual, solve, eval);
 
   // Elements already degenerate in the input do not count against the motion.
   std::int64_t newly = 0;

@@ -69,6 +69,9 @@ struct DeformStats {
   std::int64_t moving = 0, fixed = 0, interpolated = 0;
   std::vector<DeformStepStats> steps;
   double seconds = 0;
+  // Over the steps: times and iterations summed, the largest residual and increment, the last
+  // step's solver.
+  DeformStepStats total() const;
 };
 
 struct DeformResult {

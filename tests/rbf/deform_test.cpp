@@ -198,6 +198,15 @@ TEST(Deform, AffineBoundaryMotionIsReproducedEverywhere) {
       }
       EXPECT_LT(err, 1e-9) << ksum::kernel_info(kernel).name << " steps " << steps;
       EXPECT_EQ(static_cast<int>(r.stats.steps.size()), steps);
+      const auto total = r.stats.total();
+      double solve = 0, worst = 0;
+      for (const auto &st : r.stats.steps) {
+        solve += st.seconds_solve;
+        worst = std::max(worst, st.boundary_residual);
+      }
+      EXPECT_EQ(total.seconds_solve, solve);
+      EXPECT_EQ(total.boundary_residual, worst);
+      EXPECT_EQ(total.solver, "dense");
     }
   }
 }

@@ -115,6 +115,19 @@ StepFit fit_step(const Table<double> &centres, const Table<double> &incr, const 
 
 } // namespace
 
+DeformStepStats DeformStats::total() const {
+  DeformStepStats t;
+  for (const auto &s : steps) {
+    t.solver = s.solver;
+    t.iterations += s.iterations;
+    t.boundary_residual = std::max(t.boundary_residual, s.boundary_residual);
+    t.max_increment = std::max(t.max_increment, s.max_increment);
+    t.seconds_solve += s.seconds_solve;
+    t.seconds_evaluate += s.seconds_evaluate;
+  }
+  return t;
+}
+
 DeformMethod parse_deform_method(std::string_view name) {
   if (name == "global")
     return DeformMethod::global;
