@@ -2,7 +2,11 @@
 // coefficients (setup) and its evaluation (eval).
 #include "fmm/series/multiquadric.hpp"
 
+#include <ksum/error.hpp>
+
 #include <algorithm>
+#include <array>
+#include <string>
 
 namespace ksum::fmm {
 namespace {
@@ -31,6 +35,13 @@ void add_times_r2(const double *src, int m, double s, double *dst) {
 
 } // namespace
 
+MqExpansion::MqExpansion(int terms_, double c_) : terms(terms_), c(c_) {
+  if (terms < 0 || terms > mq_max_terms)
+    throw Error(ErrorCode::invalid_argument,
+                "multiquadric series: terms out of [0, " + std::to_string(mq_max_terms) + "]");
+  coef.assign(static_cast<std::size_t>(mq_offset(terms)), 0.0);
+}
+
 void MqExpansion::add(const double t[3], double w) {
   if (terms <= 0)
     return;
@@ -54,9 +65,10 @@ void MqExpansion::add(const double t[3], double w) {
 double MqExpansion::evaluate(const double x[3]) const {
   if (terms <= 0)
     return 0;
-  std::vector<double> px(static_cast<std::size_t>(terms)), py(px.size()), pz(px.size());
+  // terms ≤ mq_max_terms: the powers stay on the stack (this runs once per target and box).
+  std::array<double, mq_max_terms> px, py, pz;
   px[0] = py[0] = pz[0] = 1;
-  for (std::size_t k = 1; k < px.size(); ++k) {
+  for (std::size_t k = 1; k < static_cast<std::size_t>(terms); ++k) {
     px[k] = px[k - 1] * x[0];
     py[k] = py[k - 1] * x[1];
     pz[k] = pz[k - 1] * x[2];

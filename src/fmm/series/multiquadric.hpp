@@ -25,13 +25,14 @@ constexpr std::int64_t mq_index(int l, int a, int c) {
   return mq_offset(l) + static_cast<std::int64_t>(l - a) * (l - a + 1) / 2 + c;
 }
 
+constexpr int mq_max_terms = 64;
+
 // A box's expansion: Σ_i w_i G_l^{(i)}(x) for l = 0 … terms − 1, as polynomial coefficients.
 struct MqExpansion {
   int terms = 0; // the truncation: l < terms (Lemma 3.1's sum to p + 1 has terms = p + 2)
   double c = 0;  // the multiquadric's shift c = 1/ε
   std::vector<double> coef;
-  explicit MqExpansion(int terms_ = 0, double c_ = 0)
-      : terms(terms_), c(c_), coef(static_cast<std::size_t>(mq_offset(terms_)), 0.0) {}
+  explicit MqExpansion(int terms_ = 0, double c_ = 0); // 0 ≤ terms ≤ mq_max_terms
   // Adds a source of weight w at t (relative to the centre). O(terms³).
   void add(const double t[3], double w);
   // The series at x (relative to the centre); valid for |x| > sqrt(|t|² + c²) of every source.
@@ -46,6 +47,6 @@ inline double mq_truncation_bound(int terms, double rho, double dist) {
 
 // The fewest terms (≥ 2) whose bound is at most `bound`, or −1 when more than max_terms would be
 // needed (or dist ≤ rho: the series does not converge there).
-int mq_terms_for(double bound, double rho, double dist, int max_terms = 64);
+int mq_terms_for(double bound, double rho, double dist, int max_terms = mq_max_terms);
 
 } // namespace ksum::fmm
