@@ -49,6 +49,29 @@ def set_sampling(field, n):
         gmsh.model.mesh.field.setNumber(field, "NumPointsPerCurve", n)
 
 
+def graded_size(entity_list, entities, sampling, h_min, h_max, d_min, d_max):
+    """Mesh size h_min within d_min of the entities, growing linearly to h_max at d_max."""
+    f = gmsh.model.mesh.field
+    dist = f.add("Distance")
+    f.setNumbers(dist, entity_list, entities)
+    set_sampling(dist, sampling)
+    thr = f.add("Threshold")
+    f.setNumber(thr, "InField", dist)
+    f.setNumber(thr, "SizeMin", h_min)
+    f.setNumber(thr, "SizeMax", h_max)
+    f.setNumber(thr, "DistMin", d_min)
+    f.setNumber(thr, "DistMax", d_max)
+    f.setAsBackgroundMesh(thr)
+    gmsh.option.setNumber("Mesh.MeshSizeExtendFromBoundary", 0)
+
+
+def physical_groups(*groups):
+    """(dim, entity tags, name) triples, numbered 1, 2, ... in order."""
+    for tag, (dim, entities, name) in enumerate(groups, start=1):
+        gmsh.model.addPhysicalGroup(dim, entities, tag)
+        gmsh.model.setPhysicalName(dim, tag, name)
+
+
 def make_naca(path, binary):
     gmsh.model.add("naca0012")
     geo = gmsh.model.geo
@@ -66,25 +89,9 @@ def make_naca(path, binary):
     outer = geo.addCurveLoop(box)
     fluid = geo.addPlaneSurface([outer, wing])
     geo.synchronize()
-    # Size grows linearly with the distance from the airfoil: fine at the wall, coarse far away.
-    f = gmsh.model.mesh.field
-    dist = f.add("Distance")
-    f.setNumbers(dist, "CurvesList", [s_up, s_lo])
-    set_sampling(dist, 200)
-    thr = f.add("Threshold")
-    f.setNumber(thr, "InField", dist)
-    f.setNumber(thr, "SizeMin", h_wall)
-    f.setNumber(thr, "SizeMax", h_far)
-    f.setNumber(thr, "DistMin", 0.02)
-    f.setNumber(thr, "DistMax", 2.5)
-    f.setAsBackgroundMesh(thr)
-    gmsh.option.setNumber("Mesh.MeshSizeExtendFromBoundary", 0)
-    gmsh.model.addPhysicalGroup(1, [s_up, s_lo], 1)
-    gmsh.model.setPhysicalName(1, 1, "airfoil")
-    gmsh.model.addPhysicalGroup(1, box, 2)
-    gmsh.model.setPhysicalName(1, 2, "farfield")
-    gmsh.model.addPhysicalGroup(2, [fluid], 3)
-    gmsh.model.setPhysicalName(2, 3, "fluid")
+    # Fine at the airfoil, coarse far away.
+    graded_size("CurvesList", [s_up, s_lo], 200, h_wall, h_far, 0.02, 2.5)
+    physical_groups((1, [s_up, s_lo], "airfoil"), (1, box, "farfield"), (2, [fluid], "fluid"))
     gmsh.model.mesh.generate(2)
     write(path, binary)
 
@@ -105,29 +112,13 @@ def make_sphere(path, binary, nodes):
     # surface-graded part grows slower than the volume's cube).
     scale = 1.0 if nodes <= 0 else (6633.0 / nodes) ** (1.0 / 2.78)
     h_wall, h_far = 0.06 * scale, 0.35 * scale
-    f = gmsh.model.mesh.field
-    dist = f.add("Distance")
-    f.setNumbers(dist, "SurfacesList", sphere)
-    set_sampling(dist, 100)
-    thr = f.add("Threshold")
-    f.setNumber(thr, "InField", dist)
-    f.setNumber(thr, "SizeMin", h_wall)
-    f.setNumber(thr, "SizeMax", h_far)
-    f.setNumber(thr, "DistMin", 0.05)
-    f.setNumber(thr, "DistMax", 1.5)
-    f.setAsBackgroundMesh(thr)
-    gmsh.option.setNumber("Mesh.MeshSizeExtendFromBoundary", 0)
+    graded_size("SurfacesList", sphere, 100, h_wall, h_far, 0.05, 1.5)
     gmsh.option.setNumber("Mesh.MeshSizeFromPoints", 0)
     gmsh.option.setNumber("Mesh.MeshSizeFromCurvature", 0)
     if nodes > 200000:
         gmsh.option.setNumber("Mesh.Algorithm3D", 10)  # HXT: parallel, for the large meshes
         gmsh.option.setNumber("General.NumThreads", os.cpu_count() or 1)
-    gmsh.model.addPhysicalGroup(2, sphere, 1)
-    gmsh.model.setPhysicalName(2, 1, "sphere")
-    gmsh.model.addPhysicalGroup(2, walls, 2)
-    gmsh.model.setPhysicalName(2, 2, "box")
-    gmsh.model.addPhysicalGroup(3, [vol], 3)
-    gmsh.model.setPhysicalName(3, 3, "fluid")
+    physical_groups((2, sphere, "sphere"), (2, walls, "box"), (3, [vol], "fluid"))
     gmsh.model.mesh.generate(3)
     write(path, binary)
 

@@ -25,7 +25,7 @@ Table<double> points(std::int64_t n, bool clustered, unsigned seed) {
 
 TEST(MqTreecode, MeetsItsErrorBoundAgainstTheDirectSum) {
   for (const bool clustered : {false, true}) {
-    const std::int64_t n = 800;
+    const std::int64_t n = 500;
     const auto p = points(n, clustered, 3);
     std::mt19937_64 rng(4);
     std::uniform_real_distribution<double> u(-1, 1);

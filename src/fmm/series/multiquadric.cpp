@@ -45,7 +45,9 @@ MqExpansion::MqExpansion(int terms_, double c_) : terms(terms_), c(c_) {
 void MqExpansion::add(const double t[3], double w) {
   if (terms <= 0)
     return;
-  std::vector<double> g(coef.size(), 0.0);
+  // G_l of this source; one scratch buffer per thread, not an allocation per source.
+  thread_local std::vector<double> g;
+  g.assign(coef.size(), 0.0);
   g[0] = 1;
   if (terms > 1) {
     const double minus_t[3] = {-t[0], -t[1], -t[2]};

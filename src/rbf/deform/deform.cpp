@@ -250,16 +250,17 @@ DeformResult deform_nodes(const Table<double> &nodes, int dim, std::span<const s
     if (options.on_step)
       options.on_step(step, options.steps);
     const double t = static_cast<double>(step) / options.steps;
-    Table<double> centres(nb, dim), incr(nb, dim), free(nf, dim);
+    Table<double> centres(nb, dim), incr(nb, dim), free(nf, dim), target(nm, dim);
     DeformStepStats st;
     for (std::int64_t k = 0; k < nb; ++k) {
       const std::int64_t i = boundary[static_cast<std::size_t>(k)];
       for (int a = 0; a < dim; ++a)
         centres(k, a) = res.coords(i, a);
       if (k < nm) { // the prescribed place at t, from the original position
-        const Vec3 target = motion.at(t, row3(nodes, i), k);
+        const Vec3 at = motion.at(t, row3(nodes, i), k);
         for (int a = 0; a < dim; ++a) {
-          incr(k, a) = target[static_cast<std::size_t>(a)] - res.coords(i, a);
+          target(k, a) = at[static_cast<std::size_t>(a)];
+          incr(k, a) = target(k, a) - res.coords(i, a);
           st.max_increment = std::max(st.max_increment, std::abs(incr(k, a)));
         }
       }
@@ -287,12 +288,9 @@ DeformResult deform_nodes(const Table<double> &nodes, int dim, std::span<const s
     }
     // The moving nodes go exactly where the motion puts them (the interpolant's own error there
     // is reported as boundary_residual); fixed nodes stay.
-    for (std::int64_t k = 0; k < nm; ++k) {
-      const std::int64_t i = boundary[static_cast<std::size_t>(k)];
-      const Vec3 target = motion.at(t, row3(nodes, i), k);
+    for (std::int64_t k = 0; k < nm; ++k)
       for (int a = 0; a < dim; ++a)
-        res.coords(i, a) = target[static_cast<std::size_t>(a)];
-    }
+        res.coords(boundary[static_cast<std::size_t>(k)], a) = target(k, a);
     st.seconds_evaluate = seconds_since(ts) - st.seconds_solve; // and the boundary check
     res.stats.steps.push_back(st);
   }
