@@ -13,8 +13,9 @@ namespace {
 
 struct SumArgs {
   std::string kernel, sources, targets, weights, output;
-  std::string backend = "auto", precision = "f64";
-  double eps = 1.0;
+  std::string backend = "auto", precision = "f64", method = "direct";
+  double eps = 1.0, tol = 1e-6;
+  int fmm_order = 0;
   bool gradient = false, force = false;
   int threads = 0;
   std::vector<int> devices;
@@ -57,6 +58,9 @@ template <class T> void run_sum(const SumArgs &a) {
   opt.threads = a.threads;
   opt.devices = a.devices;
   opt.device_memory_limit = a.device_memory;
+  opt.method = parse_method(a.method);
+  opt.tolerance = a.tol;
+  opt.fmm_order = a.fmm_order;
   ProgressLine progress("ksum sum");
   opt.progress = progress.callback();
 
@@ -77,11 +81,17 @@ template <class T> void run_sum(const SumArgs &a) {
                    .npy_float32 = sizeof(T) == 4});
   const double pairs = static_cast<double>(plan.num_targets()) *
                        static_cast<double>(plan.num_sources() - (a.targets.empty() ? 1 : 0));
-  note(fmt::format("ksum sum: {} eps={} d={} N={} M={} rhs={}{} on {} ({}): sum {:.3f} s "
+  const auto &st = plan.stats();
+  const std::string how =
+      st.method == Method::fmm
+          ? fmt::format("fmm tol={} order={} depth={} boxes={}, setup {:.3f} s", a.tol,
+                        st.fmm_order, st.tree_depth, st.tree_boxes, st.seconds_setup)
+          : std::string("direct");
+  note(fmt::format("ksum sum: {} eps={} d={} N={} M={} rhs={}{} on {} ({}), {}: sum {:.3f} s "
                    "({:.3g} pairs/s), total {:.3f} s -> {}",
                    a.kernel, a.eps, plan.dimension(), plan.num_sources(), plan.num_targets(),
                    w.cols(), a.gradient ? " +gradient" : "", to_string(plan.backend()),
-                   sizeof(T) == 4 ? "f32" : "f64", t_sum,
+                   sizeof(T) == 4 ? "f32" : "f64", how, t_sum,
                    t_sum > 0 ? std::max(pairs, 0.0) * w.cols() / t_sum : 0.0, seconds_since(t0),
                    a.output));
 }
@@ -91,10 +101,13 @@ template <class T> void run_sum(const SumArgs &a) {
 void register_sum(CLI::App &app) {
   static SumArgs a;
   auto *cmd = app.add_subcommand(
-      "sum", "Direct kernel sum u(x_i) = sum_j w_j K(|x_i - y_j|) over files of points");
+      "sum", "Kernel sum u(x_i) = sum_j w_j K(|x_i - y_j|) over files of points: direct, or "
+             "the fast multipole method in 3D");
   cmd->footer("Files are CSV (optional header line) or NumPy .npy, by extension. Without "
               "--targets the targets are the sources and the self term j = i is left out.\n"
-              "Example: ksum sum --kernel laplace --sources pts.csv --weights q.csv -o u.csv");
+              "Example: ksum sum --kernel laplace --sources pts.csv --weights q.csv -o u.csv\n"
+              "Fast (3D): ksum sum --kernel laplace --method fmm --tol 1e-6 --sources pts.csv "
+              "--weights q.csv -o u.csv");
   cmd->add_option("--kernel", a.kernel, "Kernel: " + kernel_names())->required();
   cmd->add_option("--eps", a.eps, "Shape parameter: K = phi(eps r)")->capture_default_str();
   cmd->add_option("--sources", a.sources, "Source points, one row per point (d columns)")
@@ -106,6 +119,17 @@ void register_sum(CLI::App &app) {
                   "Weights, one row per source, one column per right-hand side")
       ->required();
   cmd->add_flag("--gradient", a.gradient, "Also write the gradient (d more columns per rhs)");
+  cmd->add_option("--method", a.method,
+                  "direct (every pair), fmm (3D fast multipole method to --tol), or auto (the "
+                  "FMM where a cost model timed on this machine predicts it faster)")
+      ->check(CLI::IsMember({"direct", "fmm", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--tol", a.tol,
+                  "FMM: relative l2 error wanted (f64: 1e-11 .. 0.1, f32: 1e-6 .. 0.1)")
+      ->capture_default_str();
+  cmd->add_option("--fmm-order", a.fmm_order,
+                  "FMM: Chebyshev nodes per axis (2 .. 16); 0: chosen from --tol")
+      ->capture_default_str();
   cmd->add_option("--backend", a.backend, "auto (GPU when present), cpu or gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "cuda"}))
       ->capture_default_str();

@@ -22,6 +22,13 @@ Table<double> halton_sphere(std::int64_t n, std::int64_t skip = 1);
 // pole: z_k = −1 + 2(k − 1)/(n − 1), φ_k = φ_{k−1} + 3.6 / sqrt(n (1 − z_k²)) (seed 001 §5.2).
 Table<double> spiral_sphere(std::int64_t n);
 
+// Random 3D point sets of the FMM tests and benchmarks (Mersenne Twister with the given seed):
+// uniform in the unit cube [0, 1]³; the Plummer sphere (density ∝ (1 + r²)^{−5/2}, unit scale
+// radius: strongly clustered, deep trees); uniform on the unit sphere's surface (a 2D manifold).
+Table<double> uniform_cube(std::int64_t n, std::uint64_t seed = 1);
+Table<double> plummer(std::int64_t n, std::uint64_t seed = 1);
+Table<double> sphere_shell(std::int64_t n, std::uint64_t seed = 1);
+
 // Franke's 2D and 3D test functions f2, f3 and the s-variate g_s(x) = 4^s Π x_k (1 − x_k)
 // (seed 001 §5).
 double franke(double x, double y);

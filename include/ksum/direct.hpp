@@ -1,7 +1,8 @@
 #pragma once
-// Direct kernel summation: u_r(x_i) = Σ_j w_{j,r} K(|x_i − y_j|), optionally with ∇ₓu_r.
-// A plan: construct with options → set_points() (validates and uploads the geometry once) →
-// execute(weights) as often as needed.
+// Kernel summation: u_r(x_i) = Σ_j w_{j,r} K(|x_i − y_j|), optionally with ∇ₓu_r, either exactly
+// (the direct sum, any dimension) or, in 3D, by the fast multipole method to a relative tolerance.
+// A plan: construct with options → set_points() (validates and uploads the geometry, builds the
+// tree) → execute(weights) as often as needed.
 #include <ksum/kernels.hpp>
 #include <ksum/table.hpp>
 
@@ -18,6 +19,24 @@ enum class Backend { automatic, cpu, cuda };
 Backend parse_backend(std::string_view name); // "auto", "cpu", "gpu" or "cuda"
 std::string_view to_string(Backend b);
 
+// direct: every pair, exact to rounding. fmm: the 3D fast multipole method (Chebyshev
+// interpolation, any kernel of the catalogue); the relative l2 error of u is at most `tolerance`.
+// automatic: the FMM where a cost model measured on this machine predicts it faster than the direct
+// sum (3D only).
+enum class Method { direct, fmm, automatic };
+Method parse_method(std::string_view name); // "direct", "fmm" or "auto"
+std::string_view to_string(Method m);
+
+// What the plan did (filled by set_points and execute).
+struct SumStats {
+  Method method = Method::direct; // the method in use (resolved from automatic)
+  int fmm_order = 0;              // Chebyshev nodes per axis and box
+  int tree_depth = 0;
+  std::int64_t tree_boxes = 0;
+  double estimated_error = 0; // the FMM's sampled interpolation error for its order
+  double seconds_setup = 0, seconds_execute = 0;
+};
+
 struct DirectOptions {
   Kernel kernel = Kernel::laplace;
   double eps = 1.0;                     // shape parameter: K = φ(ε r)
@@ -30,6 +49,12 @@ struct DirectOptions {
   std::int64_t device_memory_limit = 0;
   // Called now and then with the fraction done, from the thread that called execute().
   std::function<void(double)> progress{};
+  Method method = Method::direct;
+  // FMM: the relative l2 error of u wanted (1e-11 … 0.1 in double precision, 1e-6 … 0.1 in float,
+  // where the results carry about 7 digits).
+  double tolerance = 1e-6;
+  int fmm_order = 0;              // FMM: Chebyshev order p (2 … 16); 0: from the tolerance
+  std::int64_t fmm_leaf_size = 0; // FMM: most points of either kind per leaf box; 0: from p
 };
 
 template <std::floating_point T> class DirectSum {
@@ -54,6 +79,7 @@ public:
   std::int64_t num_sources() const; // N
   std::int64_t num_targets() const; // M
   const DirectOptions &options() const;
+  const SumStats &stats() const;
 
 private:
   struct Impl;

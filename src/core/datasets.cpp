@@ -1,8 +1,10 @@
 #include <ksum/datasets.hpp>
 #include <ksum/error.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <random>
 
 namespace ksum::datasets {
 
@@ -112,6 +114,62 @@ Table<double> spiral_sphere(std::int64_t n) {
     t(k, 1) = r * std::sin(phi);
     t(k, 2) = z;
   }
+  return t;
+}
+
+namespace {
+void check_count(std::int64_t n, const char *what) {
+  if (n < 0)
+    throw Error(ErrorCode::invalid_argument, fmt::format("{}: n = {} (expected >= 0)", what, n));
+}
+// A uniformly random direction, scaled by r, into row i.
+void direction(std::mt19937_64 &rng, double r, Table<double> &t, std::int64_t i) {
+  std::normal_distribution<double> g(0, 1);
+  double v[3], len = 0;
+  do {
+    len = 0;
+    for (auto &x : v) {
+      x = g(rng);
+      len += x * x;
+    }
+  } while (len < 1e-300);
+  for (int a = 0; a < 3; ++a)
+    t(i, a) = v[a] * r / std::sqrt(len);
+}
+} // namespace
+
+Table<double> uniform_cube(std::int64_t n, std::uint64_t seed) {
+  check_count(n, "uniform_cube");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  Table<double> t(n, 3);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int a = 0; a < 3; ++a)
+      t(i, a) = u(rng);
+  return t;
+}
+
+Table<double> plummer(std::int64_t n, std::uint64_t seed) {
+  check_count(n, "plummer");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  Table<double> t(n, 3);
+  for (std::int64_t i = 0; i < n; ++i) {
+    // The enclosed mass fraction is X = r³ / (1 + r²)^{3/2}: invert it (X kept below 1 so the
+    // radius stays finite; the outermost of 10^8 points lands near r ≈ 10^5).
+    const double x = std::min(u(rng), 1 - 1e-15);
+    const double r = 1 / std::sqrt(std::pow(std::max(x, 1e-300), -2.0 / 3.0) - 1);
+    direction(rng, r, t, i);
+  }
+  return t;
+}
+
+Table<double> sphere_shell(std::int64_t n, std::uint64_t seed) {
+  check_count(n, "sphere_shell");
+  std::mt19937_64 rng(seed);
+  Table<double> t(n, 3);
+  for (std::int64_t i = 0; i < n; ++i)
+    direction(rng, 1.0, t, i);
   return t;
 }
 

@@ -2,12 +2,15 @@
 // the backend and hands the work to the CPU or CUDA engine.
 #include "core/validate.hpp"
 #include "direct/direct_problem.hpp"
+#include "direct/method_model.hpp"
+#include "fmm/fmm3d/bbfmm.hpp"
 #include "kernels/kernel_defs.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -36,7 +39,36 @@ std::string_view to_string(Backend b) {
   return "?";
 }
 
+Method parse_method(std::string_view name) {
+  if (name == "direct")
+    return Method::direct;
+  if (name == "fmm")
+    return Method::fmm;
+  if (name == "auto")
+    return Method::automatic;
+  throw Error(ErrorCode::invalid_argument,
+              fmt::format("unknown method '{}'; valid: direct, fmm, auto", name));
+}
+
+std::string_view to_string(Method m) {
+  switch (m) {
+  case Method::direct:
+    return "direct";
+  case Method::fmm:
+    return "fmm";
+  case Method::automatic:
+    return "auto";
+  }
+  return "?";
+}
+
 using detail::check_finite;
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+} // namespace
 
 template <std::floating_point T> struct DirectSum<T>::Impl {
   DirectOptions opt;
@@ -45,6 +77,8 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
   std::int64_t n = 0, m = 0, d = 0;
   Table<T> src, tgt; // scaled copies; tgt is empty when self
   std::unique_ptr<detail::CudaDirect<T>> cuda;
+  std::unique_ptr<fmm::BbFmm> fmm; // set when the FMM serves the plan
+  SumStats stats;
 
   detail::DirectProblem<T> problem(const T *w, std::int64_t nrhs) const {
     detail::DirectProblem<T> p;
@@ -85,6 +119,53 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                   fmt::format("the GPU direct sum handles dimension up to {}, got {}; use the "
                               "cpu backend",
                               detail::gpu_max_dim, dim));
+    const auto t_setup = std::chrono::steady_clock::now();
+    const std::int64_t nt = targets ? targets->rows() : sources.rows();
+    Method method = opt.method;
+    if (method == Method::automatic)
+      method = (dim == 3 && !opt.gradient &&
+                detail::fmm_predicted_faster(opt, chosen, sizeof(T) == 4, sources.rows(), nt))
+                   ? Method::fmm
+                   : Method::direct;
+    if (method == Method::fmm) {
+      if (dim != 3)
+        throw Error(ErrorCode::unsupported,
+                    fmt::format("the FMM is for points in 3D; these have dimension {} (use "
+                                "method direct)",
+                                dim));
+      if (opt.gradient)
+        throw Error(ErrorCode::unsupported,
+                    "the FMM computes values only; use method direct for the gradient");
+      if (chosen == Backend::cuda && opt.backend == Backend::cuda)
+        throw Error(ErrorCode::unsupported,
+                    "the FMM runs on the CPU in this build; use backend cpu or auto");
+      chosen = Backend::cpu;
+      auto f = std::make_unique<fmm::BbFmm>(fmm::BbFmmOptions{.kernel = opt.kernel,
+                                                              .eps = opt.eps,
+                                                              .tolerance = opt.tolerance,
+                                                              .order = opt.fmm_order,
+                                                              .leaf_size = opt.fmm_leaf_size,
+                                                              .threads = opt.threads});
+      const auto s64 = sources.template cast<double>();
+      const auto t64 = targets ? targets->template cast<double>() : Table<double>();
+      f->set_points(s64.data(), s64.rows(), targets ? t64.data() : nullptr, t64.rows());
+      self = targets == nullptr;
+      n = sources.rows();
+      d = dim;
+      m = nt;
+      src = Table<T>();
+      tgt = Table<T>();
+      backend = chosen;
+      fmm = std::move(f);
+      const auto &fs = fmm->stats();
+      stats = SumStats{.method = Method::fmm,
+                       .fmm_order = fs.order,
+                       .tree_depth = fs.depth,
+                       .tree_boxes = fs.boxes,
+                       .estimated_error = fs.estimated_error,
+                       .seconds_setup = seconds_since(t_setup)};
+      return;
+    }
     const T c = static_cast<T>(kdef::coord_scale(opt.kernel, opt.eps));
     auto scaled = [c](const Table<T> &t, const char *what) {
       Table<T> s(t.rows(), t.cols());
@@ -111,6 +192,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     src = std::move(new_src);
     tgt = std::move(new_tgt);
     backend = chosen;
+    fmm.reset();
     if (backend == Backend::cuda) {
       try {
         cuda->set_geometry(problem(nullptr, 0));
@@ -119,6 +201,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
         throw;
       }
     }
+    stats = SumStats{.method = Method::direct, .seconds_setup = seconds_since(t_setup)};
   }
 };
 
@@ -130,6 +213,22 @@ DirectSum<T>::DirectSum(DirectOptions options) : impl_(std::make_unique<Impl>())
   if (options.threads < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("threads must be >= 0 (0: default), got {}", options.threads));
+  const double min_tol = std::is_same_v<T, float> ? 1e-6 : 1e-11;
+  if (!(options.tolerance >= min_tol && options.tolerance <= 0.1) &&
+      options.method != Method::direct)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("tolerance {} is outside what the FMM reaches in {}: use {} … 0.1{}",
+                            options.tolerance, std::is_same_v<T, float> ? "float32" : "float64",
+                            min_tol,
+                            std::is_same_v<T, float> ? " (or double precision for less)" : ""));
+  if (options.fmm_order != 0 && (options.fmm_order < 2 || options.fmm_order > 16))
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("fmm_order {} (expected 2 … 16, or 0: from the tolerance)", options.fmm_order));
+  if (options.fmm_leaf_size < 0)
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("fmm_leaf_size must be >= 0 (0: automatic), got {}", options.fmm_leaf_size));
   if (options.device_memory_limit < 0)
     throw Error(ErrorCode::invalid_argument, fmt::format("device_memory_limit must be >= 0, got {}",
                                                          options.device_memory_limit));
@@ -160,9 +259,19 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   if (weights.cols() < 1)
     throw Error(ErrorCode::invalid_argument, "weights: need at least one column");
   check_finite(weights, "weights");
+  const auto t_exec = std::chrono::steady_clock::now();
   const auto p = im.problem(weights.data(), weights.cols());
   Table<T> out(im.m, p.out_cols());
-  if (im.m > 0 && im.n > 0) {
+  if (im.fmm) {
+    if (im.m > 0 && im.n > 0) {
+      const auto w64 = weights.template cast<double>();
+      Table<double> o64(im.m, weights.cols(), Uninitialized{});
+      im.fmm->apply(w64.data(), weights.cols(), o64.data());
+      out = o64.template cast<T>();
+    }
+    if (im.opt.progress)
+      im.opt.progress(1.0);
+  } else if (im.m > 0 && im.n > 0) {
     if (im.backend == Backend::cuda)
       im.cuda->execute(p, out.data(), im.opt.progress);
     else
@@ -174,6 +283,7 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
                   fmt::format("the sum overflowed the {} range at target {}, column {}; try "
                               "double precision or smaller weights",
                               sizeof(T) == 4 ? "float32" : "float64", k % im.m, k / im.m));
+  im.stats.seconds_execute = seconds_since(t_exec);
   return out;
 }
 
@@ -191,6 +301,9 @@ template <std::floating_point T> std::int64_t DirectSum<T>::num_targets() const 
 }
 template <std::floating_point T> const DirectOptions &DirectSum<T>::options() const {
   return impl_->opt;
+}
+template <std::floating_point T> const SumStats &DirectSum<T>::stats() const {
+  return impl_->stats;
 }
 
 template class DirectSum<float>;

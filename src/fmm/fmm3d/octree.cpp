@@ -13,19 +13,8 @@
 namespace ksum::fmm {
 namespace {
 
-constexpr int bits_per_axis = 21;
+constexpr int bits_per_axis = morton_bits;
 constexpr int max_level = bits_per_axis; // boxes at this level are leaves whatever their size
-
-// The 21 low bits of v spread to every third bit (bit i to bit 3i).
-std::uint64_t spread3(std::uint64_t v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
 
 // The child digit (0–7) of a code at `level` (the root's children are level 1).
 int digit(std::uint64_t code, int level) {
@@ -101,7 +90,7 @@ Octree build_octree(const Table<double> &points, const OctreeOptions &options) {
     std::uint64_t c = 0;
     for (int a = 0; a < 3; ++a) {
       const double q = std::clamp(std::floor((points(i, a) - lo[a]) * scale), 0.0, cells);
-      c |= spread3(static_cast<std::uint64_t>(q)) << (2 - a);
+      c |= morton_spread3(static_cast<std::uint64_t>(q)) << (2 - a);
     }
     t.codes[static_cast<std::size_t>(i)] = c;
   }

@@ -46,6 +46,18 @@ struct OctreeOptions {
 // size.
 Octree build_octree(const Table<double> &points, const OctreeOptions &options = {});
 
+// The 21 low bits of v spread to every third bit (bit i to bit 3i): one axis of a Morton code.
+inline std::uint64_t morton_spread3(std::uint64_t v) {
+  v &= 0x1fffff;
+  v = (v | v << 32) & 0x1f00000000ffffULL;
+  v = (v | v << 16) & 0x1f0000ff0000ffULL;
+  v = (v | v << 8) & 0x100f00f00f00f00fULL;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
+  v = (v | v << 2) & 0x1249249249249249ULL;
+  return v;
+}
+inline constexpr int morton_bits = 21; // per axis
+
 // Radix sort of 64-bit keys, carrying a permutation: after it keys are ascending and
 // order[k] is the original position of key k (stable).
 void radix_sort(std::vector<std::uint64_t> &keys, std::vector<std::int64_t> &order);

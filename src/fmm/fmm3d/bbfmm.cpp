@@ -1,0 +1,517 @@
+// The interpolation FMM (bbfmm.hpp): order selection, operators, and the passes of apply().
+#include "fmm/fmm3d/bbfmm.hpp"
+#include "fmm/fmm3d/chebyshev.hpp"
+#include "fmm/fmm3d/fmm_kernels.hpp"
+#include "kernels/kernel_defs.hpp"
+
+#include <ksum/error.hpp>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <omp.h>
+#include <optional>
+#include <random>
+
+namespace ksum::fmm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Operators beyond this are rebuilt per apply() instead of kept (kernels that are not homogeneous
+// need one set of 16 p³ × p³ matrices per level).
+constexpr double operator_cache_bytes = 1.5 * (1u << 30);
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// K(s r) = s^degree K(r) for these kernels, so one operator set serves every level.
+std::optional<int> homogeneous_degree(Kernel k) {
+  switch (k) {
+  case Kernel::laplace:
+    return -1;
+  case Kernel::linear:
+    return 1;
+  case Kernel::cubic:
+    return 3;
+  case Kernel::quintic:
+    return 5;
+  default:
+    return std::nullopt;
+  }
+}
+
+double kernel_at(Kernel k, double r2) {
+  return kdef::visit<double>(k, [r2](auto kf) {
+    return static_cast<double>(kf.value(r2 + kdef::p_offset<decltype(kf)>()));
+  });
+}
+
+// out[a'b'c'] (+)= Σ Tx[a'a] Ty[b'b] Tz[c'c] in[abc] (transpose: Tx[a a'] …), T p × p row-major.
+void tensor3(int p, const double *tx, const double *ty, const double *tz, bool transpose,
+             const double *in, double *out, double *s1, double *s2) {
+  auto t = [&](const double *m, int i, int k) { return transpose ? m[k * p + i] : m[i * p + k]; };
+  const int pp = p * p;
+  for (int a2 = 0; a2 < p; ++a2)
+    for (int bc = 0; bc < pp; ++bc) {
+      double acc = 0;
+      for (int a = 0; a < p; ++a)
+        acc += t(tx, a2, a) * in[a * pp + bc];
+      s1[a2 * pp + bc] = acc;
+    }
+  for (int a2 = 0; a2 < p; ++a2)
+    for (int b2 = 0; b2 < p; ++b2)
+      for (int c = 0; c < p; ++c) {
+        double acc = 0;
+        for (int b = 0; b < p; ++b)
+          acc += t(ty, b2, b) * s1[a2 * pp + b * p + c];
+        s2[a2 * pp + b2 * p + c] = acc;
+      }
+  for (int ab = 0; ab < pp; ++ab)
+    for (int c2 = 0; c2 < p; ++c2) {
+      double acc = 0;
+      for (int c = 0; c < p; ++c)
+        acc += t(tz, c2, c) * s2[ab * p + c];
+      out[ab * p + c2] += acc;
+    }
+}
+
+} // namespace
+
+struct BbFmm::Operators {
+  int p = 0, P = 0;
+  Chebyshev cheb;
+  std::vector<std::vector<std::int32_t>> perm; // 48 × P: π_t(m)
+  std::vector<std::vector<std::int32_t>> pinv; // 48 × P: π_t⁻¹
+  std::vector<std::vector<double>> sets;       // 16 P × P column-major matrices each
+  std::vector<int> level_set;                  // per level: index into sets, −1: none
+  std::vector<double> level_scale;
+
+  explicit Operators(int order) : p(order), P(order * order * order), cheb(order) {
+    const auto &sym = m2l_symmetry();
+    perm.assign(48, std::vector<std::int32_t>(static_cast<std::size_t>(P)));
+    pinv = perm;
+    for (int t = 0; t < 48; ++t)
+      for (int m = 0; m < P; ++m) {
+        const int mi[3] = {m / (p * p), m / p % p, m % p};
+        int mo[3];
+        for (int i = 0; i < 3; ++i)
+          mo[sym.perm[t][i]] = sym.flip[t][i] ? p - 1 - mi[i] : mi[i];
+        const int pm = (mo[0] * p + mo[1]) * p + mo[2];
+        perm[static_cast<std::size_t>(t)][static_cast<std::size_t>(m)] = pm;
+        pinv[static_cast<std::size_t>(t)][static_cast<std::size_t>(pm)] = m;
+      }
+  }
+
+  // The 16 class operators for boxes of side h (scaled coordinates):
+  // K_c[m' + P k'] = K(h (D_c + (n_m' − n_k') / 2)).
+  std::vector<double> build(Kernel kernel, double h) const {
+    const auto &sym = m2l_symmetry();
+    std::vector<double> out(static_cast<std::size_t>(16) * P * P);
+    std::vector<double> nx(static_cast<std::size_t>(3 * P));
+    for (int m = 0; m < P; ++m) {
+      nx[static_cast<std::size_t>(3 * m)] = cheb.nodes[static_cast<std::size_t>(m / (p * p))];
+      nx[static_cast<std::size_t>(3 * m + 1)] = cheb.nodes[static_cast<std::size_t>(m / p % p)];
+      nx[static_cast<std::size_t>(3 * m + 2)] = cheb.nodes[static_cast<std::size_t>(m % p)];
+    }
+    kdef::visit<double>(kernel, [&](auto kf) {
+      constexpr double p0 = kdef::p_offset<decltype(kf)>();
+#pragma omp parallel for schedule(dynamic, 1)
+      for (int ck = 0; ck < 16 * P; ++ck) {
+        const int c = ck / P, k = ck % P;
+        double *col = out.data() + (static_cast<std::size_t>(c) * P + k) * P;
+        const double *nk = nx.data() + 3 * k;
+        const double dx = sym.canonical[c][0] - nk[0] / 2, dy = sym.canonical[c][1] - nk[1] / 2,
+                     dz = sym.canonical[c][2] - nk[2] / 2;
+        for (int m = 0; m < P; ++m) {
+          const double *nm = nx.data() + 3 * m;
+          const double a = h * (dx + nm[0] / 2), b = h * (dy + nm[1] / 2), e = h * (dz + nm[2] / 2);
+          col[m] = kf.value(p0 + (a * a + b * b + e * e));
+        }
+      }
+    });
+    return out;
+  }
+};
+
+BbFmm::BbFmm(const BbFmmOptions &options) : opt_(options) {
+  if (!(options.tolerance > 0 && options.tolerance < 1))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("fmm: tolerance {} (expected 0 < tolerance < 1)", options.tolerance));
+  if (options.order < 0 || options.order > max_chebyshev_order)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("fmm: order {} (expected 0 … {})", options.order, max_chebyshev_order));
+  if (options.leaf_size < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("fmm: leaf_size {} (expected ≥ 0; 0: automatic)", options.leaf_size));
+  if (!(options.eps > 0 && std::isfinite(options.eps)))
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("fmm: shape parameter eps must be finite and > 0, got {}", options.eps));
+  scale_ = kdef::coord_scale(options.kernel, options.eps);
+}
+
+BbFmm::~BbFmm() = default;
+
+double BbFmm::interpolation_error(Kernel kernel, int p, double s) {
+  const Chebyshev ch(p);
+  std::mt19937_64 rng(12345);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const double phi0 = kernel_info(kernel).singular ? 0 : std::abs(kernel_at(kernel, 0));
+  double worst = 0, scale = phi0;
+  std::vector<double> sv(static_cast<std::size_t>(p));
+  // The closest far pairs: offsets (0, 0, 2) and (1, 1, 2) box sides (a gap of one side).
+  const double offsets[2][3] = {{0, 0, 4 * s}, {2 * s, 2 * s, 4 * s}};
+  for (const auto &off : offsets)
+    for (int sample = 0; sample < 48; ++sample) {
+      double z[6]; // x (target cube at 0), then y (source cube at off)
+      for (int a = 0; a < 3; ++a) {
+        z[a] = s * u(rng);
+        z[3 + a] = off[a] + s * u(rng);
+      }
+      auto k_of = [&](const double *v) {
+        const double a = v[0] - v[3], b = v[1] - v[4], c = v[2] - v[5];
+        return kernel_at(kernel, a * a + b * b + c * c);
+      };
+      const double k0 = k_of(z);
+      scale = std::max(scale, std::abs(k0));
+      double err = 0;
+      for (int i = 0; i < 6; ++i) {
+        const double centre = i < 3 ? 0 : off[i - 3];
+        ch.eval((z[i] - centre) / s, sv.data());
+        double v[6], acc = 0;
+        std::copy(z, z + 6, v);
+        for (int m = 0; m < p; ++m) {
+          v[i] = centre + s * ch.nodes[static_cast<std::size_t>(m)];
+          acc += sv[static_cast<std::size_t>(m)] * k_of(v);
+        }
+        err += std::abs(acc - k0);
+      }
+      worst = std::max(worst, err);
+    }
+  return scale > 0 ? worst / scale : 0;
+}
+
+void BbFmm::set_points(const double *sources, std::int64_t n, const double *targets,
+                       std::int64_t m) {
+  const auto t0 = Clock::now();
+  const bool self = targets == nullptr;
+  std::vector<double> s(static_cast<std::size_t>(3 * n)), t;
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    s[static_cast<std::size_t>(k)] = scale_ * sources[k];
+  if (!self) {
+    t.resize(static_cast<std::size_t>(3 * m));
+    for (std::int64_t k = 0; k < 3 * m; ++k)
+      t[static_cast<std::size_t>(k)] = scale_ * targets[k];
+  }
+  const auto homog = homogeneous_degree(opt_.kernel);
+  const double target_err = opt_.tolerance / 2;
+  // The order for boxes of half side s (one value for homogeneous kernels).
+  auto order_for = [&](double half, int from) {
+    for (int p = std::max(from, 2); p <= max_chebyshev_order; ++p)
+      if (interpolation_error(opt_.kernel, p, homog ? 1.0 : half) <= target_err)
+        return p;
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("fmm: tolerance {} is beyond what Chebyshev order {} reaches for the "
+                            "{} kernel in double precision; ask for a larger tolerance or use "
+                            "the direct sum",
+                            opt_.tolerance, max_chebyshev_order, kernel_info(opt_.kernel).name));
+  };
+  // Guess the order from the unit cube, build the tree with the leaf size it implies, then check
+  // every level that has far interactions; rebuild once if the order changed the leaf size.
+  int p = opt_.order > 0 ? opt_.order : order_for(1.0, 2);
+  for (int attempt = 0;; ++attempt) {
+    const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
+    const std::int64_t leaf = opt_.leaf_size > 0 ? opt_.leaf_size : std::max<std::int64_t>(32, P);
+    tree_ = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
+                           FmmTreeOptions{.leaf_size = leaf, .expansion_size = P});
+    stats_.leaf_size = leaf;
+    if (opt_.order > 0)
+      break;
+    std::vector<char> far_level(static_cast<std::size_t>(tree_.depth) + 1, 0);
+    for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
+      const auto lb = static_cast<std::size_t>(tree_.boxes[b].level);
+      if (tree_.v.size(static_cast<std::int32_t>(b)) > 0 ||
+          tree_.x.size(static_cast<std::int32_t>(b)) > 0)
+        far_level[lb] = 1;
+      for (auto e = tree_.w.offsets[b]; e < tree_.w.offsets[b + 1]; ++e)
+        far_level[static_cast<std::size_t>(
+            tree_.boxes[static_cast<std::size_t>(tree_.w.boxes[static_cast<std::size_t>(e)])]
+                .level)] = 1;
+    }
+    int need = 2;
+    for (std::size_t l = 0; l < far_level.size(); ++l)
+      if (far_level[l] && (!homog || need == 2))
+        need = order_for(tree_.half_side(static_cast<std::int32_t>(l)), need);
+    if (need == p || attempt > 0 || opt_.leaf_size > 0) {
+      p = std::max(p, need);
+      break;
+    }
+    p = need;
+  }
+  stats_.order = p;
+  stats_.estimated_error = interpolation_error(opt_.kernel, p, 1.0);
+  stats_.depth = tree_.depth;
+  stats_.boxes = static_cast<std::int64_t>(tree_.boxes.size());
+  stats_.leaves = 0;
+  stats_.near_interactions = 0;
+  for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
+    const FmmBox &A = tree_.boxes[b];
+    stats_.leaves += A.leaf() ? 1 : 0;
+    for (auto e = tree_.u.offsets[b]; e < tree_.u.offsets[b + 1]; ++e)
+      stats_.near_interactions +=
+          A.targets() *
+          tree_.boxes[static_cast<std::size_t>(tree_.u.boxes[static_cast<std::size_t>(e)])]
+              .sources();
+  }
+  stats_.v_pairs = static_cast<std::int64_t>(tree_.v.boxes.size());
+  stats_.u_pairs = static_cast<std::int64_t>(tree_.u.boxes.size());
+  stats_.w_pairs = static_cast<std::int64_t>(tree_.w.boxes.size());
+  stats_.x_pairs = static_cast<std::int64_t>(tree_.x.boxes.size());
+  stats_.seconds_tree = since(t0);
+
+  const auto t1 = Clock::now();
+  ops_ = std::make_unique<Operators>(p);
+  auto &ops = *ops_;
+  ops.level_set.assign(static_cast<std::size_t>(tree_.depth) + 1, -1);
+  ops.level_scale.assign(static_cast<std::size_t>(tree_.depth) + 1, 1.0);
+  for (std::int32_t l = 0; l <= tree_.depth; ++l) {
+    bool any = false;
+    for (std::int32_t b = tree_.level_begin[static_cast<std::size_t>(l)];
+         b < tree_.level_begin[static_cast<std::size_t>(l) + 1] && !any; ++b)
+      any = tree_.v.size(b) > 0;
+    if (!any)
+      continue;
+    const double h = 2 * tree_.half_side(l);
+    if (homog) {
+      if (ops.sets.empty())
+        ops.sets.push_back(ops.build(opt_.kernel, 1.0));
+      ops.level_set[static_cast<std::size_t>(l)] = 0;
+      ops.level_scale[static_cast<std::size_t>(l)] = std::pow(h, *homog);
+    } else {
+      ops.level_set[static_cast<std::size_t>(l)] = static_cast<int>(ops.sets.size());
+      ops.sets.emplace_back(); // built below if the cache allows, else during each apply()
+    }
+  }
+  // Cache the per-level operators while they fit operator_cache_bytes, finest levels first (they
+  // have the most boxes); the rest are rebuilt by every apply().
+  const double set_bytes = 8.0 * 16 * ops.P * ops.P;
+  double cached = homog ? set_bytes : 0;
+  for (std::int32_t l = tree_.depth; l >= 0 && !homog; --l) {
+    const int set = ops.level_set[static_cast<std::size_t>(l)];
+    if (set < 0 || cached + set_bytes > operator_cache_bytes)
+      continue;
+    ops.sets[static_cast<std::size_t>(set)] = ops.build(opt_.kernel, 2 * tree_.half_side(l));
+    cached += set_bytes;
+  }
+  stats_.operator_bytes = 0;
+  for (const auto &set : ops.sets)
+    stats_.operator_bytes += 8.0 * static_cast<double>(set.size());
+  stats_.seconds_operators = since(t1);
+}
+
+void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
+  const auto t0 = Clock::now();
+  const FmmTree &tr = tree_;
+  const Operators &ops = *ops_;
+  const int p = ops.p, P = ops.P;
+  const std::int64_t n = tr.n, m = tr.m;
+  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
+  const std::size_t nb = tr.boxes.size();
+  const auto box_at = [&](std::int32_t b) -> const FmmBox & {
+    return tr.boxes[static_cast<std::size_t>(b)];
+  };
+
+  // Weights in tree order, one column per right-hand side.
+  std::vector<double> ws(static_cast<std::size_t>(n * nrhs));
+  for (std::int64_t r = 0; r < nrhs; ++r)
+    for (std::int64_t k = 0; k < n; ++k)
+      ws[static_cast<std::size_t>(r * n + k)] =
+          w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
+
+  const auto exp_size = static_cast<std::size_t>(P * nrhs);
+  std::vector<double> mult(nb * exp_size, 0.0), loc(nb * exp_size, 0.0);
+  auto M = [&](std::int32_t b) { return mult.data() + static_cast<std::size_t>(b) * exp_size; };
+  auto L = [&](std::int32_t b) { return loc.data() + static_cast<std::size_t>(b) * exp_size; };
+  std::vector<char> has_local(nb, 0);
+  for (std::size_t b = 0; b < nb; ++b) {
+    const FmmBox &B = tr.boxes[b];
+    has_local[b] = tr.v.size(static_cast<std::int32_t>(b)) > 0 ||
+                   tr.x.size(static_cast<std::int32_t>(b)) > 0 ||
+                   (B.parent >= 0 && has_local[static_cast<std::size_t>(B.parent)]);
+  }
+
+  // Upward pass: P2M at leaves, M2M level by level.
+  const auto t_up = Clock::now();
+  for (std::int32_t l = tr.depth; l >= 0; --l) {
+    const std::int32_t b0 = tr.level_begin[static_cast<std::size_t>(l)],
+                       b1 = tr.level_begin[static_cast<std::size_t>(l) + 1];
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<double> sx(static_cast<std::size_t>(3 * p)), s1(static_cast<std::size_t>(P)),
+          s2(static_cast<std::size_t>(P)), sxy(static_cast<std::size_t>(p * p));
+#pragma omp for schedule(dynamic, 8)
+      for (std::int32_t b = b0; b < b1; ++b) {
+        const FmmBox &B = box_at(b);
+        if (B.sources() == 0)
+          continue;
+        double *mb = M(b);
+        if (B.leaf()) {
+          double c[3];
+          tr.centre(B, c);
+          const double inv = 1 / tr.half_side(B.level);
+          for (std::int64_t j = B.sb; j < B.se; ++j) {
+            for (int a = 0; a < 3; ++a)
+              ops.cheb.eval((tr.src[static_cast<std::size_t>(a * n + j)] - c[a]) * inv,
+                            sx.data() + a * p);
+            for (int a = 0; a < p; ++a)
+              for (int bb = 0; bb < p; ++bb)
+                sxy[static_cast<std::size_t>(a * p + bb)] =
+                    sx[static_cast<std::size_t>(a)] * sx[static_cast<std::size_t>(p + bb)];
+            for (std::int64_t r = 0; r < nrhs; ++r) {
+              const double wj = ws[static_cast<std::size_t>(r * n + j)];
+              double *mr = mb + r * P;
+              for (int ab = 0; ab < p * p; ++ab) {
+                const double f = wj * sxy[static_cast<std::size_t>(ab)];
+                double *row = mr + ab * p;
+#pragma omp simd
+                for (int cz = 0; cz < p; ++cz)
+                  row[cz] += f * sx[static_cast<std::size_t>(2 * p + cz)];
+              }
+            }
+          }
+        } else {
+          for (std::int32_t c = B.first_child; c < B.first_child + B.children; ++c) {
+            const FmmBox &C = box_at(c);
+            if (C.sources() == 0)
+              continue;
+            const int o = C.octant;
+            for (std::int64_t r = 0; r < nrhs; ++r)
+              tensor3(p, ops.cheb.m2m[(o >> 2) & 1].data(), ops.cheb.m2m[(o >> 1) & 1].data(),
+                      ops.cheb.m2m[o & 1].data(), false, M(c) + r * P, mb + r * P, s1.data(),
+                      s2.data());
+          }
+        }
+      }
+    }
+  }
+  stats_.seconds_upward = since(t_up);
+
+  // M2L level by level, blocked: per chunk of target boxes and per class, the permuted multipoles
+  // as the columns of one matrix, multiplied by the class operator, scattered back permuted.
+  const auto t_m2l = Clock::now();
+  for (std::int32_t l = 2; l <= tr.depth; ++l) {
+    const int set = ops.level_set[static_cast<std::size_t>(l)];
+    if (set < 0)
+      continue;
+    const double sc = ops.level_scale[static_cast<std::size_t>(l)];
+    std::vector<double> built;
+    if (ops.sets[static_cast<std::size_t>(set)].empty())
+      built = ops.build(opt_.kernel, 2 * tr.half_side(l));
+    const auto &mats = built.empty() ? ops.sets[static_cast<std::size_t>(set)] : built;
+    std::vector<std::int32_t> targets;
+    for (std::int32_t b = tr.level_begin[static_cast<std::size_t>(l)];
+         b < tr.level_begin[static_cast<std::size_t>(l) + 1]; ++b)
+      if (tr.v.size(b) > 0)
+        targets.push_back(b);
+    constexpr std::int64_t chunk = 16;
+    const auto chunks = static_cast<std::int64_t>((targets.size() + chunk - 1) / chunk);
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<double> X, Y;
+      struct Col {
+        std::int32_t a, b;
+        std::uint8_t t;
+        std::int64_t r;
+      };
+      std::vector<Col> cols;
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+        const std::size_t k0 = static_cast<std::size_t>(ch * chunk);
+        const std::size_t k1 = std::min(targets.size(), k0 + chunk);
+        for (int c = 0; c < 16; ++c) {
+          cols.clear();
+          for (std::size_t k = k0; k < k1; ++k) {
+            const std::int32_t a = targets[k];
+            for (auto e = tr.v.offsets[static_cast<std::size_t>(a)];
+                 e < tr.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
+              if (tr.v_class[static_cast<std::size_t>(e)] == c)
+                for (std::int64_t r = 0; r < nrhs; ++r)
+                  cols.push_back(Col{a, tr.v.boxes[static_cast<std::size_t>(e)],
+                                     tr.v_transform[static_cast<std::size_t>(e)], r});
+          }
+          if (cols.empty())
+            continue;
+          const auto nc = static_cast<std::int64_t>(cols.size());
+          X.resize(static_cast<std::size_t>(P * nc));
+          Y.resize(static_cast<std::size_t>(P * nc));
+          for (std::int64_t j = 0; j < nc; ++j) {
+            const Col &cl = cols[static_cast<std::size_t>(j)];
+            const auto &pi = ops.pinv[cl.t];
+            const double *src = M(cl.b) + cl.r * P;
+            double *dst = X.data() + j * P;
+            for (int q = 0; q < P; ++q)
+              dst[q] = src[pi[static_cast<std::size_t>(q)]];
+          }
+          Eigen::Map<const Eigen::MatrixXd> K(mats.data() + static_cast<std::size_t>(c) * P * P, P,
+                                              P);
+          Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
+          Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
+          Ym.noalias() = K * Xm;
+          for (std::int64_t j = 0; j < nc; ++j) {
+            const Col &cl = cols[static_cast<std::size_t>(j)];
+            const auto &pi = ops.perm[cl.t];
+            const double *src = Y.data() + j * P;
+            double *dst = L(cl.a) + cl.r * P;
+            for (int q = 0; q < P; ++q)
+              dst[q] += sc * src[pi[static_cast<std::size_t>(q)]];
+          }
+        }
+      }
+    }
+  }
+  stats_.seconds_m2l = since(t_m2l);
+
+  // X list (P2L), then the downward pass (L2L).
+  const auto t_down = Clock::now();
+  std::vector<double> us(static_cast<std::size_t>(m * nrhs), 0.0);
+  const NearContext ctx{tr, ops.cheb, ws.data(), n, nrhs};
+  x_list(opt_.kernel, ctx, loc.data(), threads);
+  for (std::int32_t l = 1; l <= tr.depth; ++l) {
+    const std::int32_t b0 = tr.level_begin[static_cast<std::size_t>(l)],
+                       b1 = tr.level_begin[static_cast<std::size_t>(l) + 1];
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<double> s1(static_cast<std::size_t>(P)), s2(static_cast<std::size_t>(P));
+#pragma omp for schedule(dynamic, 8)
+      for (std::int32_t b = b0; b < b1; ++b) {
+        const FmmBox &B = box_at(b);
+        if (!has_local[static_cast<std::size_t>(B.parent)] || B.targets() == 0)
+          continue;
+        const int o = B.octant;
+        for (std::int64_t r = 0; r < nrhs; ++r)
+          tensor3(p, ops.cheb.m2m[(o >> 2) & 1].data(), ops.cheb.m2m[(o >> 1) & 1].data(),
+                  ops.cheb.m2m[o & 1].data(), true, L(B.parent) + r * P, L(b) + r * P, s1.data(),
+                  s2.data());
+      }
+    }
+  }
+  stats_.seconds_downward = since(t_down);
+
+  // Target leaves: L2P, W list (M2P), U list (P2P).
+  const auto t_near = Clock::now();
+  leaf_pass(opt_.kernel, ctx, mult.data(), loc.data(), has_local, us.data(), threads);
+  stats_.seconds_near = since(t_near);
+
+  for (std::int64_t r = 0; r < nrhs; ++r)
+    for (std::int64_t k = 0; k < m; ++k) {
+      const std::int64_t row = tr.self ? tr.src_order[static_cast<std::size_t>(k)]
+                                       : tr.tgt_order[static_cast<std::size_t>(k)];
+      out[r * m + row] = us[static_cast<std::size_t>(r * m + k)];
+    }
+  stats_.seconds_apply = since(t0);
+}
+
+} // namespace ksum::fmm

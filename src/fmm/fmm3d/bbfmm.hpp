@@ -1,0 +1,73 @@
+#pragma once
+// The 3D fast multipole method for any radial kernel of the catalogue, by Chebyshev interpolation
+// (Fong & Darve's "black-box" FMM): a box's multipole expansion is the weights its sources put on
+// its p³ Chebyshev nodes, its local expansion the field's values at them; translations are exact
+// re-interpolations (M2M, L2L) and kernel evaluations between nodes (M2L), so one code serves every
+// kernel. The M2L operators of the 316 same-level offsets reduce by the cube's 48 symmetries to 16
+// per level (one set for all levels when the kernel is homogeneous: laplace, linear, cubic,
+// quintic), applied as matrix products over blocks of boxes.
+//
+// The order p follows from the tolerance: per level with far interactions, the interpolation error
+// of the kernel between two cubes one side apart (the closest far pair) is estimated by sampling,
+// relative to the kernel's scale there (or to φ(0) where that is finite and larger), and the
+// smallest p whose estimate is ≤ tolerance / 2 is used (the sampled errors of the tests, signed
+// weights, sit 3–30 times below the estimate).
+#include "fmm/fmm3d/fmm_tree.hpp"
+
+#include <ksum/kernels.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ksum::fmm {
+
+struct BbFmmOptions {
+  Kernel kernel = Kernel::laplace;
+  double eps = 1;
+  double tolerance = 1e-6;
+  int order = 0;              // p; 0: from the tolerance
+  std::int64_t leaf_size = 0; // 0: from p
+  int threads = 0;            // 0: OpenMP's default
+};
+
+struct BbFmmStats {
+  int order = 0;
+  double estimated_error = 0; // the sampled interpolation error of the chosen p
+  std::int32_t depth = 0;
+  std::int64_t leaf_size = 0, boxes = 0, leaves = 0;
+  std::int64_t v_pairs = 0, u_pairs = 0, w_pairs = 0, x_pairs = 0;
+  std::int64_t near_interactions = 0; // source–target pairs evaluated directly
+  double operator_bytes = 0;
+  double seconds_tree = 0, seconds_operators = 0;
+  // of the last apply():
+  double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
+  double seconds_apply = 0;
+};
+
+class BbFmm {
+public:
+  explicit BbFmm(const BbFmmOptions &options);
+  ~BbFmm();
+  // Column-major coordinates (x column, then y, then z), unscaled; targets nullptr: targets are the
+  // sources and the self term j = i is left out.
+  void set_points(const double *sources, std::int64_t n, const double *targets, std::int64_t m);
+  // w: n × nrhs column-major (input order); out: m × nrhs column-major, overwritten.
+  void apply(const double *w, std::int64_t nrhs, double *out);
+  const BbFmmStats &stats() const { return stats_; }
+  const FmmTree &tree() const { return tree_; }
+
+  // The sampled interpolation error of order p for cubes of half side s (scaled coordinates), as
+  // used to choose p; exposed for tests and benchmarks.
+  static double interpolation_error(Kernel kernel, int p, double half_side);
+
+private:
+  struct Operators;
+  BbFmmOptions opt_;
+  double scale_ = 1; // coordinates are multiplied by the kernel's coord_scale(eps)
+  FmmTree tree_;
+  BbFmmStats stats_;
+  std::unique_ptr<Operators> ops_;
+};
+
+} // namespace ksum::fmm
