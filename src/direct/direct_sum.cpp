@@ -136,16 +136,16 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       if (opt.gradient)
         throw Error(ErrorCode::unsupported,
                     "the FMM computes values only; use method direct for the gradient");
-      if (chosen == Backend::cuda && opt.backend == Backend::cuda)
-        throw Error(ErrorCode::unsupported,
-                    "the FMM runs on the CPU in this build; use backend cpu or auto");
-      chosen = Backend::cpu;
-      auto f = std::make_unique<fmm::BbFmm>(fmm::BbFmmOptions{.kernel = opt.kernel,
-                                                              .eps = opt.eps,
-                                                              .tolerance = opt.tolerance,
-                                                              .order = opt.fmm_order,
-                                                              .leaf_size = opt.fmm_leaf_size,
-                                                              .threads = opt.threads});
+      auto f = std::make_unique<fmm::BbFmm>(
+          fmm::BbFmmOptions{.kernel = opt.kernel,
+                            .eps = opt.eps,
+                            .tolerance = opt.tolerance,
+                            .order = opt.fmm_order,
+                            .leaf_size = opt.fmm_leaf_size,
+                            .threads = opt.threads,
+                            .gpu = chosen == Backend::cuda,
+                            .gpu_single = sizeof(T) == 4,
+                            .device = opt.devices.empty() ? 0 : opt.devices.front()});
       const auto s64 = sources.template cast<double>();
       const auto t64 = targets ? targets->template cast<double>() : Table<double>();
       f->set_points(s64.data(), s64.rows(), targets ? t64.data() : nullptr, t64.rows());

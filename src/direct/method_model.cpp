@@ -42,12 +42,18 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend) {
   return static_cast<double>(ns) * static_cast<double>(nt) / std::max(seconds_since(t0), 1e-9);
 }
 
-double fmm_cost(const DirectOptions &o) {
-  constexpr std::int64_t n = 30000;
+double fmm_cost(const DirectOptions &o, Backend backend, bool single) {
+  const std::int64_t n = backend == Backend::cuda ? 200000 : 30000;
   const auto p = datasets::uniform_cube(n, 13);
   std::vector<double> w(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
   const auto t0 = std::chrono::steady_clock::now();
-  fmm::BbFmm f({.kernel = o.kernel, .eps = o.eps, .tolerance = o.tolerance, .threads = o.threads});
+  fmm::BbFmm f({.kernel = o.kernel,
+                .eps = o.eps,
+                .tolerance = o.tolerance,
+                .threads = o.threads,
+                .gpu = backend == Backend::cuda,
+                .gpu_single = single,
+                .device = o.devices.empty() ? 0 : o.devices.front()});
   f.set_points(p.data(), n, nullptr, 0);
   f.apply(w.data(), 1, out.data());
   return seconds_since(t0) / static_cast<double>(n);
@@ -71,7 +77,7 @@ bool fmm_predicted_faster(const DirectOptions &options, Backend backend, bool si
     if (it == cache.end()) {
       r.direct_pairs_per_second = single_precision ? direct_rate<float>(options, backend)
                                                    : direct_rate<double>(options, backend);
-      r.fmm_seconds_per_point = fmm_cost(options);
+      r.fmm_seconds_per_point = fmm_cost(options, backend, single_precision);
       it = cache.emplace(key, r).first;
     }
     r = it->second;

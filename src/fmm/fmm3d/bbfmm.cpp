@@ -23,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 // Operators beyond this are rebuilt per apply() instead of kept (kernels that are not homogeneous
 // need one set of 16 p³ × p³ matrices per level).
 constexpr double operator_cache_bytes = 1.5 * (1u << 30);
+constexpr double gpu_operator_bytes = 8.0 * (1u << 30);
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -88,6 +89,8 @@ struct BbFmm::Operators {
   std::vector<std::vector<double>> sets;       // 16 P × P column-major matrices each
   std::vector<int> level_set;                  // per level: index into sets, −1: none
   std::vector<double> level_scale;
+  std::vector<std::int32_t> perm_flat, pinv_flat; // the same tables, 48 P each (GPU)
+  std::vector<double> m2m_flat;                   // both octant bits, p² each (GPU)
 
   explicit Operators(int order) : p(order), P(order * order * order), cheb(order) {
     const auto &sym = m2l_symmetry();
@@ -103,6 +106,14 @@ struct BbFmm::Operators {
         perm[static_cast<std::size_t>(t)][static_cast<std::size_t>(m)] = pm;
         pinv[static_cast<std::size_t>(t)][static_cast<std::size_t>(pm)] = m;
       }
+    for (int t = 0; t < 48; ++t) {
+      perm_flat.insert(perm_flat.end(), perm[static_cast<std::size_t>(t)].begin(),
+                       perm[static_cast<std::size_t>(t)].end());
+      pinv_flat.insert(pinv_flat.end(), pinv[static_cast<std::size_t>(t)].begin(),
+                       pinv[static_cast<std::size_t>(t)].end());
+    }
+    m2m_flat = cheb.m2m[0];
+    m2m_flat.insert(m2m_flat.end(), cheb.m2m[1].begin(), cheb.m2m[1].end());
   }
 
   // The 16 class operators for boxes of side h (scaled coordinates):
@@ -306,6 +317,41 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     ops.sets[static_cast<std::size_t>(set)] = ops.build(opt_.kernel, 2 * tree_.half_side(l));
     cached += set_bytes;
   }
+  has_local_.assign(tree_.boxes.size(), 0);
+  for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
+    const FmmBox &B = tree_.boxes[b];
+    has_local_[b] = tree_.v.size(static_cast<std::int32_t>(b)) > 0 ||
+                    tree_.x.size(static_cast<std::int32_t>(b)) > 0 ||
+                    (B.parent >= 0 && has_local_[static_cast<std::size_t>(B.parent)]);
+  }
+  gpu_.reset();
+  if (opt_.gpu) {
+    // The GPU keeps every level's operators.
+    const double total = set_bytes * static_cast<double>(ops.sets.size());
+    if (total > gpu_operator_bytes)
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("fmm: the GPU would need {:.1f} GiB of M2L operators (order {}, {} "
+                              "levels); ask for a larger tolerance or use the CPU",
+                              total / (1u << 30), p, ops.sets.size()));
+    GpuSetup g{.tree = &tree_,
+               .kernel = opt_.kernel,
+               .p = p,
+               .nodes = &ops.cheb.nodes,
+               .tn = &ops.cheb.tn,
+               .m2m = &ops.m2m_flat,
+               .perm = &ops.perm_flat,
+               .pinv = &ops.pinv_flat,
+               .level_ops = {},
+               .level_scale = ops.level_scale,
+               .has_local = &has_local_};
+    for (std::int32_t l = 0; l <= tree_.depth; ++l) {
+      const int set = ops.level_set[static_cast<std::size_t>(l)];
+      if (set >= 0 && ops.sets[static_cast<std::size_t>(set)].empty())
+        ops.sets[static_cast<std::size_t>(set)] = ops.build(opt_.kernel, 2 * tree_.half_side(l));
+      g.level_ops.push_back(set >= 0 ? ops.sets[static_cast<std::size_t>(set)].data() : nullptr);
+    }
+    gpu_ = make_fmm_gpu(g, opt_.gpu_single, opt_.device);
+  }
   stats_.operator_bytes = 0;
   for (const auto &set : ops.sets)
     stats_.operator_bytes += 8.0 * static_cast<double>(set.size());
@@ -315,33 +361,48 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
 void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
   const auto t0 = Clock::now();
   const FmmTree &tr = tree_;
-  const Operators &ops = *ops_;
-  const int p = ops.p, P = ops.P;
   const std::int64_t n = tr.n, m = tr.m;
-  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
-  const std::size_t nb = tr.boxes.size();
-  const auto box_at = [&](std::int32_t b) -> const FmmBox & {
-    return tr.boxes[static_cast<std::size_t>(b)];
-  };
-
   // Weights in tree order, one column per right-hand side.
   std::vector<double> ws(static_cast<std::size_t>(n * nrhs));
   for (std::int64_t r = 0; r < nrhs; ++r)
     for (std::int64_t k = 0; k < n; ++k)
       ws[static_cast<std::size_t>(r * n + k)] =
           w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
+  std::vector<double> us(static_cast<std::size_t>(m * nrhs), 0.0);
+  if (gpu_) {
+    GpuTimes times;
+    gpu_->apply(ws.data(), nrhs, us.data(), times);
+    stats_.seconds_upward = times.upward;
+    stats_.seconds_m2l = times.m2l;
+    stats_.seconds_downward = times.downward;
+    stats_.seconds_near = times.near;
+  } else {
+    apply_cpu(ws.data(), nrhs, us.data());
+  }
+  for (std::int64_t r = 0; r < nrhs; ++r)
+    for (std::int64_t k = 0; k < m; ++k) {
+      const std::int64_t row = tr.self ? tr.src_order[static_cast<std::size_t>(k)]
+                                       : tr.tgt_order[static_cast<std::size_t>(k)];
+      out[r * m + row] = us[static_cast<std::size_t>(r * m + k)];
+    }
+  stats_.seconds_apply = since(t0);
+}
 
+void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
+  const FmmTree &tr = tree_;
+  const Operators &ops = *ops_;
+  const int p = ops.p, P = ops.P;
+  const std::int64_t n = tr.n;
+  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
+  const std::size_t nb = tr.boxes.size();
+  const auto box_at = [&](std::int32_t b) -> const FmmBox & {
+    return tr.boxes[static_cast<std::size_t>(b)];
+  };
   const auto exp_size = static_cast<std::size_t>(P * nrhs);
   std::vector<double> mult(nb * exp_size, 0.0), loc(nb * exp_size, 0.0);
   auto M = [&](std::int32_t b) { return mult.data() + static_cast<std::size_t>(b) * exp_size; };
   auto L = [&](std::int32_t b) { return loc.data() + static_cast<std::size_t>(b) * exp_size; };
-  std::vector<char> has_local(nb, 0);
-  for (std::size_t b = 0; b < nb; ++b) {
-    const FmmBox &B = tr.boxes[b];
-    has_local[b] = tr.v.size(static_cast<std::int32_t>(b)) > 0 ||
-                   tr.x.size(static_cast<std::int32_t>(b)) > 0 ||
-                   (B.parent >= 0 && has_local[static_cast<std::size_t>(B.parent)]);
-  }
+  const std::vector<char> &has_local = has_local_;
 
   // Upward pass: P2M at leaves, M2M level by level.
   const auto t_up = Clock::now();
@@ -371,7 +432,7 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
                 sxy[static_cast<std::size_t>(a * p + bb)] =
                     sx[static_cast<std::size_t>(a)] * sx[static_cast<std::size_t>(p + bb)];
             for (std::int64_t r = 0; r < nrhs; ++r) {
-              const double wj = ws[static_cast<std::size_t>(r * n + j)];
+              const double wj = ws[r * n + j];
               double *mr = mb + r * P;
               for (int ab = 0; ab < p * p; ++ab) {
                 const double f = wj * sxy[static_cast<std::size_t>(ab)];
@@ -476,8 +537,7 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
 
   // X list (P2L), then the downward pass (L2L).
   const auto t_down = Clock::now();
-  std::vector<double> us(static_cast<std::size_t>(m * nrhs), 0.0);
-  const NearContext ctx{tr, ops.cheb, ws.data(), n, nrhs};
+  const NearContext ctx{tr, ops.cheb, ws, n, nrhs};
   x_list(opt_.kernel, ctx, loc.data(), threads);
   for (std::int32_t l = 1; l <= tr.depth; ++l) {
     const std::int32_t b0 = tr.level_begin[static_cast<std::size_t>(l)],
@@ -502,16 +562,8 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
 
   // Target leaves: L2P, W list (M2P), U list (P2P).
   const auto t_near = Clock::now();
-  leaf_pass(opt_.kernel, ctx, mult.data(), loc.data(), has_local, us.data(), threads);
+  leaf_pass(opt_.kernel, ctx, mult.data(), loc.data(), has_local, us, threads);
   stats_.seconds_near = since(t_near);
-
-  for (std::int64_t r = 0; r < nrhs; ++r)
-    for (std::int64_t k = 0; k < m; ++k) {
-      const std::int64_t row = tr.self ? tr.src_order[static_cast<std::size_t>(k)]
-                                       : tr.tgt_order[static_cast<std::size_t>(k)];
-      out[r * m + row] = us[static_cast<std::size_t>(r * m + k)];
-    }
-  stats_.seconds_apply = since(t0);
 }
 
 } // namespace ksum::fmm

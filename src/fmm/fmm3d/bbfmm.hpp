@@ -12,6 +12,7 @@
 // relative to the kernel's scale there (or to φ(0) where that is finite and larger), and the
 // smallest p whose estimate is ≤ tolerance / 2 is used (the sampled errors of the tests, signed
 // weights, sit 3–30 times below the estimate).
+#include "fmm/fmm3d/fmm_gpu.hpp"
 #include "fmm/fmm3d/fmm_tree.hpp"
 
 #include <ksum/kernels.hpp>
@@ -29,6 +30,9 @@ struct BbFmmOptions {
   int order = 0;              // p; 0: from the tolerance
   std::int64_t leaf_size = 0; // 0: from p
   int threads = 0;            // 0: OpenMP's default
+  bool gpu = false;           // run apply() on the GPU (fmm_gpu.hpp)
+  bool gpu_single = false;    // in float there
+  int device = 0;
 };
 
 struct BbFmmStats {
@@ -63,11 +67,14 @@ public:
 
 private:
   struct Operators;
+  void apply_cpu(const double *ws, std::int64_t nrhs, double *us);
   BbFmmOptions opt_;
   double scale_ = 1; // coordinates are multiplied by the kernel's coord_scale(eps)
   FmmTree tree_;
   BbFmmStats stats_;
   std::unique_ptr<Operators> ops_;
+  std::vector<char> has_local_; // per box: receives a local expansion (its own or inherited)
+  std::unique_ptr<FmmGpu> gpu_;
 };
 
 } // namespace ksum::fmm

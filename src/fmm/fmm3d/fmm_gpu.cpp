@@ -1,0 +1,357 @@
+// The GPU FMM's host engine (fmm_gpu.hpp): uploads, work lists, and the passes in order on one
+// stream; M2L per level and symmetry class as gather → cuBLAS GEMM → scatter, in column chunks that
+// fit the GPU's free memory.
+#include "fmm/fmm3d/fmm_gpu.hpp"
+#include "fmm/fmm3d/fmm_launch.hpp"
+#include "runtime/cuda_array.hpp"
+
+#include <ksum/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+namespace ksum::fmm {
+namespace {
+
+using detail::cuda_check;
+using detail::DeviceArray;
+
+void cublas_check(cublasStatus_t s, int dev, const char *what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(ErrorCode::device, fmt::format("GPU {}: cuBLAS {} failed (status {})", dev, what,
+                                               static_cast<int>(s)));
+}
+
+template <class T, class U> void upload_as(DeviceArray<T> &d, const std::vector<U> &h) {
+  std::vector<T> c(h.begin(), h.end());
+  d.upload(c.data(), static_cast<std::int64_t>(c.size()));
+}
+
+template <class T> class FmmGpuImpl final : public FmmGpu {
+public:
+  FmmGpuImpl(const GpuSetup &s, int device) : dev_(device), kernel_(s.kernel) {
+    cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
+    const FmmTree &t = *s.tree;
+    tree_ = &t;
+    p_ = s.p;
+    P_ = p_ * p_ * p_;
+    nb_ = static_cast<std::int64_t>(t.boxes.size());
+    cuda_check(cudaStreamCreate(&stream_), dev_, "cudaStreamCreate");
+    cublas_check(cublasCreate(&blas_), dev_, "cublasCreate");
+    cublas_check(cublasSetStream(blas_, stream_), dev_, "cublasSetStream");
+
+    std::vector<detail::GpuBox<T>> boxes(static_cast<std::size_t>(nb_));
+    for (std::int64_t b = 0; b < nb_; ++b) {
+      const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+      auto &g = boxes[static_cast<std::size_t>(b)];
+      double c[3];
+      t.centre(B, c);
+      for (int a = 0; a < 3; ++a)
+        g.centre[a] = static_cast<T>(c[a]);
+      g.half = static_cast<T>(t.half_side(B.level));
+      g.sb = B.sb;
+      g.se = B.se;
+      g.tb = B.tb;
+      g.te = B.te;
+      g.parent = B.parent;
+      g.first_child = B.first_child;
+      g.children = B.children;
+      g.octant = B.octant;
+      g.coincident = B.coincident ? 1 : 0;
+      g.has_local = (*s.has_local)[static_cast<std::size_t>(b)] ? 1 : 0;
+    }
+    boxes_.upload(boxes.data(), nb_);
+    upload_as(src_, t.src);
+    if (!t.self)
+      upload_as(tgt_, t.tgt);
+    upload_as(nodes_, *s.nodes);
+    upload_as(tn_, *s.tn);
+    upload_as(m2m_, *s.m2m);
+    perm_.upload(s.perm->data(), static_cast<std::int64_t>(s.perm->size()));
+    pinv_.upload(s.pinv->data(), static_cast<std::int64_t>(s.pinv->size()));
+
+    // Work lists.
+    std::vector<std::int32_t> src_leaves, l2p_leaves, u_t, w_t, x_t;
+    const auto depth = static_cast<std::size_t>(t.depth);
+    std::vector<std::vector<std::int32_t>> parents(depth + 1), children(depth + 1);
+    for (std::int32_t b = 0; b < static_cast<std::int32_t>(nb_); ++b) {
+      const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+      const auto l = static_cast<std::size_t>(B.level);
+      if (B.leaf() && B.sources() > 0)
+        src_leaves.push_back(b);
+      if (!B.leaf() && B.sources() > 0)
+        parents[l].push_back(b);
+      if (B.parent >= 0 && B.targets() > 0 && (*s.has_local)[static_cast<std::size_t>(B.parent)])
+        children[l].push_back(b);
+      if (B.leaf() && B.targets() > 0 && (*s.has_local)[static_cast<std::size_t>(b)])
+        l2p_leaves.push_back(b);
+      if (t.u.size(b) > 0)
+        u_t.push_back(b);
+      if (t.w.size(b) > 0)
+        w_t.push_back(b);
+      if (t.x.size(b) > 0)
+        x_t.push_back(b);
+    }
+    src_leaves_.upload(src_leaves.data(), n_src_leaves_ = std::ssize(src_leaves));
+    l2p_leaves_.upload(l2p_leaves.data(), n_l2p_leaves_ = std::ssize(l2p_leaves));
+    auto concat = [&](std::vector<std::vector<std::int32_t>> &per_level, Levels &out) {
+      std::vector<std::int32_t> all;
+      out.offsets = {0};
+      for (auto &v : per_level) {
+        all.insert(all.end(), v.begin(), v.end());
+        out.offsets.push_back(std::ssize(all));
+      }
+      out.boxes.upload(all.data(), std::ssize(all));
+    };
+    concat(parents, parents_);
+    concat(children, children_);
+    auto list = [&](const BoxLists &l, const std::vector<std::int32_t> &targets, List &out) {
+      out.count = std::ssize(targets);
+      out.targets.upload(targets.data(), out.count);
+      out.offsets.upload(l.offsets.data(), std::ssize(l.offsets));
+      out.boxes.upload(l.boxes.data(), std::ssize(l.boxes));
+    };
+    list(t.u, u_t, u_);
+    list(t.w, w_t, w_);
+    list(t.x, x_t, x_);
+    for (std::int32_t b = 0; b < static_cast<std::int32_t>(nb_); ++b)
+      if (t.boxes[static_cast<std::size_t>(b)].coincident)
+        coincident_.push_back(b);
+
+    // M2L groups by (level, class): pairs in one array, host offsets.
+    std::vector<std::int32_t> ga, gb, gt;
+    groups_.clear();
+    for (std::int32_t l = 0; l <= t.depth; ++l) {
+      if (!s.level_ops[static_cast<std::size_t>(l)])
+        continue;
+      for (int c = 0; c < 16; ++c) {
+        Group g{l, c, std::ssize(ga), 0};
+        for (std::int32_t a = t.level_begin[static_cast<std::size_t>(l)];
+             a < t.level_begin[static_cast<std::size_t>(l) + 1]; ++a)
+          for (auto e = t.v.offsets[static_cast<std::size_t>(a)];
+               e < t.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
+            if (t.v_class[static_cast<std::size_t>(e)] == c) {
+              ga.push_back(a);
+              gb.push_back(t.v.boxes[static_cast<std::size_t>(e)]);
+              gt.push_back(t.v_transform[static_cast<std::size_t>(e)]);
+            }
+        g.end = std::ssize(ga);
+        if (g.end > g.begin)
+          groups_.push_back(g);
+      }
+    }
+    ga_.upload(ga.data(), std::ssize(ga));
+    gb_.upload(gb.data(), std::ssize(gb));
+    gt_.upload(gt.data(), std::ssize(gt));
+    // Operators: one device copy per distinct host set.
+    const std::size_t set_size = static_cast<std::size_t>(16) * P_ * P_;
+    level_op_.assign(depth + 1, -1);
+    level_scale_ = s.level_scale;
+    std::vector<const double *> seen;
+    for (std::size_t l = 0; l <= depth; ++l) {
+      const double *h = s.level_ops[l];
+      if (!h)
+        continue;
+      auto it = std::find(seen.begin(), seen.end(), h);
+      if (it == seen.end()) {
+        seen.push_back(h);
+        ops_.emplace_back(std::make_unique<DeviceArray<T>>());
+        std::vector<T> c(h, h + set_size);
+        ops_.back()->upload(c.data(), static_cast<std::int64_t>(set_size));
+        it = seen.end() - 1;
+      }
+      level_op_[l] = static_cast<int>(it - seen.begin());
+    }
+  }
+
+  ~FmmGpuImpl() override {
+    if (blas_)
+      cublasDestroy(blas_);
+    if (stream_)
+      cudaStreamDestroy(stream_);
+  }
+
+  void apply(const double *ws, std::int64_t nrhs, double *us, GpuTimes &times) override {
+    using Clock = std::chrono::steady_clock;
+    cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
+    const FmmTree &t = *tree_;
+    const std::int64_t n = t.n, m = t.m;
+    const std::int64_t exp_size = nb_ * nrhs * P_;
+    {
+      std::vector<T> w(ws, ws + n * nrhs);
+      ws_.upload(w.data(), n * nrhs);
+      std::vector<T> bw(static_cast<std::size_t>(nb_ * nrhs), T(0));
+      for (const auto b : coincident_) {
+        const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+        for (std::int64_t r = 0; r < nrhs; ++r) {
+          double s = 0;
+          for (std::int64_t j = B.sb; j < B.se; ++j)
+            s += ws[r * n + j];
+          bw[static_cast<std::size_t>(b * nrhs + r)] = static_cast<T>(s);
+        }
+      }
+      box_weight_.upload(bw.data(), nb_ * nrhs);
+    }
+    mult_.reserve(exp_size);
+    loc_.reserve(exp_size);
+    us_.reserve(std::max<std::int64_t>(m * nrhs, 1));
+    cuda_check(cudaMemsetAsync(mult_.ptr, 0, sizeof(T) * exp_size, stream_), dev_, "memset");
+    cuda_check(cudaMemsetAsync(loc_.ptr, 0, sizeof(T) * exp_size, stream_), dev_, "memset");
+    cuda_check(
+        cudaMemsetAsync(us_.ptr, 0, sizeof(T) * std::max<std::int64_t>(m * nrhs, 1), stream_), dev_,
+        "memset");
+    detail::GpuTree<T> g;
+    g.boxes = boxes_.ptr;
+    g.src = src_.ptr;
+    g.tgt = t.self ? src_.ptr : tgt_.ptr;
+    g.n = n;
+    g.m = m;
+    g.p = p_;
+    g.P = P_;
+    g.nrhs = static_cast<int>(nrhs);
+    g.nodes = nodes_.ptr;
+    g.tn = tn_.ptr;
+    g.m2m = m2m_.ptr;
+    void *st = stream_;
+    auto sync = [&] { cuda_check(cudaStreamSynchronize(stream_), dev_, "the FMM passes"); };
+    auto t0 = Clock::now();
+    auto lap = [&](double &into) {
+      sync();
+      const auto now = Clock::now();
+      into = std::chrono::duration<double>(now - t0).count();
+      t0 = now;
+    };
+
+    detail::launch_p2m(g, src_leaves_.ptr, n_src_leaves_, ws_.ptr, mult_.ptr, st);
+    for (std::int32_t l = t.depth; l >= 0; --l) {
+      const auto k = static_cast<std::size_t>(l);
+      detail::launch_m2m(g, parents_.boxes.ptr + parents_.offsets[k],
+                         parents_.offsets[k + 1] - parents_.offsets[k], mult_.ptr, st);
+    }
+    lap(times.upward);
+
+    // M2L: columns in chunks of at most `cols` (X and Y together within a quarter of free memory,
+    // at most 2 GiB).
+    std::size_t free_b = 0, total_b = 0;
+    cuda_check(cudaMemGetInfo(&free_b, &total_b), dev_, "cudaMemGetInfo");
+    const double budget = std::min(0.25 * static_cast<double>(free_b), 2.0 * (1u << 30));
+    const std::int64_t max_pairs = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(budget / (2.0 * sizeof(T) * P_ * nrhs)));
+    std::int64_t biggest = 0;
+    for (const auto &gr : groups_)
+      biggest = std::max(biggest, gr.end - gr.begin);
+    const std::int64_t chunk = std::min(max_pairs, biggest);
+    X_.reserve(chunk * nrhs * P_);
+    Y_.reserve(chunk * nrhs * P_);
+    const T one = 1, zero = 0;
+    for (const auto &gr : groups_) {
+      const T *K =
+          ops_[static_cast<std::size_t>(level_op_[static_cast<std::size_t>(gr.level)])]->ptr +
+          static_cast<std::int64_t>(gr.cls) * P_ * P_;
+      const T scale = static_cast<T>(level_scale_[static_cast<std::size_t>(gr.level)]);
+      for (std::int64_t k0 = gr.begin; k0 < gr.end; k0 += chunk) {
+        const std::int64_t np = std::min(chunk, gr.end - k0);
+        detail::launch_m2l_gather(g, gb_.ptr + k0, gt_.ptr + k0, np, pinv_.ptr, mult_.ptr, X_.ptr,
+                                  st);
+        const int cols = static_cast<int>(np * nrhs);
+        if constexpr (sizeof(T) == 8)
+          cublas_check(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, P_, cols, P_, &one, K, P_,
+                                   X_.ptr, P_, &zero, Y_.ptr, P_),
+                       dev_, "DGEMM");
+        else
+          cublas_check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, P_, cols, P_, &one, K, P_,
+                                   X_.ptr, P_, &zero, Y_.ptr, P_),
+                       dev_, "SGEMM");
+        detail::launch_m2l_scatter(g, ga_.ptr + k0, gt_.ptr + k0, np, perm_.ptr, scale, Y_.ptr,
+                                   loc_.ptr, st);
+      }
+    }
+    lap(times.m2l);
+
+    detail::PairPass<T> x{x_.targets.ptr, x_.count, x_.offsets.ptr, x_.boxes.ptr};
+    x.target_nodes = true;
+    x.ws = ws_.ptr;
+    x.box_weight = box_weight_.ptr;
+    x.loc = loc_.ptr;
+    detail::launch_pairs(kernel_, g, x, st);
+    for (std::int32_t l = 1; l <= t.depth; ++l) {
+      const auto k = static_cast<std::size_t>(l);
+      detail::launch_l2l(g, children_.boxes.ptr + children_.offsets[k],
+                         children_.offsets[k + 1] - children_.offsets[k], loc_.ptr, st);
+    }
+    detail::launch_l2p(g, l2p_leaves_.ptr, n_l2p_leaves_, loc_.ptr, us_.ptr, st);
+    lap(times.downward);
+
+    detail::PairPass<T> w{w_.targets.ptr, w_.count, w_.offsets.ptr, w_.boxes.ptr};
+    w.source_nodes = true;
+    w.mult = mult_.ptr;
+    w.us = us_.ptr;
+    detail::launch_pairs(kernel_, g, w, st);
+    detail::PairPass<T> u{u_.targets.ptr, u_.count, u_.offsets.ptr, u_.boxes.ptr};
+    u.self = t.self;
+    u.ws = ws_.ptr;
+    u.box_weight = box_weight_.ptr;
+    u.us = us_.ptr;
+    detail::launch_pairs(kernel_, g, u, st);
+    lap(times.near);
+
+    std::vector<T> out(static_cast<std::size_t>(m * nrhs));
+    us_.download(out.data(), m * nrhs);
+    std::copy(out.begin(), out.end(), us);
+  }
+
+private:
+  struct List {
+    DeviceArray<std::int32_t> targets, boxes;
+    DeviceArray<std::int64_t> offsets;
+    std::int64_t count = 0;
+  };
+  struct Group {
+    std::int32_t level;
+    int cls;
+    std::int64_t begin, end;
+  };
+  int dev_;
+  Kernel kernel_;
+  const FmmTree *tree_ = nullptr;
+  int p_ = 0, P_ = 0;
+  std::int64_t nb_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  DeviceArray<detail::GpuBox<T>> boxes_;
+  DeviceArray<T> src_, tgt_, nodes_, tn_, m2m_, ws_, box_weight_, mult_, loc_, us_, X_, Y_;
+  DeviceArray<std::int32_t> perm_, pinv_, src_leaves_, l2p_leaves_, ga_, gb_, gt_;
+  std::int64_t n_src_leaves_ = 0, n_l2p_leaves_ = 0;
+  struct Levels { // boxes per level, concatenated
+    DeviceArray<std::int32_t> boxes;
+    std::vector<std::int64_t> offsets;
+  };
+  Levels parents_, children_; // M2M targets; L2L targets
+  List u_, w_, x_;
+  std::vector<std::int32_t> coincident_;
+  std::vector<Group> groups_;
+  std::vector<std::unique_ptr<DeviceArray<T>>> ops_;
+  std::vector<int> level_op_;
+  std::vector<double> level_scale_;
+};
+
+} // namespace
+
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw Error(ErrorCode::unsupported, "no GPU is visible: the FMM runs on the CPU (backend cpu)");
+  if (device < 0 || device >= count)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("GPU {} does not exist ({} visible)", device, count));
+  if (setup.p > 16)
+    throw Error(ErrorCode::unsupported,
+                fmt::format("the GPU FMM handles order up to 16, not {}", setup.p));
+  if (single)
+    return std::make_unique<FmmGpuImpl<float>>(setup, device);
+  return std::make_unique<FmmGpuImpl<double>>(setup, device);
+}
+
+} // namespace ksum::fmm

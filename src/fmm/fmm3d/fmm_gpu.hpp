@@ -1,0 +1,43 @@
+#pragma once
+// The GPU engine of the interpolation FMM (bbfmm.hpp): the tree, lists and operators built on the
+// host are uploaded once; apply() runs every pass on the GPU (P2M, M2M, M2L as gather → cuBLAS
+// matrix product → scatter per symmetry class, P2L, L2L, L2P, M2P, P2P) in float or double.
+// No CUDA types here: a build without CUDA links fmm_gpu_none.cpp, whose factory throws.
+#include "fmm/fmm3d/fmm_tree.hpp"
+
+#include <ksum/kernels.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ksum::fmm {
+
+struct GpuSetup {
+  const FmmTree *tree = nullptr;
+  Kernel kernel = Kernel::laplace;
+  int p = 0;
+  const std::vector<double> *nodes = nullptr, *tn = nullptr, *m2m = nullptr; // m2m: 2 p²
+  const std::vector<std::int32_t> *perm = nullptr, *pinv = nullptr;          // 48 P each
+  // Per level: its 16 P × P class operators (column-major) or null, and their scale.
+  std::vector<const double *> level_ops;
+  std::vector<double> level_scale;
+  const std::vector<char> *has_local = nullptr;
+};
+
+struct GpuTimes {
+  double upward = 0, m2l = 0, downward = 0, near = 0;
+};
+
+class FmmGpu {
+public:
+  virtual ~FmmGpu() = default;
+  // ws: sorted weights (n × nrhs); us: sorted results (m × nrhs), overwritten.
+  virtual void apply(const double *ws, std::int64_t nrhs, double *us, GpuTimes &times) = 0;
+};
+
+// single: float arithmetic on the GPU. device: the CUDA device. Throws Error(unsupported) in a
+// build without CUDA or when no GPU is visible, Error(device) when the GPU runs out of memory.
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device);
+
+} // namespace ksum::fmm

@@ -1,0 +1,13 @@
+// A build without CUDA: the GPU FMM is not there, and says so.
+#include "fmm/fmm3d/fmm_gpu.hpp"
+
+#include <ksum/error.hpp>
+
+namespace ksum::fmm {
+
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &, bool, int) {
+  throw Error(ErrorCode::unsupported,
+              "this ksum was built without CUDA: the FMM runs on the CPU (backend cpu)");
+}
+
+} // namespace ksum::fmm

@@ -1,0 +1,119 @@
+// The 3D FMM on the GPU (DirectSum, method fmm, backend gpu): relative l2 error on sampled targets
+// against the fp64 reference at most the tolerance, fp64 and fp32, every kernel of issue 5, uniform
+// / Plummer / shell; several right-hand sides; identical points; agreement with the CPU FMM.
+// Skips where no GPU is visible.
+#include "fmm/fmm_cases.hpp"
+#include "support/gpu.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ksum::test {
+namespace {
+
+class FmmGpu64 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FmmGpu64, RelativeErrorWithinTolerance) {
+  KSUM_REQUIRE_GPU();
+  const Case c = GetParam();
+  const std::int64_t n = 20000;
+  const auto src = points(c.dist, n, 21);
+  const auto tgt = points(c.dist, 5000, 22);
+  const auto w = signed_weights(n, 1, 23);
+  DirectSum<double> plan(fmm_options(c.kernel, c.tol, 64, Backend::cuda));
+  if (c.self)
+    plan.set_points(src);
+  else
+    plan.set_points(src, tgt);
+  ASSERT_EQ(plan.backend(), Backend::cuda);
+  const auto u = plan.execute(w);
+  EXPECT_LE(sampled_error(c.kernel, eps_for(c.kernel), src, c.self ? nullptr : &tgt, w, u), c.tol)
+      << "order " << plan.stats().fmm_order;
+}
+
+std::vector<Case> gpu_cases64() {
+  std::vector<Case> out;
+  int k = 0;
+  for (const Kernel kern :
+       {Kernel::laplace, Kernel::multiquadric, Kernel::inverse_multiquadric, Kernel::gaussian,
+        Kernel::matern2, Kernel::matern4, Kernel::tps, Kernel::cubic})
+    for (const Dist d : {Dist::uniform, Dist::plummer, Dist::shell})
+      for (const double tol : {1e-3, 1e-6, 1e-9})
+        out.push_back({kern, d, tol, (k++ % 2) == 0});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, FmmGpu64, ::testing::ValuesIn(gpu_cases64()),
+                         [](const auto &info) { return case_name(info.param); });
+
+class FmmGpu32 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FmmGpu32, RelativeErrorWithinTolerance) {
+  KSUM_REQUIRE_GPU();
+  const Case c = GetParam();
+  const std::int64_t n = 20000;
+  const auto src = points(c.dist, n, 31).cast<float>().cast<double>();
+  const auto tgt = points(c.dist, 5000, 32).cast<float>().cast<double>();
+  const auto w = signed_weights(n, 1, 33).cast<float>().cast<double>();
+  DirectSum<float> plan(fmm_options(c.kernel, c.tol, 64, Backend::cuda));
+  if (c.self)
+    plan.set_points(src.cast<float>());
+  else
+    plan.set_points(src.cast<float>(), tgt.cast<float>());
+  const auto u = plan.execute(w.cast<float>()).cast<double>();
+  EXPECT_LE(sampled_error(c.kernel, eps_for(c.kernel), src, c.self ? nullptr : &tgt, w, u), c.tol);
+}
+
+std::vector<Case> gpu_cases32() {
+  std::vector<Case> out;
+  for (const Kernel kern : {Kernel::laplace, Kernel::multiquadric, Kernel::gaussian, Kernel::cubic})
+    for (const Dist d : {Dist::uniform, Dist::plummer, Dist::shell})
+      for (const double tol : {1e-3, 1e-4, 1e-5})
+        out.push_back({kern, d, tol, d != Dist::plummer});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, FmmGpu32, ::testing::ValuesIn(gpu_cases32()),
+                         [](const auto &info) { return case_name(info.param); });
+
+TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
+  KSUM_REQUIRE_GPU();
+  const auto p = datasets::plummer(30000, 41);
+  const auto w = signed_weights(30000, 3, 42);
+  DirectSum<double> gpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cuda));
+  DirectSum<double> cpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu));
+  gpu.set_points(p);
+  cpu.set_points(p);
+  const auto ug = gpu.execute(w), uc = cpu.execute(w);
+  double e2 = 0, r2 = 0;
+  for (std::int64_t k = 0; k < ug.rows() * ug.cols(); ++k) {
+    e2 += (ug.data()[k] - uc.data()[k]) * (ug.data()[k] - uc.data()[k]);
+    r2 += uc.data()[k] * uc.data()[k];
+  }
+  EXPECT_LE(std::sqrt(e2 / r2), 1e-12); // the same algorithm: only rounding differs
+  EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ug), 1e-8);
+}
+
+TEST(FmmGpu, IdenticalPointsAndSmallInputs) {
+  KSUM_REQUIRE_GPU();
+  const std::int64_t n = 100000;
+  Table<double> p(n, 3, -1.5);
+  const auto w = signed_weights(n, 1, 70);
+  double total = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    total += w(i, 0);
+  DirectSum<double> g(fmm_options(Kernel::gaussian, 1e-6, 64, Backend::cuda));
+  g.set_points(p);
+  const auto u = g.execute(w);
+  for (std::int64_t i = 0; i < n; i += 997)
+    EXPECT_NEAR(u(i, 0), total - w(i, 0), 1e-9 * n);
+  for (const std::int64_t m : {1, 2, 50}) {
+    const auto q = datasets::uniform_cube(m, 5);
+    const auto wq = signed_weights(m, 1, 6);
+    DirectSum<double> s(fmm_options(Kernel::laplace, 1e-6, 4, Backend::cuda));
+    s.set_points(q);
+    EXPECT_LE(sampled_error(Kernel::laplace, 1.0, q, nullptr, wq, s.execute(wq)), 1e-6);
+  }
+}
+
+} // namespace
+} // namespace ksum::test
