@@ -127,10 +127,14 @@ void time_mode(const Args &a) {
   Table<double> u;
   const auto t = run_any(a, Method::fmm, p, w, &u);
   fmt::print("| kernel | dist | N | tol | prec | backend | order | depth | boxes | setup [s] | "
-             "execute [s] | rel. l2 error |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} | {:.2e} |\n",
-             a.kernel, a.dist, a.n, a.tol, a.precision, to_string(t.backend), t.stats.fmm_order,
-             t.stats.tree_depth, t.stats.tree_boxes, t.setup, t.execute, t.error);
+             "execute [s] | up / M2L / down / near [s] | rel. l2 error |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const auto &s = t.stats;
+  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} | {:.4f} / "
+             "{:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
+             a.kernel, a.dist, a.n, a.tol, a.precision, to_string(t.backend), s.fmm_order,
+             s.tree_depth, s.tree_boxes, t.setup, t.execute, s.seconds_upward, s.seconds_m2l,
+             s.seconds_downward, s.seconds_near, t.error);
   if (!a.save.empty()) {
     io::write_table(a.save + "/points.npy", p, {.overwrite = true});
     io::write_table(a.save + "/weights.npy", w, {.overwrite = true});

@@ -1,7 +1,7 @@
 // Seed 001 tables 3-6 reproduced: the same test functions (f2, f3, g_s), the same Halton points
-// (bases 2, 3, 5, skipping the origin), the same kernels and shape parameters, evaluation on the same
-// kind of grid (regular grids over [0, 1]^s; spiral points on the sphere). Prints the seed's RMSE
-// beside ours and their ratio; writes JSON. --max-n caps N (the largest seed runs need a big
+// (bases 2, 3, 5, skipping the origin), the same kernels and shape parameters, evaluation on the
+// same kind of grid (regular grids over [0, 1]^s; spiral points on the sphere). Prints the seed's
+// RMSE beside ours and their ratio; writes JSON. --max-n caps N (the largest seed runs need a big
 // machine); --eval-scale shrinks the evaluation grids (1: the seed's sizes).
 // Experiment options (defaults reproduce the seed's configuration; see docs/reproduction-pum.md):
 // --density F (PumOptions::patch_density), --eps-factor F (multiplies every fixed ε),
@@ -109,7 +109,8 @@ int main(int argc, char **argv) {
     else {
       fmt::print(stderr,
                  "usage: pum_reproduce [--max-n N] [--eval-scale F] [--table 3|4|5|6] "
-                 "[--json FILE]\n  experiments: [--density F] [--radius R] [--eps-factor F] [--halton-skip K] "
+                 "[--json FILE]\n  experiments: [--density F] [--radius R] [--eps-factor F] "
+                 "[--halton-skip K] "
                  "[--min-points K] [--only-n N] [--only-kernel NAME] [--only-eps E] [--detail]\n");
       return 2;
     }
@@ -153,7 +154,13 @@ int main(int argc, char **argv) {
   };
   const double nan = std::nan("");
   std::vector<Case> cases = {
-      {"3", "f2", f2, 2, false, 300, {289, 1089, 4225, 16641, 66049},
+      {"3",
+       "f2",
+       f2,
+       2,
+       false,
+       300,
+       {289, 1089, 4225, 16641, 66049},
        {{Kernel::matern2,
          {{"10", {1.00e-2, 2.60e-3, 6.01e-4, 1.15e-4, 3.58e-5}},
           {"15", {2.05e-2, 5.73e-3, 1.33e-3, 3.23e-4, 7.79e-5}},
@@ -164,19 +171,43 @@ int main(int argc, char **argv) {
           {"15", {8.30e-3, 1.36e-3, 1.80e-4, 2.27e-5, 2.83e-6}},
           {"20", {1.59e-2, 2.96e-3, 4.09e-4, 5.21e-5, 6.58e-6}},
           {"opt", {1.95e-3, 1.75e-4, 2.00e-5, 2.34e-6, 1.97e-7}}}}}},
-      {"4", "f3", f3, 3, false, 208, {4913, 35937, 274625, 2146689, 16974593},
+      {"4",
+       "f3",
+       f3,
+       3,
+       false,
+       208,
+       {4913, 35937, 274625, 2146689, 16974593},
        {{Kernel::matern4,
          {{"10", {6.68e-4, 6.93e-5, 7.03e-6, 7.98e-7, 9.38e-8}},
           {"15", {1.52e-3, 1.76e-4, 1.87e-5, 2.12e-6, 2.47e-7}},
           {"20", {2.97e-3, 3.81e-4, 4.19e-5, 4.77e-6, 5.53e-7}},
           {"opt", {3.02e-4, 2.99e-5, 2.83e-6, 3.36e-7, nan}}}}}},
-      {"5", "g2", gs(2), 2, false, 1500, {9216, 250000, 1000000},
+      {"5",
+       "g2",
+       gs(2),
+       2,
+       false,
+       1500,
+       {9216, 250000, 1000000},
        {{Kernel::matern4,
          {{"10", {2.63e-5, 1.50e-7, 1.93e-8}}, {"opt", {3.78e-6, 1.53e-7, 1.36e-9}}}}}},
-      {"5", "g3", gs(3), 3, false, 150, {19683, 110592, 884736},
+      {"5",
+       "g3",
+       gs(3),
+       3,
+       false,
+       150,
+       {19683, 110592, 884736},
        {{Kernel::matern4,
          {{"10", {3.94e-4, 6.56e-5, 7.43e-6}}, {"opt", {8.18e-5, 1.08e-5, 1.11e-6}}}}}},
-      {"6", "f3 on S2", f3, 3, true, 1000000, {16641, 66049, 263169, 1050625},
+      {"6",
+       "f3 on S2",
+       f3,
+       3,
+       true,
+       1000000,
+       {16641, 66049, 263169, 1050625},
        {{Kernel::matern2,
          {{"5", {2.83e-5, 5.76e-6, 1.00e-6, 1.88e-7}},
           {"10", {6.75e-5, 1.32e-5, 2.23e-6, 4.21e-7}},
@@ -205,8 +236,8 @@ int main(int argc, char **argv) {
       const std::int64_t n = c.ns[ni];
       if (n > max_n || (only_n > 0 && n != only_n))
         continue;
-      const auto x =
-          c.sphere ? datasets::halton_sphere(n, halton_skip) : datasets::halton(n, c.s, halton_skip);
+      const auto x = c.sphere ? datasets::halton_sphere(n, halton_skip)
+                              : datasets::halton(n, c.s, halton_skip);
       Table<double> f(n, 1);
       for (std::int64_t i = 0; i < n; ++i)
         f(i, 0) = c.f(x, i);
@@ -238,27 +269,28 @@ int main(int argc, char **argv) {
             // Cells per axis of the seed's d_PU formula (with the density factor), from the stats.
             const double per_axis = std::pow(static_cast<double>(st.patches + st.empty_patches),
                                              1.0 / static_cast<double>(c.s));
-            cells = fmt::format(" {:.3g} | {:.3g} | {:.3g} | {:.3f} | {:.0f} | {:.4f} | "
-                                "{}/{}/{} |",
-                                err.max, err.rmse_inner, err.rmse_outer, err.outer_fraction,
-                                per_axis, st.radius, st.min_points, st.median_points,
-                                st.max_points);
+            cells =
+                fmt::format(" {:.3g} | {:.3g} | {:.3g} | {:.3f} | {:.0f} | {:.4f} | "
+                            "{}/{}/{} |",
+                            err.max, err.rmse_inner, err.rmse_outer, err.outer_fraction, per_axis,
+                            st.radius, st.min_points, st.median_points, st.max_points);
           }
           fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {} | {:.3g} | {:.2f} |{}\n",
                      c.table, c.fname, n, kernel_info(kernel).name, eps, y.rows(), s_rmse, rmse,
                      std::isnan(s_rmse) ? std::string("-") : fmt::format("{:.2f}", rmse / s_rmse),
                      st.eps_median, secs, cells);
           std::fflush(stdout);
-          out["rows"].push_back({{"table", c.table},
-                                 {"function", c.fname},
-                                 {"n", n},
-                                 {"kernel", kernel_info(kernel).name},
-                                 {"eps", eps},
-                                 {"m", y.rows()},
-                                 {"seed_rmse", std::isnan(s_rmse) ? nlohmann::json() : nlohmann::json(s_rmse)},
-                                 {"ksum_rmse", rmse},
-                                 {"seconds", secs},
-                                 {"regularised", p.stats().regularised_patches}});
+          out["rows"].push_back(
+              {{"table", c.table},
+               {"function", c.fname},
+               {"n", n},
+               {"kernel", kernel_info(kernel).name},
+               {"eps", eps},
+               {"m", y.rows()},
+               {"seed_rmse", std::isnan(s_rmse) ? nlohmann::json() : nlohmann::json(s_rmse)},
+               {"ksum_rmse", rmse},
+               {"seconds", secs},
+               {"regularised", p.stats().regularised_patches}});
           if (detail) {
             auto &row = out["rows"].back();
             row["max_error"] = err.max;

@@ -268,6 +268,11 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
       Table<double> o64(im.m, weights.cols(), Uninitialized{});
       im.fmm->apply(w64.data(), weights.cols(), o64.data());
       out = o64.template cast<T>();
+      const auto &fs = im.fmm->stats();
+      im.stats.seconds_upward = fs.seconds_upward;
+      im.stats.seconds_m2l = fs.seconds_m2l;
+      im.stats.seconds_downward = fs.seconds_downward;
+      im.stats.seconds_near = fs.seconds_near;
     }
     if (im.opt.progress)
       im.opt.progress(1.0);
@@ -277,7 +282,13 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
     else
       detail::cpu_direct(p, out.data(), im.opt.threads, im.opt.progress);
   }
-  for (std::int64_t k = 0; k < out.rows() * out.cols(); ++k)
+  const std::int64_t size = out.rows() * out.cols();
+  std::int64_t bad = size;
+#pragma omp parallel for reduction(min : bad) schedule(static) if (size > 100000)
+  for (std::int64_t k = 0; k < size; ++k)
+    if (!std::isfinite(out.data()[k]) && k < bad)
+      bad = k;
+  for (std::int64_t k = bad; k < size; ++k)
     if (!std::isfinite(out.data()[k]))
       throw Error(ErrorCode::non_finite,
                   fmt::format("the sum overflowed the {} range at target {}, column {}; try "

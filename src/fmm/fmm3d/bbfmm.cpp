@@ -364,7 +364,9 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
   const std::int64_t n = tr.n, m = tr.m;
   // Weights in tree order, one column per right-hand side.
   std::vector<double> ws(static_cast<std::size_t>(n * nrhs));
+  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
   for (std::int64_t r = 0; r < nrhs; ++r)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > 100000)
     for (std::int64_t k = 0; k < n; ++k)
       ws[static_cast<std::size_t>(r * n + k)] =
           w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
@@ -380,6 +382,7 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
     apply_cpu(ws.data(), nrhs, us.data());
   }
   for (std::int64_t r = 0; r < nrhs; ++r)
+#pragma omp parallel for num_threads(threads) schedule(static) if (m > 100000)
     for (std::int64_t k = 0; k < m; ++k) {
       const std::int64_t row = tr.self ? tr.src_order[static_cast<std::size_t>(k)]
                                        : tr.tgt_order[static_cast<std::size_t>(k)];

@@ -21,6 +21,10 @@ template <class T> __device__ void node(const GpuTree<T> &t, const GpuBox<T> &b,
   x[2] = b.centre[2] + b.half * t.nodes[q % p];
 }
 
+// Up to max_tpt targets per thread (a block covers threads · tpt targets per round) so that each
+// source staged in shared memory serves several targets from registers.
+constexpr int max_tpt = 4;
+
 template <class K, class T>
 __global__ void __launch_bounds__(threads) pairs_kernel(K kf, GpuTree<T> t, PairPass<T> ps, int r) {
   __shared__ T tile[4][threads];
@@ -28,29 +32,38 @@ __global__ void __launch_bounds__(threads) pairs_kernel(K kf, GpuTree<T> t, Pair
   const std::int32_t a = ps.targets[blockIdx.x];
   const GpuBox<T> &A = t.boxes[a];
   const std::int64_t nt = ps.target_nodes ? t.P : A.te - A.tb;
-  for (std::int64_t t0 = 0; t0 < nt; t0 += threads) {
-    const std::int64_t i = t0 + threadIdx.x;
-    const bool valid = i < nt;
-    T x[3] = {0, 0, 0};
-    if (valid) {
-      if (ps.target_nodes)
-        node(t, A, static_cast<int>(i), x);
-      else
-        for (int k = 0; k < 3; ++k)
-          x[k] = t.tgt[k * t.m + A.tb + i];
+  const std::int64_t rounds = (nt + threads - 1) / threads;
+  const int tpt = static_cast<int>(rounds < max_tpt ? rounds : max_tpt);
+  for (std::int64_t t0 = 0; t0 < nt; t0 += threads * tpt) {
+    T x[max_tpt][3], acc[max_tpt];
+#pragma unroll
+    for (int u = 0; u < max_tpt; ++u) {
+      const std::int64_t i = t0 + threadIdx.x + u * threads;
+      acc[u] = 0;
+      x[u][0] = x[u][1] = x[u][2] = 0; // a slot without a target: computed, never stored
+      if (u < tpt && i < nt) {
+        if (ps.target_nodes)
+          node(t, A, static_cast<int>(i), x[u]);
+        else
+          for (int k = 0; k < 3; ++k)
+            x[u][k] = t.tgt[k * t.m + A.tb + i];
+      }
     }
-    T acc = 0;
     for (std::int64_t e = ps.offsets[a]; e < ps.offsets[a + 1]; ++e) {
       const std::int32_t b = ps.list[e];
       const GpuBox<T> &B = t.boxes[b];
-      const bool same = ps.self && b == a;
+      const bool same = b == a;               // only here can a target and a source coincide
       if (!ps.source_nodes && B.coincident) { // identical sources: one point, their total weight
-        if (valid) {
-          const T d0 = x[0] - t.src[B.sb], d1 = x[1] - t.src[t.n + B.sb],
-                  d2 = x[2] - t.src[2 * t.n + B.sb];
+#pragma unroll
+        for (int u = 0; u < max_tpt; ++u) {
+          const std::int64_t i = t0 + threadIdx.x + u * threads;
+          if (u >= tpt || i >= nt)
+            continue;
+          const T d0 = x[u][0] - t.src[B.sb], d1 = x[u][1] - t.src[t.n + B.sb],
+                  d2 = x[u][2] - t.src[2 * t.n + B.sb];
           const T w = ps.box_weight[static_cast<std::int64_t>(b) * t.nrhs + r] -
-                      (same ? ps.ws[r * t.n + A.tb + i] : T(0));
-          acc += w * kf.value(p0 + d0 * d0 + d1 * d1 + d2 * d2);
+                      (same && ps.self ? ps.ws[r * t.n + A.tb + i] : T(0));
+          acc[u] += w * kf.value(p0 + d0 * d0 + d1 * d1 + d2 * d2);
         }
         continue;
       }
@@ -75,29 +88,46 @@ __global__ void __launch_bounds__(threads) pairs_kernel(K kf, GpuTree<T> t, Pair
           }
         }
         __syncthreads();
-        if (valid) {
-          if (same) {
-            const std::int64_t self_j = i - j0; // target i is source i of this box
-            for (int jj = 0; jj < len; ++jj) {
-              const T d0 = x[0] - tile[0][jj], d1 = x[1] - tile[1][jj], d2 = x[2] - tile[2][jj];
+        if (same) { // checked kernel value; the self pair left out when targets are the sources
+          for (int jj = 0; jj < len; ++jj)
+#pragma unroll
+            for (int u = 0; u < max_tpt; ++u) {
+              if (u >= tpt)
+                continue;
+              const T d0 = x[u][0] - tile[0][jj], d1 = x[u][1] - tile[1][jj],
+                      d2 = x[u][2] - tile[2][jj];
               const T v = kf.value(p0 + d0 * d0 + d1 * d1 + d2 * d2);
-              acc += jj == self_j ? T(0) : tile[3][jj] * v;
+              const bool self_pair =
+                  ps.self && !ps.source_nodes && t0 + threadIdx.x + u * threads == j0 + jj;
+              acc[u] += self_pair ? T(0) : tile[3][jj] * v;
             }
-          } else {
-#pragma unroll 2
-            for (int jj = 0; jj < len; ++jj) {
-              const T d0 = x[0] - tile[0][jj], d1 = x[1] - tile[1][jj], d2 = x[2] - tile[2][jj];
-              acc += tile[3][jj] * kf.value(p0 + d0 * d0 + d1 * d1 + d2 * d2);
+        } else {
+          for (int jj = 0; jj < len; ++jj) {
+            const T y0 = tile[0][jj], y1 = tile[1][jj], y2 = tile[2][jj], w = tile[3][jj];
+#pragma unroll
+            for (int u = 0; u < max_tpt; ++u) {
+              if (u < tpt) {
+                const T d0 = x[u][0] - y0, d1 = x[u][1] - y1, d2 = x[u][2] - y2;
+                const T q = p0 + d0 * d0 + d1 * d1 + d2 * d2;
+                if constexpr (kdef::HasFastValue<K, T>)
+                  acc[u] += w * kf.value_fast(q);
+                else
+                  acc[u] += w * kf.value(q);
+              }
             }
           }
         }
       }
     }
-    if (valid) {
-      if (ps.target_nodes)
-        ps.loc[(static_cast<std::int64_t>(a) * t.nrhs + r) * t.P + i] += acc;
-      else
-        ps.us[r * t.m + A.tb + i] += acc;
+#pragma unroll
+    for (int u = 0; u < max_tpt; ++u) {
+      const std::int64_t i = t0 + threadIdx.x + u * threads;
+      if (u < tpt && i < nt) {
+        if (ps.target_nodes)
+          ps.loc[(static_cast<std::int64_t>(a) * t.nrhs + r) * t.P + i] += acc[u];
+        else
+          ps.us[r * t.m + A.tb + i] += acc[u];
+      }
     }
   }
 }
