@@ -264,10 +264,7 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   Table<T> out(im.m, p.out_cols());
   if (im.fmm) {
     if (im.m > 0 && im.n > 0) {
-      const auto w64 = weights.template cast<double>();
-      Table<double> o64(im.m, weights.cols(), Uninitialized{});
-      im.fmm->apply(w64.data(), weights.cols(), o64.data());
-      out = o64.template cast<T>();
+      im.fmm->apply(weights.data(), weights.cols(), out.data());
       const auto &fs = im.fmm->stats();
       im.stats.seconds_upward = fs.seconds_upward;
       im.stats.seconds_m2l = fs.seconds_m2l;

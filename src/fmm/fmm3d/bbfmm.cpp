@@ -360,27 +360,25 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
 
 void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
   const auto t0 = Clock::now();
+  if (gpu_) {
+    GpuTimes times;
+    gpu_->apply(w, nrhs, out, times);
+    record(times);
+    stats_.seconds_apply = since(t0);
+    return;
+  }
   const FmmTree &tr = tree_;
   const std::int64_t n = tr.n, m = tr.m;
+  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
   // Weights in tree order, one column per right-hand side.
   std::vector<double> ws(static_cast<std::size_t>(n * nrhs));
-  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
   for (std::int64_t r = 0; r < nrhs; ++r)
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > 100000)
     for (std::int64_t k = 0; k < n; ++k)
       ws[static_cast<std::size_t>(r * n + k)] =
           w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
   std::vector<double> us(static_cast<std::size_t>(m * nrhs), 0.0);
-  if (gpu_) {
-    GpuTimes times;
-    gpu_->apply(ws.data(), nrhs, us.data(), times);
-    stats_.seconds_upward = times.upward;
-    stats_.seconds_m2l = times.m2l;
-    stats_.seconds_downward = times.downward;
-    stats_.seconds_near = times.near;
-  } else {
-    apply_cpu(ws.data(), nrhs, us.data());
-  }
+  apply_cpu(ws.data(), nrhs, us.data());
   for (std::int64_t r = 0; r < nrhs; ++r)
 #pragma omp parallel for num_threads(threads) schedule(static) if (m > 100000)
     for (std::int64_t k = 0; k < m; ++k) {
@@ -389,6 +387,27 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
       out[r * m + row] = us[static_cast<std::size_t>(r * m + k)];
     }
   stats_.seconds_apply = since(t0);
+}
+
+void BbFmm::apply(const float *w, std::int64_t nrhs, float *out) {
+  if (gpu_) {
+    const auto t0 = Clock::now();
+    GpuTimes times;
+    gpu_->apply(w, nrhs, out, times);
+    record(times);
+    stats_.seconds_apply = since(t0);
+    return;
+  }
+  std::vector<double> wd(w, w + tree_.n * nrhs), od(static_cast<std::size_t>(tree_.m * nrhs));
+  apply(wd.data(), nrhs, od.data());
+  std::copy(od.begin(), od.end(), out);
+}
+
+void BbFmm::record(const GpuTimes &times) {
+  stats_.seconds_upward = times.upward;
+  stats_.seconds_m2l = times.m2l;
+  stats_.seconds_downward = times.downward;
+  stats_.seconds_near = times.near;
 }
 
 void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {

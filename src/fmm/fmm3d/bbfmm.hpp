@@ -58,6 +58,8 @@ public:
   void set_points(const double *sources, std::int64_t n, const double *targets, std::int64_t m);
   // w: n × nrhs column-major (input order); out: m × nrhs column-major, overwritten.
   void apply(const double *w, std::int64_t nrhs, double *out);
+  // The same in float: on a float GPU engine no conversion at all; elsewhere through double.
+  void apply(const float *w, std::int64_t nrhs, float *out);
   const BbFmmStats &stats() const { return stats_; }
   const FmmTree &tree() const { return tree_; }
 
@@ -68,6 +70,7 @@ public:
 private:
   struct Operators;
   void apply_cpu(const double *ws, std::int64_t nrhs, double *us);
+  void record(const GpuTimes &times);
   BbFmmOptions opt_;
   double scale_ = 1; // coordinates are multiplied by the kernel's coord_scale(eps)
   FmmTree tree_;

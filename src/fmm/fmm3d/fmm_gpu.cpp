@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cublas_v2.h>
 #include <fmt/format.h>
+#include <type_traits>
 
 namespace ksum::fmm {
 namespace {
@@ -64,8 +65,11 @@ public:
     }
     boxes_.upload(boxes.data(), nb_);
     upload_as(src_, t.src);
-    if (!t.self)
+    src_order_.upload(t.src_order.data(), std::ssize(t.src_order));
+    if (!t.self) {
       upload_as(tgt_, t.tgt);
+      tgt_order_.upload(t.tgt_order.data(), std::ssize(t.tgt_order));
+    }
     upload_as(nodes_, *s.nodes);
     upload_as(tn_, *s.tn);
     upload_as(m2m_, *s.m2m);
@@ -173,22 +177,35 @@ public:
       cudaStreamDestroy(stream_);
   }
 
-  void apply(const double *ws, std::int64_t nrhs, double *us, GpuTimes &times) override {
+  void apply(const double *w, std::int64_t nrhs, double *out, GpuTimes &times) override {
+    run(w, nrhs, out, times);
+  }
+  void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) override {
+    run(w, nrhs, out, times);
+  }
+
+  template <class U> void run(const U *w_in, std::int64_t nrhs, U *out_in, GpuTimes &times) {
     using Clock = std::chrono::steady_clock;
     cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
     const FmmTree &t = *tree_;
     const std::int64_t n = t.n, m = t.m;
     const std::int64_t exp_size = nb_ * nrhs * P_;
     {
-      std::vector<T> w(ws, ws + n * nrhs);
-      ws_.upload(w.data(), n * nrhs);
+      if constexpr (std::is_same_v<U, T>) {
+        raw_.upload(w_in, n * nrhs);
+      } else {
+        std::vector<T> c(w_in, w_in + n * nrhs);
+        raw_.upload(c.data(), n * nrhs);
+      }
+      ws_.reserve(std::max<std::int64_t>(n * nrhs, 1));
+      detail::launch_permute(raw_.ptr, src_order_.ptr, n, nrhs, false, ws_.ptr, stream_);
       std::vector<T> bw(static_cast<std::size_t>(nb_ * nrhs), T(0));
       for (const auto b : coincident_) {
         const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
         for (std::int64_t r = 0; r < nrhs; ++r) {
           double s = 0;
           for (std::int64_t j = B.sb; j < B.se; ++j)
-            s += ws[r * n + j];
+            s += static_cast<double>(w_in[r * n + t.src_order[static_cast<std::size_t>(j)]]);
           bw[static_cast<std::size_t>(b * nrhs + r)] = static_cast<T>(s);
         }
       }
@@ -297,9 +314,16 @@ public:
     detail::launch_pairs(kernel_, g, u, st);
     lap(times.near);
 
-    std::vector<T> out(static_cast<std::size_t>(m * nrhs));
-    us_.download(out.data(), m * nrhs);
-    std::copy(out.begin(), out.end(), us);
+    raw_.reserve(std::max<std::int64_t>(m * nrhs, 1));
+    detail::launch_permute(us_.ptr, (t.self ? src_order_ : tgt_order_).ptr, m, nrhs, true, raw_.ptr,
+                           stream_);
+    if constexpr (std::is_same_v<U, T>) {
+      raw_.download(out_in, m * nrhs);
+    } else {
+      std::vector<T> c(static_cast<std::size_t>(m * nrhs));
+      raw_.download(c.data(), m * nrhs);
+      std::copy(c.begin(), c.end(), out_in);
+    }
   }
 
 private:
@@ -321,7 +345,8 @@ private:
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   DeviceArray<detail::GpuBox<T>> boxes_;
-  DeviceArray<T> src_, tgt_, nodes_, tn_, m2m_, ws_, box_weight_, mult_, loc_, us_, X_, Y_;
+  DeviceArray<T> src_, tgt_, nodes_, tn_, m2m_, raw_, ws_, box_weight_, mult_, loc_, us_, X_, Y_;
+  DeviceArray<std::int64_t> src_order_, tgt_order_;
   DeviceArray<std::int32_t> perm_, pinv_, src_leaves_, l2p_leaves_, ga_, gb_, gt_;
   std::int64_t n_src_leaves_ = 0, n_l2p_leaves_ = 0;
   struct Levels { // boxes per level, concatenated

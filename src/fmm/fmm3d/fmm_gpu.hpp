@@ -32,8 +32,11 @@ struct GpuTimes {
 class FmmGpu {
 public:
   virtual ~FmmGpu() = default;
-  // ws: sorted weights (n × nrhs); us: sorted results (m × nrhs), overwritten.
-  virtual void apply(const double *ws, std::int64_t nrhs, double *us, GpuTimes &times) = 0;
+  // w: weights in the input order (n × nrhs), out: results in the input order (m × nrhs),
+  // overwritten. The permutation to tree order and back runs on the GPU; an engine of the other
+  // precision converts.
+  virtual void apply(const double *w, std::int64_t nrhs, double *out, GpuTimes &times) = 0;
+  virtual void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) = 0;
 };
 
 // single: float arithmetic on the GPU. device: the CUDA device. Throws Error(unsupported) in a

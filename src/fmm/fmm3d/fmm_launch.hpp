@@ -57,6 +57,12 @@ void launch_m2l_scatter(const GpuTree<T> &t, const std::int32_t *a, const std::i
                         std::int64_t pairs, const std::int32_t *perm, T scale, const T *Y, T *loc,
                         void *stream);
 
+// Row permutation of an n × nrhs array: out[r n + k] = in[r n + order[k]] (gather), or
+// out[r n + order[k]] = in[r n + k] (scatter).
+template <class T>
+void launch_permute(const T *in, const std::int64_t *order, std::int64_t n, std::int64_t nrhs,
+                    bool scatter, T *out, void *stream);
+
 // The kernel between two sets per (target, source) box pair of a CSR list: the targets are a
 // box's points (out: us) or its Chebyshev nodes (out: loc, P2L); the sources a box's points
 // (weights ws, coincident leaves summed as one point) or its nodes (weights: its multipole, M2P).

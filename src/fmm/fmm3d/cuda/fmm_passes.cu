@@ -5,6 +5,7 @@
 
 #include <ksum/error.hpp>
 
+#include <algorithm>
 #include <cuda_runtime.h>
 #include <string>
 
@@ -227,6 +228,19 @@ __global__ void scatter_kernel(GpuTree<T> t, const std::int32_t *a, const std::i
     atomicAdd(dst + q, scale * Y[col * t.P + pi[q]]);
 }
 
+template <class T>
+__global__ void permute_kernel(const T *in, const std::int64_t *order, std::int64_t n,
+                               std::int64_t total, bool scatter, T *out) {
+  for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < total;
+       k += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t r = k / n, i = k % n, o = r * n + order[i];
+    if (scatter)
+      out[o] = in[k];
+    else
+      out[k] = in[o];
+  }
+}
+
 template <class F> void set_smem(F f, std::size_t bytes) {
   if (bytes > 48 * 1024)
     cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
@@ -305,7 +319,21 @@ void launch_m2l_scatter(const GpuTree<T> &t, const std::int32_t *a, const std::i
   check_launch("M2L scatter");
 }
 
+template <class T>
+void launch_permute(const T *in, const std::int64_t *order, std::int64_t n, std::int64_t nrhs,
+                    bool scatter, T *out, void *stream) {
+  const std::int64_t total = n * nrhs;
+  if (total == 0)
+    return;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 65536));
+  permute_kernel<T>
+      <<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(in, order, n, total, scatter, out);
+  check_launch("permute");
+}
+
 #define KSUM_FMM_PASSES(T)                                                                         \
+  template void launch_permute<T>(const T *, const std::int64_t *, std::int64_t, std::int64_t,     \
+                                  bool, T *, void *);                                              \
   template void launch_p2m<T>(const GpuTree<T> &, const std::int32_t *, std::int64_t, const T *,   \
                               T *, void *);                                                        \
   template void launch_m2m<T>(const GpuTree<T> &, const std::int32_t *, std::int64_t, T *,         \
