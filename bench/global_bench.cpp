@@ -7,6 +7,9 @@
 //             points in 2D and 3D, multiquadric and tps (target: ≤ 50 iterations)
 //   --krylov-large N  GMRES on N 3D points, multiquadric, to relative residual 1e-6 (beside FGP)
 //   --dense   the dense solver at N = 5,000 and 20,000 (3D multiquadric), CPU and GPU
+//   --multipole  the FMM product (issue 5) at seed 000's sizes, setup and eval, f32 and f64, CPU
+//             and GPU, beside the seed's multipole tables (figures 3 and 4)
+//   --fgp-method fmm  FGP with FMM products, the residual then also checked exactly
 // Shape: ε h = 1 with h = N^(−1/d) (c = 1/ε equal to the mean spacing). Prints markdown tables;
 // --json FILE writes the numbers.
 #include <ksum/ksum.hpp>
@@ -103,6 +106,76 @@ void bench_matvec(bool gpu, std::int64_t cpu_max_n, int reps, nlohmann::json &ou
   }
 }
 
+// One FMM product: set_points (setup) and the median execute (eval), multiquadric ε = 1.
+template <class T>
+std::pair<double, double> fmm_matvec(Backend b, const Table<double> &x, double tol, int reps) {
+  const auto t0 = Clock::now();
+  DirectSum<T> ds(DirectOptions{.kernel = Kernel::multiquadric,
+                                .eps = 1.0,
+                                .backend = b,
+                                .method = Method::fmm,
+                                .tolerance = tol});
+  ds.set_points(x.template cast<T>());
+  const double setup = seconds(t0);
+  Table<T> w(x.rows(), 1, T(1));
+  ds.execute(w); // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t1 = Clock::now();
+    ds.execute(w);
+    t.push_back(seconds(t1));
+  }
+  std::sort(t.begin(), t.end());
+  return {setup, t[t.size() / 2]};
+}
+
+void bench_multipole(bool gpu, int reps, nlohmann::json &out) {
+  // Seed 000 §4.1, test system I (i7-2600K, 8 threads; GTX 680), figures 3 (f32) and 4 (f64):
+  // "CPU setup mod.", "CPU eval mod.", "GPU setup", "GPU eval", seconds.
+  struct Row {
+    std::int64_t n;
+    double s32[4], s64[4];
+  };
+  const Row seed[] = {
+      {602, {1.94e-3, 6.04e-3, 9.91e-3, 4.07e-3}, {3.87e-3, 7.92e-3, 1.05e-2, 6.89e-3}},
+      {1562, {3.27e-3, 1.43e-2, 1.32e-2, 4.51e-3}, {4.72e-3, 1.85e-2, 1.31e-2, 8.12e-3}},
+      {3542, {6.87e-3, 3.92e-2, 2.03e-2, 4.91e-3}, {7.50e-3, 5.06e-2, 1.96e-2, 9.98e-3}},
+      {9902, {1.54e-2, 1.01e-1, 4.15e-2, 6.33e-3}, {1.86e-2, 1.73e-1, 4.05e-2, 1.98e-2}},
+      {39802, {8.51e-2, 5.63e-1, 2.24e-1, 2.98e-2}, {9.16e-2, 5.81e-1, 2.20e-1, 9.77e-2}},
+      {89702, {1.85e-1, 1.56e+0, 4.72e-1, 6.11e-2}, {2.14e-1, 1.80e+0, 4.91e-1, 2.50e-1}}};
+  for (const bool single : {true, false}) {
+    const double tol = single ? 1e-4 : 1e-6;
+    fmt::print("\n### Multipole matrix–vector product, multiquadric, {} (seed 000 §4.1 figure {}, "
+               "test system I, beside ksum's FMM at tolerance {:.0e})\n\n",
+               single ? "single precision" : "double precision", single ? 3 : 4, tol);
+    fmt::print(
+        "| nodes | seed CPU setup | ksum CPU setup | seed CPU eval | ksum CPU eval | seed GPU "
+        "setup | ksum GPU setup | seed GPU eval | ksum GPU eval |\n"
+        "|---|---|---|---|---|---|---|---|---|\n");
+    for (const auto &r : seed) {
+      const auto x = datasets::halton(r.n, 3);
+      const auto c = single ? fmm_matvec<float>(Backend::cpu, x, tol, reps)
+                            : fmm_matvec<double>(Backend::cpu, x, tol, reps);
+      std::pair<double, double> g{0, 0};
+      if (gpu)
+        g = single ? fmm_matvec<float>(Backend::cuda, x, tol, reps)
+                   : fmm_matvec<double>(Backend::cuda, x, tol, reps);
+      const double *s = single ? r.s32 : r.s64;
+      auto cell = [](double v) { return v > 0 ? fmt::format("{:.2e}", v) : std::string("–"); };
+      fmt::print("| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} |\n", r.n,
+                 s[0], c.first, s[1], c.second, s[2], cell(g.first), s[3], cell(g.second));
+      out[single ? "multipole_f32" : "multipole_f64"].push_back(
+          {{"nodes", r.n},
+           {"cpu_setup", c.first},
+           {"cpu_eval", c.second},
+           {"gpu_setup", g.first},
+           {"gpu_eval", g.second},
+           {"seed", {s[0], s[1], s[2], s[3]}}});
+      std::fflush(stdout);
+    }
+  }
+}
+
 struct SolveRow {
   std::string label;
   std::int64_t d, n;
@@ -112,7 +185,8 @@ struct SolveRow {
 };
 
 void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann::json &out,
-                  const char *key, Backend backend = Backend::automatic) {
+                  const char *key, Backend backend = Backend::automatic,
+                  Method method = Method::direct) {
   fmt::print("\n### {}\n\n", title);
   fmt::print("| d | N | kernel | solver | tol | iterations | matvecs | final rel. residual | "
              "max abs residual | L-sets [s] | solve [s] | per iteration [s] | matvec |\n"
@@ -126,6 +200,7 @@ void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann
     o.solver = r.solver;
     o.tolerance = r.tol;
     o.backend = backend;
+    o.matvec_method = method;
     GlobalRbfInterpolant rbf(o);
     std::string status = "ok";
     try {
@@ -135,11 +210,30 @@ void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann
     }
     const auto &st = rbf.stats();
     const double per = st.iterations > 0 ? st.seconds_solve / st.iterations : 0.0;
+    // With fast products, the residual measured exactly (direct sums) at 1000 sampled centres.
+    double exact = -1;
+    if (method != Method::direct && status == "ok") {
+      const std::int64_t s = std::min<std::int64_t>(r.n, 1000);
+      Table<double> xs(s, r.d), fs(s, f.cols());
+      for (std::int64_t i = 0; i < s; ++i) {
+        for (std::int64_t k = 0; k < r.d; ++k)
+          xs(i, k) = x(i * r.n / s, k);
+        for (std::int64_t c = 0; c < f.cols(); ++c)
+          fs(i, c) = f(i * r.n / s, c);
+      }
+      const auto us = rbf.evaluate(xs, Method::direct);
+      exact = 0;
+      for (std::int64_t k = 0; k < s * f.cols(); ++k)
+        exact = std::max(exact, std::abs(us.data()[k] - fs.data()[k]));
+      status = fmt::format("exact max residual at 1000 sampled centres: {:.2e}", exact);
+    }
     fmt::print("| {} | {} | {} | {} | {:.0e} | {} | {} | {:.2e} | {:.2e} | {:.2f} | {:.2f} | "
                "{:.3f} | {} |{}\n",
                r.d, r.n, kernel_info(r.kernel).name, to_string(r.solver), r.tol, st.iterations,
                st.matvecs, st.residual_rel, st.residual_max, st.seconds_setup, st.seconds_solve,
                per, st.matvec, status == "ok" ? "" : " " + status);
+    if (exact >= 0)
+      out[key + std::string("_exact_residual")].push_back(exact);
     out[key].push_back({{"d", r.d},
                         {"n", r.n},
                         {"kernel", kernel_info(r.kernel).name},
@@ -162,11 +256,12 @@ void bench_solves(const std::vector<SolveRow> &rows, const char *title, nlohmann
 
 int main(int argc, char **argv) {
   std::string json;
-  bool matvec = false, fgp = false, krylov = false, dense = false;
+  bool matvec = false, fgp = false, krylov = false, dense = false, multipole = false;
   std::int64_t krylov_large = 0;
   std::vector<std::int64_t> fgp_n{10000, 100000, 1000000};
   std::int64_t krylov_n = 100000, cpu_max_n = 89702;
   double fgp_tol = 1e-6;
+  Method fgp_method = Method::direct;
   int reps = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -176,6 +271,8 @@ int main(int argc, char **argv) {
       matvec = true;
     else if (s == "--fgp")
       fgp = true;
+    else if (s == "--multipole")
+      multipole = true;
     else if (s == "--krylov")
       krylov = true;
     else if (s == "--dense")
@@ -186,6 +283,8 @@ int main(int argc, char **argv) {
       fgp_n = parse_list(argv[++i]);
     else if (s == "--fgp-tol" && i + 1 < argc)
       fgp_tol = std::stod(argv[++i]);
+    else if (s == "--fgp-method" && i + 1 < argc)
+      fgp_method = parse_method(argv[++i]);
     else if (s == "--krylov-n" && i + 1 < argc)
       krylov_n = std::stoll(argv[++i]);
     else if (s == "--cpu-max-n" && i + 1 < argc)
@@ -193,13 +292,16 @@ int main(int argc, char **argv) {
     else if (s == "--reps" && i + 1 < argc)
       reps = std::stoi(argv[++i]);
     else {
-      fmt::print(stderr, "usage: global_bench [--matvec] [--fgp] [--krylov] [--fgp-n N1,N2,..] "
-                         "[--fgp-tol T] [--krylov-n N] [--cpu-max-n N] [--reps R] [--json FILE]\n");
+      fmt::print(
+          stderr,
+          "usage: global_bench [--matvec] [--multipole] [--fgp] [--krylov] [--fgp-n N1,N2,..] "
+          "[--fgp-tol T] [--fgp-method direct|fmm] [--krylov-n N] [--cpu-max-n N] [--reps R] "
+          "[--json FILE]\n");
       return 2;
     }
   }
-  if (!matvec && !fgp && !krylov && !dense && krylov_large == 0)
-    matvec = fgp = krylov = dense = true;
+  if (!matvec && !fgp && !krylov && !dense && !multipole && krylov_large == 0)
+    matvec = fgp = krylov = dense = multipole = true;
   const bool gpu = !gpus().empty();
   nlohmann::json out;
   out["gpu"] = gpu ? gpus()[0].name : "none";
@@ -207,11 +309,18 @@ int main(int argc, char **argv) {
              gpu ? gpus()[0].name : "CPU only");
   if (matvec)
     bench_matvec(gpu, cpu_max_n, reps, out);
+  if (multipole)
+    bench_multipole(gpu, reps, out);
   if (fgp) {
     std::vector<SolveRow> rows;
     for (const auto n : fgp_n)
       rows.push_back({"fgp", 3, n, Kernel::multiquadric, GlobalSolver::fgp, fgp_tol});
-    bench_solves(rows, "FGP (seed 000 §3.1), 3D multiquadric, q = 40", out, "fgp");
+    bench_solves(rows,
+                 fgp_method == Method::direct
+                     ? "FGP (seed 000 §3.1), 3D multiquadric, q = 40"
+                     : "FGP (seed 000 §3.1), 3D multiquadric, q = 40, FMM products (issue 5)",
+                 out, fgp_method == Method::direct ? "fgp" : "fgp_fmm", Backend::automatic,
+                 fgp_method);
   }
   if (krylov) {
     std::vector<SolveRow> rows;

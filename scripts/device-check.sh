@@ -9,9 +9,10 @@
 #   global global RBF (seed 000): matvec table, FGP to 1e-6 at N = 1e4…1e6, GMRES at N = 1e5
 #   deform RBF mesh deformation of the 1,006,660-node sphere-in-box mesh (seed 000 §2.3), GPU and
 #          CPU: its nodes and boundary rows carried in .bench-data/deform-1m (deform_bench --export)
-#   fmm    3D FMM (issue 5): GPU times at N = 1e6 / 1e7 (Laplace) and 1e6 (multiquadric), the
-#          accuracy matrix on the GPU, the crossover against the direct GPU sum, and FMM3D (fmm3dpy
-#          wheel carried in .bench-data/wheels) on the same points on all cores
+#   fmm    3D FMM (issue 5): GPU times at N = 1e6 / 1e7 (Laplace) and 1e6 (multiquadric), CPU at
+#          1e6, FMM3D (fmm3dpy wheel carried in .bench-data/wheels) on the same points on all
+#          cores, seed 000's multipole tables beside ours, FGP with FMM products at 1e5 and 1e6
+#   fmmacc the FMM's accuracy matrix on the GPU and its crossover against the direct GPU sum
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -135,7 +136,7 @@ if want fmm; then
   fb=$build/bench/fmm3d_bench
   mkdir -p "$OUT/fmm"
   {
-    echo "fmm3d_bench time (GPU):"
+    echo "fmm3d_bench time (GPU; execute = one product, median of 3 after a warm-up):"
     $fb time --kernel laplace --n 1e7 --tol 1e-6 --backend gpu --check 100 \
       --json "$OUT/fmm/laplace_1e7.json" | tail -n 1
     $fb time --kernel laplace --n 1e6 --tol 1e-6 --backend gpu --save "$OUT/fmm" \
@@ -144,22 +145,31 @@ if want fmm; then
       --json "$OUT/fmm/mq_1e6.json" | tail -n 1
     $fb time --kernel laplace --n 1e7 --tol 1e-4 --precision f32 --backend gpu --check 100 | tail -n 1
     $fb time --kernel laplace --n 1e6 --tol 1e-6 --dist plummer --backend gpu | tail -n 1
+    $fb time --kernel laplace --n 1e6 --tol 1e-6 --dist shell --backend gpu | tail -n 1
     echo "CPU ($(nproc) cores):"
     $fb time --kernel laplace --n 1e6 --tol 1e-6 --backend cpu --reps 1 \
       --json "$OUT/fmm/laplace_1e6_cpu.json" | tail -n 1
   } >> "$summary" 2> "$OUT/fmm/time.log" || rc=1
   if ls .bench-data/wheels/fmm3dpy-*.whl >/dev/null 2>&1; then
     pip install --no-deps --target /tmp/ksum-peers .bench-data/wheels/fmm3dpy-*.whl > /dev/null 2>&1
-    { echo "FMM3D on $(nproc) cores, same 1e6 points:"
-      for j in gpu cpu; do
-        PYTHONPATH=/tmp/ksum-peers python3 bench/peers/fmm3d_peer.py "$OUT/fmm" --eps 1e-6 \
-          --ksum-json "$OUT/fmm/laplace_1e6_$j.json" --reps 1 | head -n 1
-      done; } >> "$summary" 2>> "$OUT/fmm/time.log" || rc=1
+    { echo "FMM3D (fmm3dpy wheel) on $(nproc) cores, the same 1e6 points, eps 1e-6:"
+      PYTHONPATH=/tmp/ksum-peers python3 bench/peers/fmm3d_peer.py "$OUT/fmm" --eps 1e-6 --reps 1 \
+        --ksum-json "$OUT/fmm/laplace_1e6_gpu.json" --ksum-json "$OUT/fmm/laplace_1e6_cpu.json" \
+        | tee "$OUT/fmm/fmm3d_peer.txt" | head -n 1; } >> "$summary" 2>> "$OUT/fmm/time.log" || rc=1
   fi
   rm -f "$OUT"/fmm/*.npy
-  $fb accuracy --n 30000 --backend gpu --json "$OUT/fmm/accuracy_gpu.json" > "$OUT/fmm/accuracy_gpu.md" 2>&1 || rc=1
-  $fb crossover --backend gpu --json "$OUT/fmm/crossover_gpu.json" > "$OUT/fmm/crossover_gpu.md" 2>&1 || rc=1
-  { echo "accuracy (GPU, N = 30000): worst error / tol: $(sort -t'|' -k8 -g "$OUT/fmm/accuracy_gpu.md" | tail -n 1)"
+  $build/bench/global_bench --multipole --fgp --fgp-method fmm --fgp-n 100000,1000000 \
+    --json "$OUT/fmm/global_fmm.json" >> "$summary" 2>&1 || rc=1
+fi
+
+if want fmmacc; then
+  mkdir -p "$OUT/fmm"
+  $build/bench/fmm3d_bench accuracy --n 30000 --backend gpu --json "$OUT/fmm/accuracy_gpu.json" \
+    > "$OUT/fmm/accuracy_gpu.md" 2>&1 || rc=1
+  $build/bench/fmm3d_bench crossover --backend gpu --json "$OUT/fmm/crossover_gpu.json" \
+    > "$OUT/fmm/crossover_gpu.md" 2>&1 || rc=1
+  { echo; echo "accuracy (GPU, N = 30000): largest error / tol:"
+    sort -t'|' -k8 -g "$OUT/fmm/accuracy_gpu.md" | tail -n 1
     cat "$OUT/fmm/crossover_gpu.md"; } >> "$summary"
 fi
 

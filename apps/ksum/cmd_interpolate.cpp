@@ -17,13 +17,13 @@ namespace {
 
 struct InterpArgs {
   std::string method = "pum", data, eval, grid, output, plot, kernel, eps = "1";
-  std::string backend = "auto", solver = "auto";
+  std::string backend = "auto", solver = "auto", matvec = "direct";
   std::vector<double> eps_range{0.1, 100.0};
   std::int64_t dim = 0, min_points = 0;
   double density = 1.0, radius = 1.4142135623730951;
   bool merge = false, extrapolate = false, force = false;
   int threads = 0, degree = GlobalRbfOptions::kernel_default_degree;
-  double tol = 1e-8, smoothing = 0;
+  double tol = 1e-8, smoothing = 0, matvec_tol = 0;
   int max_iter = 300, q = 40;
 };
 
@@ -92,6 +92,8 @@ void run_global(const InterpArgs &a, const PumOptions &common, const Table<doubl
   g.tolerance = a.tol;
   g.max_iterations = a.max_iter;
   g.lset_size = a.q;
+  g.matvec_method = parse_method(a.matvec);
+  g.matvec_tolerance = a.matvec_tol;
   g.backend = common.backend;
   g.threads = a.threads;
   // One line per iteration at most every second (the first and the last always).
@@ -290,6 +292,14 @@ void register_interpolate(CLI::App &app) {
   cmd->add_option("--tol", a.tol,
                   "global, iterative: stop at max|f - s| <= tol max|f| (fgp) or "
                   "||f - s||_2 <= tol ||f||_2 (krylov)")
+      ->capture_default_str();
+  cmd->add_option("--matvec", a.matvec,
+                  "global, iterative (3D): direct (exact products), fmm (fast multipole products; "
+                  "also used to evaluate), or auto")
+      ->check(CLI::IsMember({"direct", "fmm", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--matvec-tol", a.matvec_tol,
+                  "global, --matvec fmm: the products' relative tolerance (0: --tol / 10)")
       ->capture_default_str();
   cmd->add_option("--max-iter", a.max_iter, "global, iterative: iteration limit")
       ->check(CLI::PositiveNumber)

@@ -32,11 +32,13 @@ public:
   virtual std::string describe() const = 0;                         // e.g. "direct (GPU)"
 };
 
-// The exact product by the direct sum (DirectSum<double> plus the diagonal φ(0) + ρ).
+// The product by DirectSum<double> plus the diagonal φ(0) + ρ: exact with method direct; with
+// method fmm (3D) the fast multipole product to the relative tolerance fmm_tolerance.
 std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, Kernel kernel,
                                                  double eps, double smoothing = 0.0,
                                                  Backend backend = Backend::automatic,
-                                                 int threads = 0);
+                                                 int threads = 0, Method method = Method::direct,
+                                                 double fmm_tolerance = 1e-8);
 
 struct GlobalRbfOptions {
   Kernel kernel = Kernel::multiquadric;
@@ -64,7 +66,13 @@ struct GlobalRbfOptions {
   int threads = 0;                      // CPU threads; 0: OpenMP's default
   // Called with the iteration count and the current relative residual after every iteration.
   std::function<void(int, double)> progress{};
-  // Replaces the direct matvec (e.g. a fast multipole product): called once with the centres.
+  // How the iterative solvers multiply by Φ (and evaluate() sums): direct (exact), fmm (3D: the
+  // fast multipole method) or automatic (the FMM where its cost model predicts it faster).
+  Method matvec_method = Method::direct;
+  // The FMM's relative tolerance; 0 couples it to the solver's: tolerance / 10 (at least 1e-11),
+  // so the product's error stays below what the stopping test measures.
+  double matvec_tolerance = 0;
+  // Replaces the built-in matvec entirely: called once with the centres.
   std::function<std::unique_ptr<KernelMatVec>(const Table<double> &centres)> matvec{};
 
   static constexpr int kernel_default_degree = -2;
@@ -100,8 +108,10 @@ public:
 
   // points: N × d centres (distinct), values: N × c. Solves for λ and the polynomial.
   void set_data(const Table<double> &points, const Table<double> &values);
-  // M × d → M × c.
+  // M × d → M × c, summed by the options' matvec_method.
   Table<double> evaluate(const Table<double> &points) const;
+  // The same by the given method (e.g. direct, to check an FMM solve exactly).
+  Table<double> evaluate(const Table<double> &points, Method method) const;
 
   const Table<double> &coefficients() const;      // λ: N × c
   const Table<double> &poly_coefficients() const; // terms × c, in the scaled monomial basis

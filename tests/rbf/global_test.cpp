@@ -311,6 +311,39 @@ TEST(GlobalFgp, AgreesWithDenseOnHaltonPoints) {
   }
 }
 
+// FGP and GMRES with fast multipole products (issue 5): the FMM's tolerance is coupled to the
+// solver's, so the residual measured exactly (direct sums at every centre) meets the tolerance.
+TEST(GlobalFmm, IterativeSolversWithFmmProductsMeetTheToleranceExactly) {
+  const std::int64_t n = 6000;
+  const auto x = datasets::halton(n, 3);
+  const auto f = values_of(x, 1);
+  const double eps = std::cbrt(static_cast<double>(n)); // ε h ≈ 1
+  for (const auto solver : {GlobalSolver::fgp, GlobalSolver::krylov}) {
+    auto o = cpu_options(solver == GlobalSolver::fgp ? Kernel::multiquadric : Kernel::tps,
+                         solver == GlobalSolver::fgp ? eps : 1.0, solver);
+    o.tolerance = 1e-6;
+    o.matvec_method = Method::fmm;
+    GlobalRbfInterpolant rbf(o);
+    rbf.set_data(x, f);
+    const auto &st = rbf.stats();
+    EXPECT_NE(st.matvec.find("fmm (CPU, tol 1e-07"), std::string::npos) << st.matvec;
+    const auto s = rbf.evaluate(x, Method::direct);
+    double r_inf = 0, r2 = 0, f2 = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      r_inf = std::max(r_inf, std::abs(f(i, 0) - s(i, 0)));
+      r2 += (f(i, 0) - s(i, 0)) * (f(i, 0) - s(i, 0));
+      f2 += f(i, 0) * f(i, 0);
+    }
+    if (solver == GlobalSolver::fgp)
+      EXPECT_LE(r_inf, 2e-6 * max_abs(f)); // FGP's test: ‖r‖∞ ≤ tol ‖f‖∞
+    else
+      EXPECT_LE(std::sqrt(r2 / f2), 2e-6); // GMRES's: ‖r‖₂ ≤ tol ‖f‖₂
+    // evaluate() follows the matvec method: the FMM's values agree with the direct ones.
+    const auto y = test::random_points(2000, 3, 19, 0.05, 0.95);
+    EXPECT_LE(max_abs_diff(rbf.evaluate(y), rbf.evaluate(y, Method::direct)), 1e-5 * max_abs(f));
+  }
+}
+
 // GMRES with the L-set preconditioner for the kernels FGP does not cover, against dense.
 TEST(GlobalKrylov, AgreesWithDenseForEveryKernelFamily) {
   struct Case {

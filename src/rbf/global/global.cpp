@@ -9,6 +9,7 @@
 #include <ksum/global.hpp>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -61,8 +62,14 @@ Backend resolve(Backend b) {
 class DirectMatVec final : public KernelMatVec {
 public:
   DirectMatVec(const Table<double> &centres, Kernel kernel, double eps, double smoothing,
-               Backend backend, int threads)
-      : ds_(DirectOptions{.kernel = kernel, .eps = eps, .backend = backend, .threads = threads}),
+               Backend backend, int threads, Method method, double fmm_tolerance)
+      : ds_(DirectOptions{.kernel = kernel,
+                          .eps = eps,
+                          .backend = backend,
+                          .threads = threads,
+                          .method = method,
+                          .tolerance = fmm_tolerance}),
+        tolerance_(fmm_tolerance),
         diag_(kernel_value(kernel, eps, 0.0) + definiteness_sign(kernel) * smoothing),
         n_(centres.rows()) {
     ds_.set_points(centres);
@@ -76,11 +83,16 @@ public:
         y(i, c) += diag_ * x(i, c);
   }
   std::string describe() const override {
-    return ds_.backend() == Backend::cuda ? "direct (GPU)" : "direct (CPU)";
+    const char *where = ds_.backend() == Backend::cuda ? "GPU" : "CPU";
+    if (ds_.stats().method == Method::fmm)
+      return fmt::format("fmm ({}, tol {:.0e}, order {})", where, tolerance_,
+                         ds_.stats().fmm_order);
+    return fmt::format("direct ({})", where);
   }
 
 private:
   DirectSum<double> ds_;
+  double tolerance_;
   double diag_;
   std::int64_t n_;
 };
@@ -93,8 +105,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, Kernel kernel,
                                                  double eps, double smoothing, Backend backend,
-                                                 int threads) {
-  return std::make_unique<DirectMatVec>(centres, kernel, eps, smoothing, resolve(backend), threads);
+                                                 int threads, Method method, double fmm_tolerance) {
+  return std::make_unique<DirectMatVec>(centres, kernel, eps, smoothing, resolve(backend), threads,
+                                        method, fmm_tolerance);
 }
 
 struct GlobalRbfInterpolant::Impl {
@@ -105,8 +118,19 @@ struct GlobalRbfInterpolant::Impl {
   Backend backend = Backend::cpu;
   bool fitted = false;
 
+  double fmm_tolerance() const {
+    return opt.matvec_tolerance > 0 ? opt.matvec_tolerance
+                                    : std::clamp(opt.tolerance / 10, 1e-11, 0.1);
+  }
+
   void validate_options() const {
     const auto &info = kernel_info(opt.kernel);
+    if (opt.matvec_tolerance != 0 &&
+        !(opt.matvec_tolerance >= 1e-11 && opt.matvec_tolerance <= 0.1))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("matvec_tolerance must be 0 (coupled to the solver's) or lie in "
+                              "[1e-11, 0.1], got {}",
+                              opt.matvec_tolerance));
     if (info.singular)
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("kernel '{}' is singular at r = 0 and cannot interpolate; use e.g. "
@@ -286,9 +310,9 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
   st.poly_terms = P.cols();
 
   std::unique_ptr<KernelMatVec> A =
-      opt.matvec
-          ? opt.matvec(points)
-          : make_direct_matvec(points, opt.kernel, opt.eps, opt.smoothing, im.backend, opt.threads);
+      opt.matvec ? opt.matvec(points)
+                 : make_direct_matvec(points, opt.kernel, opt.eps, opt.smoothing, im.backend,
+                                      opt.threads, opt.matvec_method, im.fmm_tolerance());
   if (!A || A->size() != n)
     throw Error(ErrorCode::invalid_argument,
                 "the supplied matvec factory returned no product or one of the wrong size");
@@ -373,6 +397,10 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
 }
 
 Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points) const {
+  return evaluate(points, impl_->opt.matvec_method);
+}
+
+Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points, Method method) const {
   const Impl &im = *impl_;
   if (!im.fitted)
     throw Error(ErrorCode::invalid_argument, "evaluate() before set_data()");
@@ -384,10 +412,14 @@ Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points) const 
   const std::int64_t m = points.rows(), nc = im.lambda.cols(), terms = im.basis.terms();
   if (m == 0)
     return Table<double>(0, nc);
+  if (method != Method::direct && points.cols() != 3)
+    method = Method::direct; // the FMM is 3D only
   DirectSum<double> ds(DirectOptions{.kernel = im.opt.kernel,
                                      .eps = im.opt.eps,
                                      .backend = im.backend,
-                                     .threads = im.opt.threads});
+                                     .threads = im.opt.threads,
+                                     .method = method,
+                                     .tolerance = im.fmm_tolerance()});
   ds.set_points(im.centres, points);
   Table<double> u = ds.execute(im.lambda);
   if (terms > 0) {
