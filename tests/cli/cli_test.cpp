@@ -52,6 +52,35 @@ TEST_F(Cli, SumMatchesTheReferenceCsvAndNpy) {
   EXPECT_LE(ksum::test::sum_error(ksum::Kernel::laplace, 1.0, pf, pf, wf, true, false, gu), 2e-5);
 }
 
+TEST_F(Cli, SumByTheFmmMeetsItsToleranceAndRefusesWhatItCannotDo) {
+  const auto p = ksum::test::random_points(4000, 3, 31);
+  const auto w = ksum::test::random_points(4000, 1, 32, -1, 1);
+  ksum::io::write_table(path("p.npy"), p);
+  ksum::io::write_table(path("w.npy"), w);
+  const auto r =
+      ksum("sum --kernel multiquadric --eps 3 --method fmm --tol 1e-6 --sources " + path("p.npy") +
+           " --weights " + path("w.npy") + " --backend cpu -o " + path("u.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("fmm tol=1e-06 order="), std::string::npos) << r.output;
+  const auto u = ksum::io::read_table(path("u.npy"));
+  EXPECT_LE(ksum::test::sum_error(ksum::Kernel::multiquadric, 3.0, p, p, w, false, true, u), 1e-6);
+
+  ksum::io::write_table(path("p2.npy"), ksum::test::random_points(50, 2, 33));
+  ksum::io::write_table(path("w2.npy"), ksum::test::random_points(50, 1, 34));
+  expect_failure("sum --kernel laplace --method fmm --sources " + path("p2.npy") + " --weights " +
+                     path("w2.npy") + " -o " + path("v.npy"),
+                 1, "the FMM is for points in 3D");
+  expect_failure("sum --kernel laplace --method fmm --tol 1e-13 --sources " + path("p.npy") +
+                     " --weights " + path("w.npy") + " -o " + path("v.npy"),
+                 1, "tolerance 1e-13");
+  expect_failure("sum --kernel laplace --method fmm --precision f32 --tol 1e-7 --sources " +
+                     path("p.npy") + " --weights " + path("w.npy") + " -o " + path("v.npy"),
+                 1, "float32");
+  expect_failure("sum --kernel laplace --method fast --sources " + path("p.npy") + " --weights " +
+                     path("w.npy") + " -o " + path("v.npy"),
+                 105, "--method: fast not in");
+}
+
 TEST_F(Cli, RefusesToOverwriteWithoutForce) {
   write("p.csv", "0,0\n1,0\n0,1\n");
   write("w.csv", "1\n2\n3\n");
