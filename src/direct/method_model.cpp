@@ -4,7 +4,10 @@
 
 #include <ksum/datasets.hpp>
 
+#include <ksum/error.hpp>
+
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -77,7 +80,11 @@ bool fmm_predicted_faster(const DirectOptions &options, Backend backend, bool si
     if (it == cache.end()) {
       r.direct_pairs_per_second = single_precision ? direct_rate<float>(options, backend)
                                                    : direct_rate<double>(options, backend);
-      r.fmm_seconds_per_point = fmm_cost(options, backend, single_precision);
+      try {
+        r.fmm_seconds_per_point = fmm_cost(options, backend, single_precision);
+      } catch (const Error &) { // e.g. the tolerance is beyond the FMM's reach: stay direct
+        r.fmm_seconds_per_point = std::numeric_limits<double>::infinity();
+      }
       it = cache.emplace(key, r).first;
     }
     r = it->second;

@@ -6,6 +6,8 @@
 
 #include <ksum/error.hpp>
 
+// Eigen's products run inside our OpenMP loops, one thread each: no nested team of its own.
+#define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
@@ -24,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 // need one set of 16 p³ × p³ matrices per level).
 constexpr double operator_cache_bytes = 1.5 * (1u << 30);
 constexpr double gpu_operator_bytes = 8.0 * (1u << 30);
+constexpr std::size_t max_cols = 2048; // columns per CPU M2L product
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -118,7 +121,7 @@ struct BbFmm::Operators {
 
   // The 16 class operators for boxes of side h (scaled coordinates):
   // K_c[m' + P k'] = K(h (D_c + (n_m' − n_k') / 2)).
-  std::vector<double> build(Kernel kernel, double h) const {
+  std::vector<double> build(Kernel kernel, double h, int threads) const {
     const auto &sym = m2l_symmetry();
     std::vector<double> out(static_cast<std::size_t>(16) * P * P);
     std::vector<double> nx(static_cast<std::size_t>(3 * P));
@@ -129,7 +132,7 @@ struct BbFmm::Operators {
     }
     kdef::visit<double>(kernel, [&](auto kf) {
       constexpr double p0 = kdef::p_offset<decltype(kf)>();
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
       for (int ck = 0; ck < 16 * P; ++ck) {
         const int c = ck / P, k = ck % P;
         double *col = out.data() + (static_cast<std::size_t>(c) * P + k) * P;
@@ -173,10 +176,13 @@ double BbFmm::interpolation_error(Kernel kernel, int p, double s) {
   const double phi0 = kernel_info(kernel).singular ? 0 : std::abs(kernel_at(kernel, 0));
   double worst = 0, scale = phi0;
   std::vector<double> sv(static_cast<std::size_t>(p));
-  // The closest far pairs: offsets (0, 0, 2) and (1, 1, 2) box sides (a gap of one side).
-  const double offsets[2][3] = {{0, 0, 4 * s}, {2 * s, 2 * s, 4 * s}};
-  for (const auto &off : offsets)
-    for (int sample = 0; sample < 48; ++sample) {
+  // Every canonical V offset (in box sides 2s): the closest ones carry the largest error for
+  // smooth kernels, but a compactly supported kernel's edge (wendland: only C^k there) may fall
+  // inside any of them.
+  const auto &sym = m2l_symmetry();
+  for (const auto &cls : sym.canonical)
+    for (int sample = 0; sample < 24; ++sample) {
+      const double off[3] = {2 * s * cls[0], 2 * s * cls[1], 2 * s * cls[2]};
       double z[6]; // x (target cube at 0), then y (source cube at off)
       for (int a = 0; a < 3; ++a) {
         z[a] = s * u(rng);
@@ -208,14 +214,52 @@ double BbFmm::interpolation_error(Kernel kernel, int p, double s) {
 void BbFmm::set_points(const double *sources, std::int64_t n, const double *targets,
                        std::int64_t m) {
   const auto t0 = Clock::now();
+  gpu_.reset(); // never left pointing at a tree that a failure below half replaced
+  ops_.reset();
+  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
   const bool self = targets == nullptr;
   std::vector<double> s(static_cast<std::size_t>(3 * n)), t;
-  for (std::int64_t k = 0; k < 3 * n; ++k)
-    s[static_cast<std::size_t>(k)] = scale_ * sources[k];
-  if (!self) {
-    t.resize(static_cast<std::size_t>(3 * m));
-    for (std::int64_t k = 0; k < 3 * m; ++k)
-      t[static_cast<std::size_t>(k)] = scale_ * targets[k];
+  // Scaled coordinates, and their extent, must stay finite (the tree divides by the extent).
+  auto scale_into = [&](const double *from, std::int64_t count, std::vector<double> &to,
+                        const char *what) {
+    to.resize(static_cast<std::size_t>(3 * count));
+    for (int a = 0; a < 3; ++a) {
+      double lo = 0, hi = 0;
+      for (std::int64_t i = 0; i < count; ++i) {
+        const double v = scale_ * from[a * count + i];
+        to[static_cast<std::size_t>(a * count + i)] = v;
+        lo = i == 0 ? v : std::min(lo, v);
+        hi = i == 0 ? v : std::max(hi, v);
+      }
+      if (!std::isfinite(hi - lo))
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("fmm: the {} span [{}, {}] along axis {} (after scaling by eps) "
+                                "overflows double precision",
+                                what, lo / scale_, hi / scale_, a));
+    }
+  };
+  scale_into(sources, n, s, "sources");
+  if (!self)
+    scale_into(targets, m, t, "targets");
+  if (!self) { // both sets share one cube
+    for (int a = 0; a < 3; ++a) {
+      double lo = 0, hi = 0;
+      bool any = false;
+      for (const auto *v : {&s, &t}) {
+        const std::int64_t c = static_cast<std::int64_t>(v->size()) / 3;
+        for (std::int64_t i = 0; i < c; ++i) {
+          const double x = (*v)[static_cast<std::size_t>(a * c + i)];
+          lo = any ? std::min(lo, x) : x;
+          hi = any ? std::max(hi, x) : x;
+          any = true;
+        }
+      }
+      if (!std::isfinite(hi - lo))
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("fmm: sources and targets together span [{}, {}] along axis {} "
+                                "(after scaling by eps): that overflows double precision",
+                                lo / scale_, hi / scale_, a));
+    }
   }
   const auto homog = homogeneous_degree(opt_.kernel);
   const double target_err = opt_.tolerance / 2;
@@ -298,7 +342,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     const double h = 2 * tree_.half_side(l);
     if (homog) {
       if (ops.sets.empty())
-        ops.sets.push_back(ops.build(opt_.kernel, 1.0));
+        ops.sets.push_back(ops.build(opt_.kernel, 1.0, threads));
       ops.level_set[static_cast<std::size_t>(l)] = 0;
       ops.level_scale[static_cast<std::size_t>(l)] = std::pow(h, *homog);
     } else {
@@ -314,7 +358,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     const int set = ops.level_set[static_cast<std::size_t>(l)];
     if (set < 0 || cached + set_bytes > operator_cache_bytes)
       continue;
-    ops.sets[static_cast<std::size_t>(set)] = ops.build(opt_.kernel, 2 * tree_.half_side(l));
+    ops.sets[static_cast<std::size_t>(set)] =
+        ops.build(opt_.kernel, 2 * tree_.half_side(l), threads);
     cached += set_bytes;
   }
   has_local_.assign(tree_.boxes.size(), 0);
@@ -347,7 +392,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     for (std::int32_t l = 0; l <= tree_.depth; ++l) {
       const int set = ops.level_set[static_cast<std::size_t>(l)];
       if (set >= 0 && ops.sets[static_cast<std::size_t>(set)].empty())
-        ops.sets[static_cast<std::size_t>(set)] = ops.build(opt_.kernel, 2 * tree_.half_side(l));
+        ops.sets[static_cast<std::size_t>(set)] =
+            ops.build(opt_.kernel, 2 * tree_.half_side(l), threads);
       g.level_ops.push_back(set >= 0 ? ops.sets[static_cast<std::size_t>(set)].data() : nullptr);
     }
     gpu_ = make_fmm_gpu(g, opt_.gpu_single, opt_.device);
@@ -492,7 +538,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
     const double sc = ops.level_scale[static_cast<std::size_t>(l)];
     std::vector<double> built;
     if (ops.sets[static_cast<std::size_t>(set)].empty())
-      built = ops.build(opt_.kernel, 2 * tr.half_side(l));
+      built = ops.build(opt_.kernel, 2 * tr.half_side(l), threads);
     const auto &mats = built.empty() ? ops.sets[static_cast<std::size_t>(set)] : built;
     std::vector<std::int32_t> targets;
     for (std::int32_t b = tr.level_begin[static_cast<std::size_t>(l)];
@@ -527,29 +573,34 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
           }
           if (cols.empty())
             continue;
-          const auto nc = static_cast<std::int64_t>(cols.size());
-          X.resize(static_cast<std::size_t>(P * nc));
-          Y.resize(static_cast<std::size_t>(P * nc));
-          for (std::int64_t j = 0; j < nc; ++j) {
-            const Col &cl = cols[static_cast<std::size_t>(j)];
-            const auto &pi = ops.pinv[cl.t];
-            const double *src = M(cl.b) + cl.r * P;
-            double *dst = X.data() + j * P;
-            for (int q = 0; q < P; ++q)
-              dst[q] = src[pi[static_cast<std::size_t>(q)]];
-          }
-          Eigen::Map<const Eigen::MatrixXd> K(mats.data() + static_cast<std::size_t>(c) * P * P, P,
-                                              P);
-          Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
-          Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
-          Ym.noalias() = K * Xm;
-          for (std::int64_t j = 0; j < nc; ++j) {
-            const Col &cl = cols[static_cast<std::size_t>(j)];
-            const auto &pi = ops.perm[cl.t];
-            const double *src = Y.data() + j * P;
-            double *dst = L(cl.a) + cl.r * P;
-            for (int q = 0; q < P; ++q)
-              dst[q] += sc * src[pi[static_cast<std::size_t>(q)]];
+          // At most max_cols columns per product, so the scratch stays small for many
+          // right-hand sides.
+          for (std::size_t c0 = 0; c0 < cols.size(); c0 += max_cols) {
+            const std::size_t c1 = std::min(cols.size(), c0 + max_cols);
+            const auto nc = static_cast<std::int64_t>(c1 - c0);
+            X.resize(static_cast<std::size_t>(P * nc));
+            Y.resize(static_cast<std::size_t>(P * nc));
+            for (std::int64_t j = 0; j < nc; ++j) {
+              const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
+              const auto &pi = ops.pinv[cl.t];
+              const double *src = M(cl.b) + cl.r * P;
+              double *dst = X.data() + j * P;
+              for (int q = 0; q < P; ++q)
+                dst[q] = src[pi[static_cast<std::size_t>(q)]];
+            }
+            Eigen::Map<const Eigen::MatrixXd> K(mats.data() + static_cast<std::size_t>(c) * P * P,
+                                                P, P);
+            Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
+            Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
+            Ym.noalias() = K * Xm;
+            for (std::int64_t j = 0; j < nc; ++j) {
+              const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
+              const auto &pi = ops.perm[cl.t];
+              const double *src = Y.data() + j * P;
+              double *dst = L(cl.a) + cl.r * P;
+              for (int q = 0; q < P; ++q)
+                dst[q] += sc * src[pi[static_cast<std::size_t>(q)]];
+            }
           }
         }
       }

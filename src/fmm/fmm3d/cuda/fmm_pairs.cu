@@ -109,7 +109,9 @@ __global__ void __launch_bounds__(threads) pairs_kernel(K kf, GpuTree<T> t, Pair
               if (u < tpt) {
                 const T d0 = x[u][0] - y0, d1 = x[u][1] - y1, d2 = x[u][2] - y2;
                 const T q = p0 + d0 * d0 + d1 * d1 + d2 * d2;
-                if constexpr (kdef::HasFastValue<K, T>)
+                // Off the diagonal box no source sits on a target in double coordinates; in
+                // float two distinct points may round together, so float keeps the checked value.
+                if constexpr (kdef::HasFastValue<K, T> && sizeof(T) == 8)
                   acc[u] += w * kf.value_fast(q);
                 else
                   acc[u] += w * kf.value(q);
