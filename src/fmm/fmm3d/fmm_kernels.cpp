@@ -36,6 +36,15 @@ double kernel_dot(const K &kf, const double x[3], const double *__restrict y0,
   return acc;
 }
 
+// Σ_j kv[j] w[j]: one right-hand side against a row of kernel values.
+double dot(const double *__restrict kv, const double *__restrict w, std::int64_t len) {
+  double acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (std::int64_t j = 0; j < len; ++j)
+    acc += kv[j] * w[j];
+  return acc;
+}
+
 // The p³ Chebyshev nodes of box b as three coordinate arrays (xs, xs + P, xs + 2P).
 void box_nodes(const FmmTree &t, const Chebyshev &ch, const FmmBox &b, double *xs) {
   const int p = ch.p, P = p * p * p;
@@ -77,14 +86,8 @@ template <class K> void x_list_impl(const K &kf, const NearContext &c, double *l
             continue;
           }
           kernel_row(kf, x, s + B.sb, s + n + B.sb, s + 2 * n + B.sb, len, kv.data());
-          for (std::int64_t r = 0; r < c.nrhs; ++r) {
-            const double *w = c.ws + r * n + B.sb;
-            double acc = 0;
-#pragma omp simd reduction(+ : acc)
-            for (std::int64_t j = 0; j < len; ++j)
-              acc += kv[static_cast<std::size_t>(j)] * w[j];
-            la[r * P + q] += acc;
-          }
+          for (std::int64_t r = 0; r < c.nrhs; ++r)
+            la[r * P + q] += dot(kv.data(), c.ws + r * n + B.sb, len);
         }
       }
     }
@@ -192,14 +195,8 @@ void leaf_pass_impl(const K &kf, const NearContext &c, const double *mult, const
           kernel_row(kf, x, s + B.sb, s + n + B.sb, s + 2 * n + B.sb, len, kv.data());
           if (same)
             kv[static_cast<std::size_t>(i - B.sb)] = 0; // the self term j = i
-          for (std::int64_t r = 0; r < nrhs; ++r) {
-            const double *w = c.ws + r * n + B.sb;
-            double acc = 0;
-#pragma omp simd reduction(+ : acc)
-            for (std::int64_t j = 0; j < len; ++j)
-              acc += kv[static_cast<std::size_t>(j)] * w[j];
-            us[r * m + i] += acc;
-          }
+          for (std::int64_t r = 0; r < nrhs; ++r)
+            us[r * m + i] += dot(kv.data(), c.ws + r * n + B.sb, len);
         }
       }
     }
