@@ -127,14 +127,15 @@ void time_mode(const Args &a) {
   Table<double> u;
   const auto t = run_any(a, Method::fmm, p, w, &u);
   fmt::print("| kernel | dist | N | tol | prec | backend | order | depth | boxes | setup [s] | "
-             "execute [s] | up / M2L / down / near [s] | rel. l2 error |\n"
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+             "tree (sort) / operators [s] | execute [s] | up / M2L / down / near [s] | rel. l2 "
+             "error |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto &s = t.stats;
-  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} | {:.4f} / "
-             "{:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
+  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} ({:.4f}) / "
+             "{:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
              a.kernel, a.dist, a.n, a.tol, a.precision, to_string(t.backend), s.fmm_order,
-             s.tree_depth, s.tree_boxes, t.setup, t.execute, s.seconds_upward, s.seconds_m2l,
-             s.seconds_downward, s.seconds_near, t.error);
+             s.tree_depth, s.tree_boxes, t.setup, s.seconds_tree, s.seconds_sort,
+             s.seconds_operators, t.execute, s.seconds_upward, s.seconds_m2l, s.seconds_downward,
+             s.seconds_near, t.error);
   if (!a.save.empty()) {
     io::write_table(a.save + "/points.npy", p, {.overwrite = true});
     io::write_table(a.save + "/weights.npy", w, {.overwrite = true});
@@ -143,10 +144,11 @@ void time_mode(const Args &a) {
   if (!a.json.empty())
     std::ofstream(a.json) << fmt::format(
         "{{\"kernel\": \"{}\", \"dist\": \"{}\", \"n\": {}, \"tol\": {}, \"precision\": \"{}\", "
-        "\"backend\": \"{}\", \"order\": {}, \"depth\": {}, \"setup_s\": {}, \"execute_s\": {}, "
-        "\"error\": {}}}\n",
+        "\"backend\": \"{}\", \"order\": {}, \"depth\": {}, \"setup_s\": {}, \"tree_s\": {}, "
+        "\"sort_s\": {}, \"operators_s\": {}, \"execute_s\": {}, \"error\": {}}}\n",
         a.kernel, a.dist, a.n, a.tol, a.precision, to_string(t.backend), t.stats.fmm_order,
-        t.stats.tree_depth, t.setup, t.execute, t.error);
+        t.stats.tree_depth, t.setup, s.seconds_tree, s.seconds_sort, s.seconds_operators, t.execute,
+        t.error);
 }
 
 void accuracy_mode(Args a) {

@@ -35,6 +35,8 @@ struct SumStats {
   std::int64_t tree_boxes = 0;
   double estimated_error = 0; // the FMM's sampled interpolation error for its order
   double seconds_setup = 0, seconds_execute = 0;
+  // FMM set-up: the tree (codes, radix sort, boxes, lists) and the M2L operators (and uploads).
+  double seconds_tree = 0, seconds_sort = 0, seconds_operators = 0;
   // FMM phases of the last execute: P2M + M2M; M2L; P2L + L2L + L2P; M2P + P2P (near field).
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
 };

@@ -163,7 +163,10 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                        .tree_depth = fs.depth,
                        .tree_boxes = fs.boxes,
                        .estimated_error = fs.estimated_error,
-                       .seconds_setup = seconds_since(t_setup)};
+                       .seconds_setup = seconds_since(t_setup),
+                       .seconds_tree = fs.seconds_tree,
+                       .seconds_sort = fs.tree_phases.sort,
+                       .seconds_operators = fs.seconds_operators};
       return;
     }
     const T c = static_cast<T>(kdef::coord_scale(opt.kernel, opt.eps));

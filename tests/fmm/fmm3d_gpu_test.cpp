@@ -2,10 +2,14 @@
 // against the fp64 reference at most the tolerance, fp64 and fp32, every kernel of issue 5, uniform
 // / Plummer / shell; several right-hand sides; identical points; agreement with the CPU FMM.
 // Skips where no GPU is visible.
+#include "fmm/fmm3d/fmm_tree.hpp"
+#include "fmm/fmm3d/octree.hpp"
 #include "fmm/fmm_cases.hpp"
 #include "support/gpu.hpp"
 
 #include <gtest/gtest.h>
+#include <numeric>
+#include <random>
 
 namespace ksum::test {
 namespace {
@@ -112,6 +116,58 @@ TEST(FmmGpu, IdenticalPointsAndSmallInputs) {
     DirectSum<double> s(fmm_options(Kernel::laplace, 1e-6, 4, Backend::cuda));
     s.set_points(q);
     EXPECT_LE(sampled_error(Kernel::laplace, 1.0, q, nullptr, wq, s.execute(wq)), 1e-6);
+  }
+}
+
+TEST(FmmGpu, RadixSortOnTheGpuMatchesTheCpuSort) {
+  KSUM_REQUIRE_GPU();
+  std::mt19937_64 rng(8);
+  std::vector<std::uint64_t> keys(1000003);
+  for (auto &k : keys)
+    k = rng() >> 1 & 0x7fff00000000ffffULL; // Morton-like 63 bits, many repeats
+  auto cpu = keys, gpu = keys;
+  std::vector<std::int64_t> oc, og;
+  fmm::radix_sort(cpu, oc);
+  fmm::gpu_radix_sort(gpu, og, 0);
+  EXPECT_EQ(gpu, cpu);
+  EXPECT_EQ(og, oc); // both stable: the same permutation
+  std::vector<std::uint64_t> none;
+  fmm::gpu_radix_sort(none, og, 0);
+  EXPECT_TRUE(og.empty());
+}
+
+TEST(FmmGpu, TreeFromTheGpuSortEqualsTheCpuTree) {
+  KSUM_REQUIRE_GPU();
+  const auto s = datasets::plummer(300000, 9), t = datasets::uniform_cube(200000, 10);
+  auto cols = [](const Table<double> &p) {
+    std::vector<double> c(static_cast<std::size_t>(3 * p.rows()));
+    for (int a = 0; a < 3; ++a)
+      for (std::int64_t i = 0; i < p.rows(); ++i)
+        c[static_cast<std::size_t>(a * p.rows() + i)] = p(i, a);
+    return c;
+  };
+  const auto sc = cols(s), tc = cols(t);
+  for (const bool self : {true, false}) {
+    fmm::FmmTreeOptions o{.leaf_size = 64, .expansion_size = 64};
+    const auto a =
+        fmm::build_fmm_tree(sc.data(), s.rows(), self ? nullptr : tc.data(), t.rows(), o);
+    o.sort_device = 0;
+    const auto b =
+        fmm::build_fmm_tree(sc.data(), s.rows(), self ? nullptr : tc.data(), t.rows(), o);
+    EXPECT_EQ(a.src_order, b.src_order);
+    EXPECT_EQ(a.tgt_order, b.tgt_order);
+    EXPECT_EQ(a.src, b.src);
+    ASSERT_EQ(a.boxes.size(), b.boxes.size());
+    for (std::size_t k = 0; k < a.boxes.size(); ++k) {
+      EXPECT_EQ(a.boxes[k].sb, b.boxes[k].sb);
+      EXPECT_EQ(a.boxes[k].te, b.boxes[k].te);
+      EXPECT_EQ(a.boxes[k].first_child, b.boxes[k].first_child);
+    }
+    EXPECT_EQ(a.v.boxes, b.v.boxes);
+    EXPECT_EQ(a.u.boxes, b.u.boxes);
+    EXPECT_EQ(a.w.offsets, b.w.offsets);
+    EXPECT_EQ(a.x.offsets, b.x.offsets);
+    EXPECT_GT(b.seconds.sort, 0.0);
   }
 }
 

@@ -55,22 +55,26 @@ Table<double> cloud(const std::string &kind, std::int64_t n, unsigned seed) {
 }
 
 TEST(RadixSort, MatchesAStableSortWithItsPermutation) {
-  std::mt19937_64 rng(3);
-  std::vector<std::uint64_t> keys(5000);
-  for (auto &k : keys)
-    k = rng() >> (rng() % 64) | (rng() % 3 == 0 ? 0 : 0x8000000000000000ULL); // repeats too
-  keys[17] = keys[4000];
-  std::vector<std::int64_t> want(keys.size());
-  std::iota(want.begin(), want.end(), 0);
-  std::stable_sort(want.begin(), want.end(), [&](std::int64_t a, std::int64_t b) {
-    return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)];
-  });
-  auto sorted = keys;
-  std::vector<std::int64_t> order;
-  ksum::fmm::radix_sort(sorted, order);
-  EXPECT_EQ(order, want);
-  for (std::size_t k = 0; k < keys.size(); ++k)
-    EXPECT_EQ(sorted[k], keys[static_cast<std::size_t>(order[k])]);
+  // 5,000 keys: one thread; 300,000: the threaded path (chunks per thread, stable across them).
+  for (const std::size_t n : {std::size_t{5000}, std::size_t{300000}}) {
+    std::mt19937_64 rng(3);
+    std::vector<std::uint64_t> keys(n);
+    for (auto &k : keys) // repeats too, and the top bit set in two thirds of them
+      k = (rng() >> (rng() % 64) | (rng() % 3 == 0 ? 0 : 0x8000000000000000ULL)) &
+          (n > 5000 ? 0x80000000000fffffULL : ~0ULL);
+    keys[17] = keys[4000];
+    std::vector<std::int64_t> want(keys.size());
+    std::iota(want.begin(), want.end(), 0);
+    std::stable_sort(want.begin(), want.end(), [&](std::int64_t a, std::int64_t b) {
+      return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)];
+    });
+    auto sorted = keys;
+    std::vector<std::int64_t> order;
+    ksum::fmm::radix_sort(sorted, order);
+    EXPECT_EQ(order, want) << n << " keys";
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      ASSERT_EQ(sorted[k], keys[static_cast<std::size_t>(order[k])]) << n << " keys";
+  }
 }
 
 void check_tree(const Octree &t, const Table<double> &input, std::int64_t leaf_size, double theta) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <omp.h>
 #include <optional>
 #include <random>
@@ -224,14 +225,17 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
                         const char *what) {
     to.resize(static_cast<std::size_t>(3 * count));
     for (int a = 0; a < 3; ++a) {
-      double lo = 0, hi = 0;
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+#pragma omp parallel for schedule(static) reduction(min                                            \
+                                                    : lo) reduction(max                            \
+                                                                    : hi) if (count > 100000)
       for (std::int64_t i = 0; i < count; ++i) {
         const double v = scale_ * from[a * count + i];
         to[static_cast<std::size_t>(a * count + i)] = v;
-        lo = i == 0 ? v : std::min(lo, v);
-        hi = i == 0 ? v : std::max(hi, v);
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
       }
-      if (!std::isfinite(hi - lo))
+      if (count > 0 && !std::isfinite(hi - lo))
         throw Error(ErrorCode::invalid_argument,
                     fmt::format("fmm: the {} span [{}, {}] along axis {} (after scaling by eps) "
                                 "overflows double precision",
@@ -281,7 +285,9 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
     const std::int64_t leaf = opt_.leaf_size > 0 ? opt_.leaf_size : std::max<std::int64_t>(32, P);
     tree_ = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
-                           FmmTreeOptions{.leaf_size = leaf, .expansion_size = P});
+                           FmmTreeOptions{.leaf_size = leaf,
+                                          .expansion_size = P,
+                                          .sort_device = opt_.gpu ? opt_.device : -1});
     stats_.leaf_size = leaf;
     if (opt_.order > 0)
       break;
@@ -326,6 +332,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.w_pairs = static_cast<std::int64_t>(tree_.w.boxes.size());
   stats_.x_pairs = static_cast<std::int64_t>(tree_.x.boxes.size());
   stats_.seconds_tree = since(t0);
+  stats_.tree_phases = tree_.seconds;
 
   const auto t1 = Clock::now();
   ops_ = std::make_unique<Operators>(p);

@@ -44,6 +44,7 @@ struct BbFmmStats {
   std::int64_t near_interactions = 0; // source–target pairs evaluated directly
   double operator_bytes = 0;
   double seconds_tree = 0, seconds_operators = 0;
+  FmmTreeTimes tree_phases; // of the last tree built (set_points may build two: see the order)
   // of the last apply():
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
   double seconds_apply = 0;

@@ -3,11 +3,13 @@
 // fit the GPU's free memory.
 #include "fmm/fmm3d/fmm_gpu.hpp"
 #include "fmm/fmm3d/fmm_launch.hpp"
+#include "fmm/fmm3d/octree.hpp"
 #include "runtime/cuda_array.hpp"
 
 #include <ksum/error.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cublas_v2.h>
 #include <fmt/format.h>
@@ -377,6 +379,32 @@ std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int dev
   if (single)
     return std::make_unique<FmmGpuImpl<float>>(setup, device);
   return std::make_unique<FmmGpuImpl<double>>(setup, device);
+}
+
+void gpu_radix_sort(std::vector<std::uint64_t> &keys, std::vector<std::int64_t> &order,
+                    int device) {
+  const auto n = static_cast<std::int64_t>(keys.size());
+  order.resize(keys.size());
+  if (n == 0)
+    return;
+  std::uint64_t any = 0;
+  for (const auto k : keys)
+    any |= k;
+  const int end_bit = std::max(1, static_cast<int>(std::bit_width(any)));
+  cuda_check(cudaSetDevice(device), device, "cudaSetDevice");
+  DeviceArray<std::uint64_t> k_in, k_out;
+  DeviceArray<std::int64_t> v_in, v_out;
+  DeviceArray<unsigned char> temp;
+  k_in.upload(keys.data(), n);
+  k_out.reserve(n, device);
+  v_in.reserve(n, device);
+  v_out.reserve(n, device);
+  const std::size_t bytes = detail::radix_sort_temp_bytes(n, end_bit);
+  temp.reserve(static_cast<std::int64_t>(bytes), device);
+  detail::launch_radix_sort(temp.ptr, bytes, k_in.ptr, k_out.ptr, v_in.ptr, v_out.ptr, n, end_bit,
+                            nullptr);
+  k_out.download(keys.data(), n); // synchronises with the default stream
+  v_out.download(order.data(), n);
 }
 
 } // namespace ksum::fmm

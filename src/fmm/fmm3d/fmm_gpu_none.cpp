@@ -1,5 +1,6 @@
 // A build without CUDA: the GPU FMM is not there, and says so.
 #include "fmm/fmm3d/fmm_gpu.hpp"
+#include "fmm/fmm3d/octree.hpp"
 
 #include <ksum/error.hpp>
 
@@ -8,6 +9,11 @@ namespace ksum::fmm {
 std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &, bool, int) {
   throw Error(ErrorCode::unsupported,
               "this ksum was built without CUDA: the FMM runs on the CPU (backend cpu)");
+}
+
+void gpu_radix_sort(std::vector<std::uint64_t> &, std::vector<std::int64_t> &, int) {
+  throw Error(ErrorCode::unsupported,
+              "this ksum was built without CUDA: the octree is sorted on the CPU");
 }
 
 } // namespace ksum::fmm

@@ -82,4 +82,11 @@ template <class T> struct PairPass {
 template <class T>
 void launch_pairs(Kernel k, const GpuTree<T> &t, const PairPass<T> &pass, void *stream);
 
+// The octree's radix sort (cuda/fmm_sort.cu): index_in is filled with 0 … n − 1, then the
+// (key, index) pairs are sorted (stable) over bits [0, end_bit) into keys_out / index_out.
+std::size_t radix_sort_temp_bytes(std::int64_t n, int end_bit);
+void launch_radix_sort(void *temp, std::size_t temp_bytes, const std::uint64_t *keys_in,
+                       std::uint64_t *keys_out, std::int64_t *index_in, std::int64_t *index_out,
+                       std::int64_t n, int end_bit, void *stream);
+
 } // namespace ksum::detail

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 namespace ksum::fmm {
 namespace {
@@ -18,12 +20,15 @@ int digit(std::uint64_t code, int level) {
   return static_cast<int>(code >> (3 * (max_level - level)) & 7);
 }
 
-// Sorts one point set by code; returns the sorted codes and fills coordinates and order.
-std::vector<std::uint64_t> sort_points(const double *pts, std::int64_t n, const double lo[3],
-                                       double scale, std::vector<double> &sorted,
-                                       std::vector<std::int64_t> &order) {
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<std::uint64_t> morton_codes(const double *pts, std::int64_t n, const double lo[3],
+                                        double scale) {
   const double cells = static_cast<double>((1u << max_level) - 1);
   std::vector<std::uint64_t> codes(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static) if (n > 100000)
   for (std::int64_t i = 0; i < n; ++i) {
     std::uint64_t c = 0;
     for (int a = 0; a < 3; ++a) {
@@ -32,12 +37,24 @@ std::vector<std::uint64_t> sort_points(const double *pts, std::int64_t n, const 
     }
     codes[static_cast<std::size_t>(i)] = c;
   }
-  radix_sort(codes, order);
+  return codes;
+}
+
+void sort_codes(std::vector<std::uint64_t> &codes, std::vector<std::int64_t> &order, int device) {
+  if (device >= 0)
+    gpu_radix_sort(codes, order, device);
+  else
+    radix_sort(codes, order);
+}
+
+void gather(const double *pts, std::int64_t n, const std::vector<std::int64_t> &order,
+            std::vector<double> &sorted) {
   sorted.resize(static_cast<std::size_t>(3 * n));
-  for (int a = 0; a < 3; ++a)
+  for (int a = 0; a < 3; ++a) {
+#pragma omp parallel for schedule(static) if (n > 100000)
     for (std::int64_t k = 0; k < n; ++k)
       sorted[static_cast<std::size_t>(a * n + k)] = pts[a * n + order[static_cast<std::size_t>(k)]];
-  return codes;
+  }
 }
 
 // The end of the sub-range of [b, e) whose digit at `level` is ≤ d.
@@ -49,10 +66,15 @@ std::int64_t split_point(const std::vector<std::uint64_t> &codes, std::int64_t b
       codes.begin());
 }
 
+// The dual traversal. Every entry it adds goes to the list of the first box of the pair or of a
+// box below it, so pairs whose first boxes differ at one level can be traversed in parallel: with
+// defer_level ≥ 0, same-level pairs at that level are collected in `deferred` instead.
 struct ListBuilder {
   const FmmTree &t;
   std::int64_t expansion_size;
   std::vector<std::vector<std::int32_t>> v, u, w, x;
+  int defer_level = -1;
+  std::vector<std::pair<std::int32_t, std::int32_t>> deferred;
 
   const FmmBox &box(std::int32_t i) const { return t.boxes[static_cast<std::size_t>(i)]; }
 
@@ -78,6 +100,10 @@ struct ListBuilder {
     const FmmBox &A = box(a), &B = box(b);
     if (A.targets() == 0 || B.sources() == 0)
       return;
+    if (A.level == defer_level) {
+      deferred.emplace_back(a, b);
+      return;
+    }
     if (!adjacent(A, B)) {
       v[static_cast<std::size_t>(a)].push_back(b);
     } else if (A.leaf() && B.leaf()) {
@@ -124,12 +150,15 @@ struct ListBuilder {
 
 BoxLists to_csr(std::vector<std::vector<std::int32_t>> &lists) {
   BoxLists l;
+  const auto nb = static_cast<std::int64_t>(lists.size());
   l.offsets.assign(lists.size() + 1, 0);
   for (std::size_t b = 0; b < lists.size(); ++b)
     l.offsets[b + 1] = l.offsets[b] + static_cast<std::int64_t>(lists[b].size());
-  l.boxes.reserve(static_cast<std::size_t>(l.offsets.back()));
-  for (auto &v : lists) {
-    l.boxes.insert(l.boxes.end(), v.begin(), v.end());
+  l.boxes.resize(static_cast<std::size_t>(l.offsets.back()));
+#pragma omp parallel for schedule(static) if (nb > 1000)
+  for (std::int64_t b = 0; b < nb; ++b) {
+    auto &v = lists[static_cast<std::size_t>(b)];
+    std::copy(v.begin(), v.end(), l.boxes.begin() + l.offsets[static_cast<std::size_t>(b)]);
     std::vector<std::int32_t>().swap(v);
   }
   return l;
@@ -190,19 +219,24 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
   t.self = targets == nullptr;
   t.n = n;
   t.m = t.self ? n : m;
+  auto clock = std::chrono::steady_clock::now();
   double hi[3];
   for (int a = 0; a < 3; ++a) {
-    t.lo[a] = std::numeric_limits<double>::infinity();
-    hi[a] = -t.lo[a];
+    double l = std::numeric_limits<double>::infinity(), h = -l;
+#pragma omp parallel for schedule(static) reduction(min : l) reduction(max : h) if (n > 100000)
     for (std::int64_t i = 0; i < n; ++i) {
-      t.lo[a] = std::min(t.lo[a], sources[a * n + i]);
-      hi[a] = std::max(hi[a], sources[a * n + i]);
+      l = std::min(l, sources[a * n + i]);
+      h = std::max(h, sources[a * n + i]);
     }
-    if (!t.self)
+    if (!t.self) {
+#pragma omp parallel for schedule(static) reduction(min : l) reduction(max : h) if (m > 100000)
       for (std::int64_t i = 0; i < m; ++i) {
-        t.lo[a] = std::min(t.lo[a], targets[a * m + i]);
-        hi[a] = std::max(hi[a], targets[a * m + i]);
+        l = std::min(l, targets[a * m + i]);
+        h = std::max(h, targets[a * m + i]);
       }
+    }
+    t.lo[a] = l;
+    hi[a] = h;
     if (!(t.lo[a] <= hi[a]))
       t.lo[a] = hi[a] = 0;
   }
@@ -216,10 +250,20 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
   t.width = cell * static_cast<double>(1u << max_level);
   const double scale = 1 / cell;
 
-  const auto scodes = sort_points(sources, n, t.lo, scale, t.src, t.src_order);
+  auto scodes = morton_codes(sources, n, t.lo, scale);
   std::vector<std::uint64_t> tcodes;
   if (!t.self)
-    tcodes = sort_points(targets, t.m, t.lo, scale, t.tgt, t.tgt_order);
+    tcodes = morton_codes(targets, t.m, t.lo, scale);
+  t.seconds.codes = since(clock);
+  clock = std::chrono::steady_clock::now();
+  sort_codes(scodes, t.src_order, options.sort_device);
+  if (!t.self)
+    sort_codes(tcodes, t.tgt_order, options.sort_device);
+  t.seconds.sort = since(clock);
+  clock = std::chrono::steady_clock::now();
+  gather(sources, n, t.src_order, t.src);
+  if (!t.self)
+    gather(targets, t.m, t.tgt_order, t.tgt);
   const auto &tc = t.self ? scodes : tcodes;
 
   t.boxes.push_back(FmmBox{.sb = 0, .se = n, .tb = 0, .te = t.m});
@@ -253,9 +297,12 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
     t.boxes[b].children = static_cast<std::int32_t>(t.boxes.size()) - first;
     t.depth = std::max(t.depth, level);
   }
+  const auto nb = static_cast<std::int64_t>(t.boxes.size());
   // Leaves of identical sources (only possible at the deepest level, or with one source) are
   // summed as one point carrying their total weight, so N identical points cost O(N).
-  for (auto &b : t.boxes) {
+#pragma omp parallel for schedule(dynamic, 64) if (nb > 1000)
+  for (std::int64_t i = 0; i < nb; ++i) {
+    auto &b = t.boxes[static_cast<std::size_t>(i)];
     if (!b.leaf() || b.sources() < 2)
       continue;
     b.coincident = true;
@@ -269,41 +316,72 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
   for (std::size_t b = t.boxes.size(); b-- > 0;)
     t.level_begin[static_cast<std::size_t>(t.boxes[b].level)] = static_cast<std::int32_t>(b);
   t.level_begin[static_cast<std::size_t>(t.depth) + 1] = static_cast<std::int32_t>(t.boxes.size());
+  t.seconds.split = since(clock);
+  clock = std::chrono::steady_clock::now();
 
-  ListBuilder lb{t, options.expansion_size, {}, {}, {}, {}};
-  const std::size_t nb = t.boxes.size();
-  lb.v.resize(nb);
-  lb.u.resize(nb);
-  lb.w.resize(nb);
-  lb.x.resize(nb);
-  if (n > 0 && t.m > 0)
+  ListBuilder lb{t, options.expansion_size, {}, {}, {}, {}, -1, {}};
+  lb.v.resize(static_cast<std::size_t>(nb));
+  lb.u.resize(static_cast<std::size_t>(nb));
+  lb.w.resize(static_cast<std::size_t>(nb));
+  lb.x.resize(static_cast<std::size_t>(nb));
+  if (n > 0 && t.m > 0) {
+    // The levels above 3 serially, then the pairs of level 3 (up to 512 first boxes) in parallel,
+    // grouped by their first box: the lists come out the same for any thread count.
+    lb.defer_level = t.depth > 3 ? 3 : -1;
     lb.same_level(0, 0);
+    auto pairs = std::move(lb.deferred);
+    lb.defer_level = -1;
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [](const auto &p, const auto &q) { return p.first < q.first; });
+    std::vector<std::size_t> groups;
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+      if (k == 0 || pairs[k].first != pairs[k - 1].first)
+        groups.push_back(k);
+    groups.push_back(pairs.size());
+    const auto ng = static_cast<std::int64_t>(groups.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t g = 0; g < ng; ++g) {
+      // The group's entries go to the lists of its first box and the boxes below it only: no
+      // other group touches them.
+      for (auto k = groups[static_cast<std::size_t>(g)];
+           k < groups[static_cast<std::size_t>(g) + 1]; ++k)
+        lb.same_level(pairs[k].first, pairs[k].second);
+    }
+  }
   // V entries grouped by class within each target box, for the blocked M2L.
   const auto &sym = m2l_symmetry();
-  std::vector<std::uint8_t> cls, tr;
-  for (std::size_t a = 0; a < nb; ++a) {
-    auto &list = lb.v[a];
+  std::vector<std::int64_t> voff(static_cast<std::size_t>(nb) + 1, 0);
+  for (std::int64_t a = 0; a < nb; ++a)
+    voff[static_cast<std::size_t>(a) + 1] =
+        voff[static_cast<std::size_t>(a)] +
+        static_cast<std::int64_t>(lb.v[static_cast<std::size_t>(a)].size());
+  t.v_class.resize(static_cast<std::size_t>(voff.back()));
+  t.v_transform.resize(static_cast<std::size_t>(voff.back()));
+#pragma omp parallel for schedule(dynamic, 64) if (nb > 1000)
+  for (std::int64_t a = 0; a < nb; ++a) {
+    auto &list = lb.v[static_cast<std::size_t>(a)];
     std::vector<std::array<int, 3>> key(list.size());
+    const FmmBox &A = t.boxes[static_cast<std::size_t>(a)];
     for (std::size_t k = 0; k < list.size(); ++k) {
-      const FmmBox &A = t.boxes[a], &B = t.boxes[static_cast<std::size_t>(list[k])];
+      const FmmBox &B = t.boxes[static_cast<std::size_t>(list[k])];
       const int d[3] = {A.ix[0] - B.ix[0], A.ix[1] - B.ix[1], A.ix[2] - B.ix[2]};
       int c = 0, x = 0;
       sym.classify(d, c, x);
       key[k] = {c, x, list[k]};
     }
     std::sort(key.begin(), key.end());
+    const auto o = static_cast<std::size_t>(voff[static_cast<std::size_t>(a)]);
     for (std::size_t k = 0; k < list.size(); ++k) {
       list[k] = key[k][2];
-      cls.push_back(static_cast<std::uint8_t>(key[k][0]));
-      tr.push_back(static_cast<std::uint8_t>(key[k][1]));
+      t.v_class[o + k] = static_cast<std::uint8_t>(key[k][0]);
+      t.v_transform[o + k] = static_cast<std::uint8_t>(key[k][1]);
     }
   }
   t.v = to_csr(lb.v);
   t.u = to_csr(lb.u);
   t.w = to_csr(lb.w);
   t.x = to_csr(lb.x);
-  t.v_class = std::move(cls);
-  t.v_transform = std::move(tr);
+  t.seconds.lists = since(clock);
   return t;
 }
 

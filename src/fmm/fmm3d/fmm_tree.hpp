@@ -43,6 +43,14 @@ struct BoxLists {
   std::int64_t size(std::int32_t b) const { return offsets[b + 1] - offsets[b]; }
 };
 
+// Where build_fmm_tree spent its time (seconds).
+struct FmmTreeTimes {
+  double codes = 0; // the bounding cube and the Morton codes
+  double sort = 0;  // the radix sorts (CPU threads or GPU, transfers included)
+  double split = 0; // the sorted coordinates and the boxes
+  double lists = 0; // the U, V, W, X lists
+};
+
 struct FmmTree {
   bool self = false; // targets are the sources (the t arrays alias the s arrays)
   double lo[3]{};    // the root cube's corner
@@ -57,6 +65,7 @@ struct FmmTree {
   BoxLists v, u, w, x;                   // see above; u and w for leaves only
   std::vector<std::uint8_t> v_transform; // per V entry: the symmetry taking it to its class
   std::vector<std::uint8_t> v_class;     // per V entry: its canonical offset (0 … 15)
+  FmmTreeTimes seconds;
 
   const double *tgt_data() const { return self ? src.data() : tgt.data(); }
   double half_side(std::int32_t level) const { return width / double(1u << level) / 2; }
@@ -70,6 +79,7 @@ struct FmmTree {
 struct FmmTreeOptions {
   std::int64_t leaf_size = 64;
   std::int64_t expansion_size = 0; // p³: the size at which an expansion beats direct evaluation
+  int sort_device = -1; // ≥ 0: the Morton codes are sorted on this GPU (CUB radix sort)
 };
 
 // sources: n × 3 column-major (x column, y column, z column); targets likewise, or nullptr for

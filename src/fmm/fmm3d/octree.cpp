@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <omp.h>
 
 namespace ksum::fmm {
 namespace {
@@ -30,27 +31,58 @@ bool well_separated(const OctreeBox &a, const OctreeBox &b, double theta) {
 } // namespace
 
 void radix_sort(std::vector<std::uint64_t> &keys, std::vector<std::int64_t> &order) {
+  // LSD, 8 bits per pass. Each thread counts the digits of its contiguous chunk; a digit's slots
+  // go to the chunks in order, so the sort stays stable whatever the thread count.
   const std::size_t n = keys.size();
   order.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
-    order[i] = static_cast<std::int64_t>(i);
   std::vector<std::uint64_t> k2(n);
   std::vector<std::int64_t> o2(n);
-  for (int shift = 0; shift < 64; shift += 8) {
-    std::array<std::size_t, 257> count{};
-    for (const auto k : keys)
-      ++count[(k >> shift & 0xff) + 1];
-    if (std::any_of(count.begin() + 1, count.end(), [n](std::size_t c) { return c == n; }))
-      continue; // every key has the same digit here: the pass would not move anything
-    for (int d = 0; d < 256; ++d)
-      count[static_cast<std::size_t>(d) + 1] += count[static_cast<std::size_t>(d)];
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t pos = count[keys[i] >> shift & 0xff]++;
-      k2[pos] = keys[i];
-      o2[pos] = order[i];
+  const int threads = n < 200000 ? 1 : std::max(1, omp_get_max_threads());
+  std::vector<std::array<std::size_t, 256>> count(static_cast<std::size_t>(threads));
+  std::uint64_t varying = 0; // the bits where keys differ from the first: passes elsewhere skip
+#pragma omp parallel num_threads(threads)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t b = n * t / static_cast<std::size_t>(threads),
+                      e = n * (t + 1) / static_cast<std::size_t>(threads);
+    std::uint64_t v = 0;
+    for (std::size_t i = b; i < e; ++i) {
+      order[i] = static_cast<std::int64_t>(i);
+      v |= keys[i] ^ keys[0];
     }
-    keys.swap(k2);
-    order.swap(o2);
+#pragma omp critical
+    varying |= v;
+#pragma omp barrier
+    for (int shift = 0; shift < 64; shift += 8) {
+      if ((varying >> shift & 0xff) == 0)
+        continue; // every key has the same digit here: the pass would not move anything
+      auto &c = count[t];
+      c.fill(0);
+      for (std::size_t i = b; i < e; ++i)
+        ++c[keys[i] >> shift & 0xff];
+#pragma omp barrier
+#pragma omp single
+      {
+        std::size_t sum = 0;
+        for (std::size_t d = 0; d < 256; ++d)
+          for (auto &ct : count) {
+            const std::size_t x = ct[d];
+            ct[d] = sum;
+            sum += x;
+          }
+      }
+      for (std::size_t i = b; i < e; ++i) {
+        const std::size_t pos = c[keys[i] >> shift & 0xff]++;
+        k2[pos] = keys[i];
+        o2[pos] = order[i];
+      }
+#pragma omp barrier
+#pragma omp single
+      {
+        keys.swap(k2);
+        order.swap(o2);
+      }
+    }
   }
 }
 

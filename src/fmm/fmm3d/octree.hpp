@@ -60,6 +60,10 @@ inline constexpr int morton_bits = 21; // per axis
 
 // Radix sort of 64-bit keys, carrying a permutation: after it keys are ascending and
 // order[k] is the original position of key k (stable).
+// OpenMP threads over chunks above 200,000 keys.
 void radix_sort(std::vector<std::uint64_t> &keys, std::vector<std::int64_t> &order);
+// The same on a GPU (CUB's radix sort over the bits that vary), transfers included. Throws
+// Error(unsupported) in a build without CUDA, Error(device) when the GPU fails.
+void gpu_radix_sort(std::vector<std::uint64_t> &keys, std::vector<std::int64_t> &order, int device);
 
 } // namespace ksum::fmm
