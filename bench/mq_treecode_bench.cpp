@@ -1,61 +1,138 @@
-// The multiquadric treecode (issue 5, seed 000 §3.2–3.3) at seed 000's sizes beside the seed's
-// test system I "CPU setup" / "CPU eval" (fp64, figure 4) and our direct CPU product, with the
-// measured error against that direct product. Points: 3D Halton (the seed's mesh nodes are not
-// available), c = mean spacing N^(−1/3), tolerance 1e-6 (the seed states none). Internal API.
+// Seed 000's multiquadric series (issue 5, §3.2–3.3) as a treecode at the seed's sizes, setup and
+// eval on the CPU and (with --gpu) on the GPU, fp32 and fp64, beside the seed's test system I
+// (figures 3 and 4: "CPU setup", "CPU eval" of the original code, "GPU setup", "GPU eval"), with
+// the measured error against the direct fp64 product. Points: 3D Halton (the seed's mesh nodes are
+// not available), c = mean spacing N^(−1/3); tolerance 1e-6 (fp64) and 1e-4 (fp32): the seed states
+// none. The CPU treecode computes in double for both tables. Internal API.
+//   mq_treecode_bench [--gpu] [--max-n N] [--reps R]
 #include "fmm/fmm3d/mq_treecode.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/direct.hpp>
 
-#include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
 
-int main(int argc, char **argv) {
-  const std::int64_t max_n = argc > 1 ? std::stoll(argv[1]) : 89702;
-  const std::int64_t sizes[] = {602, 1562, 3542, 9902, 39802, 89702};
-  const double seed_setup[] = {3.71e-3, 6.61e-3, 1.23e-2, 2.97e-2, 1.47e-1, 3.20e-1};
-  const double seed_eval[] = {7.12e-3, 1.31e-2, 3.05e-2, 1.06e-1, 6.30e-1, 2.02e0};
-  fmt::print("| nodes | seed CPU setup | ksum setup | seed CPU eval | ksum eval | ksum direct "
-             "(CPU) | terms | series / direct pairs | max rel. error |\n"
-             "|---|---|---|---|---|---|---|---|---|\n");
-  for (int s = 0; s < 6; ++s) {
-    const std::int64_t n = sizes[s];
-    if (n > max_n)
-      break;
-    const auto p = ksum::datasets::halton(n, 3);
-    const double c = std::pow(static_cast<double>(n), -1.0 / 3.0);
-    std::vector<double> w(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i)
-      w[static_cast<std::size_t>(i)] = std::sin(3.0 * static_cast<double>(i));
-    ksum::fmm::MqTreecode tc(p, {.c = c, .tolerance = 1e-6});
-    auto u = tc.apply(w); // warm-up
+namespace {
+
+struct SeedRow {
+  std::int64_t n;
+  double f32[4], f64[4]; // CPU setup, CPU eval, GPU setup, GPU eval
+};
+constexpr SeedRow seed[] = {
+    {602, {2.67e-3, 6.70e-3, 9.91e-3, 4.07e-3}, {3.71e-3, 7.12e-3, 1.05e-2, 6.89e-3}},
+    {1562, {6.36e-3, 1.43e-2, 1.32e-2, 4.51e-3}, {6.61e-3, 1.31e-2, 1.31e-2, 8.12e-3}},
+    {3542, {1.11e-2, 3.01e-2, 2.03e-2, 4.91e-3}, {1.23e-2, 3.05e-2, 1.96e-2, 9.98e-3}},
+    {9902, {2.50e-2, 9.48e-2, 4.15e-2, 6.33e-3}, {2.97e-2, 1.06e-1, 4.05e-2, 1.98e-2}},
+    {39802, {1.44e-1, 6.30e-1, 2.24e-1, 2.98e-2}, {1.47e-1, 6.30e-1, 2.20e-1, 9.77e-2}},
+    {89702, {3.63e-1, 1.83e+0, 4.72e-1, 6.11e-2}, {3.20e-1, 2.02e+0, 4.91e-1, 2.50e-1}}};
+
+struct Run {
+  double setup = 0, eval = 0, error = 0;
+  int terms = 0;
+  std::int64_t series = 0, direct = 0;
+};
+
+// Median setup and eval of `reps` products after a warm-up; max error relative to max |u|.
+Run run(const ksum::Table<double> &p, const std::vector<double> &w, const std::vector<double> &ref,
+        const ksum::fmm::MqTreecodeOptions &o, int reps) {
+  ksum::fmm::MqTreecode tc(p, o);
+  auto u = tc.apply(w);
+  std::vector<double> setup, eval;
+  for (int r = 0; r < reps; ++r) {
     u = tc.apply(w);
-    ksum::DirectSum<double> ds(ksum::DirectOptions{
-        .kernel = ksum::Kernel::multiquadric, .eps = 1 / c, .backend = ksum::Backend::cpu});
-    ds.set_points(p);
-    ksum::Table<double> wt(n, 1);
-    for (std::int64_t i = 0; i < n; ++i)
-      wt(i, 0) = w[static_cast<std::size_t>(i)];
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto ref = ds.execute(wt);
-    const double direct =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // The direct plan leaves out the self term (φ(0) = 1 in ε units; c here): add it back and
-    // scale (the plan's kernel is sqrt(1 + (εr)²) = sqrt(c² + r²) / c).
-    double err = 0, norm = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double r = c * ref(i, 0) + c * w[static_cast<std::size_t>(i)];
-      err = std::max(err, std::abs(u[static_cast<std::size_t>(i)] - r));
-      norm = std::max(norm, std::abs(r));
+    setup.push_back(tc.stats().seconds_setup);
+    eval.push_back(tc.stats().seconds_eval);
+  }
+  std::sort(setup.begin(), setup.end());
+  std::sort(eval.begin(), eval.end());
+  Run out{.setup = setup[setup.size() / 2],
+          .eval = eval[eval.size() / 2],
+          .terms = tc.stats().terms,
+          .series = tc.stats().series_pairs,
+          .direct = tc.stats().direct_pairs};
+  double err = 0, norm = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(u[i] - ref[i]));
+    norm = std::max(norm, std::abs(ref[i]));
+  }
+  out.error = err / norm;
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::int64_t max_n = 89702;
+  bool gpu = false;
+  int reps = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--gpu")
+      gpu = true;
+    else if (a == "--max-n" && i + 1 < argc)
+      max_n = std::stoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::stoi(argv[++i]));
+    else {
+      fmt::print(stderr, "usage: mq_treecode_bench [--gpu] [--max-n N] [--reps R]\n");
+      return a == "--help" ? 0 : 2;
     }
-    const auto &st = tc.stats();
-    fmt::print("| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {} / {} | {:.1e} |\n", n,
-               seed_setup[s], st.seconds_setup, seed_eval[s], st.seconds_eval, direct, st.terms,
-               st.series_pairs, st.direct_pairs, err / norm);
-    std::fflush(stdout);
+  }
+  try {
+    for (const bool single : {true, false}) {
+      const double tol = single ? 1e-4 : 1e-6;
+      fmt::print("\n### Seed 000's multiquadric series as a treecode, {} (seed 000 §4.1 figure {}, "
+                 "test system I), tolerance {:.0e}\n\n",
+                 single ? "single precision" : "double precision", single ? 3 : 4, tol);
+      fmt::print(
+          "| nodes | seed CPU setup | ksum CPU setup | seed CPU eval | ksum CPU eval | seed GPU "
+          "setup | ksum GPU setup | seed GPU eval | ksum GPU eval | terms | series / direct "
+          "pairs | max rel. error CPU / GPU |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      for (const auto &r : seed) {
+        const std::int64_t n = r.n;
+        if (n > max_n)
+          break;
+        const auto p = ksum::datasets::halton(n, 3);
+        const double c = std::pow(static_cast<double>(n), -1.0 / 3.0);
+        std::vector<double> w(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+          w[static_cast<std::size_t>(i)] = std::sin(3.0 * static_cast<double>(i));
+        // The reference: the direct fp64 product. The plan leaves out the self term (φ(0) = 1 in
+        // ε units): add it back and scale (its kernel is sqrt(1 + (εr)²) = sqrt(c² + r²) / c).
+        ksum::DirectSum<double> ds(ksum::DirectOptions{
+            .kernel = ksum::Kernel::multiquadric, .eps = 1 / c, .backend = ksum::Backend::cpu});
+        ds.set_points(p);
+        ksum::Table<double> wt(n, 1);
+        for (std::int64_t i = 0; i < n; ++i)
+          wt(i, 0) = w[static_cast<std::size_t>(i)];
+        const auto d = ds.execute(wt);
+        std::vector<double> ref(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+          ref[static_cast<std::size_t>(i)] = c * d(i, 0) + c * w[static_cast<std::size_t>(i)];
+        const auto cpu = run(p, w, ref, {.c = c, .tolerance = tol}, reps);
+        Run g;
+        if (gpu)
+          g = run(p, w, ref, {.c = c, .tolerance = tol, .gpu = true, .single = single}, reps);
+        const double *s = single ? r.f32 : r.f64;
+        auto cell = [gpu](double v) { return gpu ? fmt::format("{:.2e}", v) : std::string("–"); };
+        fmt::print(
+            "| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} | {} | {} / "
+            "{} | {:.1e} / {} |\n",
+            n, s[0], cpu.setup, s[1], cpu.eval, s[2], cell(g.setup), s[3], cell(g.eval), cpu.terms,
+            cpu.series, cpu.direct, cpu.error,
+            gpu ? fmt::format("{:.1e}", g.error) : std::string("–"));
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "mq_treecode_bench: {}\n", e.what());
+    return 1;
   }
 }

@@ -3,8 +3,10 @@
 // / Plummer / shell; several right-hand sides; identical points; agreement with the CPU FMM.
 // Skips where no GPU is visible.
 #include "fmm/fmm3d/fmm_tree.hpp"
+#include "fmm/fmm3d/mq_treecode.hpp"
 #include "fmm/fmm3d/octree.hpp"
 #include "fmm/fmm_cases.hpp"
+#include "support/expect_error.hpp"
 #include "support/gpu.hpp"
 
 #include <gtest/gtest.h>
@@ -169,6 +171,77 @@ TEST(FmmGpu, TreeFromTheGpuSortEqualsTheCpuTree) {
     EXPECT_EQ(a.x.offsets, b.x.offsets);
     EXPECT_GT(b.seconds.sort, 0.0);
   }
+}
+
+// Seed 000's multiquadric series on the GPU: per target |u_i − ũ_i| ≤ tol · Σ_j |w_j| φ_ij against
+// a long-double direct sum (float: plus its rounding, 2e-6 of that scale), and the same values as
+// the CPU treecode in double.
+TEST(MqTreecodeGpu, MeetsItsErrorBoundAndAgreesWithTheCpu) {
+  KSUM_REQUIRE_GPU();
+  const std::int64_t n = 3000;
+  for (const bool clustered : {false, true}) {
+    const auto p = clustered ? datasets::plummer(n, 51) : datasets::uniform_cube(n, 52);
+    std::mt19937_64 rng(53);
+    std::uniform_real_distribution<double> unif(-1, 1);
+    std::vector<double> w(static_cast<std::size_t>(n));
+    for (auto &x : w)
+      x = unif(rng);
+    for (const double c : {0.01, 0.2}) {
+      std::vector<double> exact(static_cast<std::size_t>(n)), scale(exact.size());
+      for (std::int64_t i = 0; i < n; ++i) {
+        long double sum = 0, abs_sum = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          long double q = c * c;
+          for (int k = 0; k < 3; ++k)
+            q += (p(i, k) - p(j, k)) * static_cast<long double>(p(i, k) - p(j, k));
+          sum += w[static_cast<std::size_t>(j)] * std::sqrt(q);
+          abs_sum += std::abs(w[static_cast<std::size_t>(j)]) * std::sqrt(q);
+        }
+        exact[static_cast<std::size_t>(i)] = static_cast<double>(sum);
+        scale[static_cast<std::size_t>(i)] = static_cast<double>(abs_sum);
+      }
+      for (const bool single : {false, true})
+        for (const double tol : single ? std::vector<double>{1e-3, 1e-5}
+                                       : std::vector<double>{1e-3, 1e-6, 1e-9, 1e-12}) {
+          const fmm::MqTreecodeOptions o{
+              .c = c, .tolerance = tol, .leaf_size = 16, .gpu = true, .single = single};
+          fmm::MqTreecode tc(p, o);
+          const auto got = tc.apply(w);
+          double worst = 0;
+          for (std::int64_t i = 0; i < n; ++i)
+            worst = std::max(worst, std::abs(got[static_cast<std::size_t>(i)] -
+                                             exact[static_cast<std::size_t>(i)]) /
+                                        scale[static_cast<std::size_t>(i)]);
+          SCOPED_TRACE(::testing::Message()
+                       << "clustered " << clustered << " c " << c << " tol " << tol << " single "
+                       << single << " terms " << tc.stats().terms);
+          EXPECT_LE(worst, tol + (single ? 2e-6 : 1e-14));
+          EXPECT_GT(tc.stats().series_pairs, 0);
+          EXPECT_GT(tc.stats().seconds_eval, 0.0);
+          if (!single) {
+            fmm::MqTreecode cpu(p, {.c = c, .tolerance = tol, .leaf_size = 16});
+            const auto want = cpu.apply(w);
+            double diff = 0;
+            for (std::int64_t i = 0; i < n; ++i)
+              diff = std::max(diff, std::abs(got[static_cast<std::size_t>(i)] -
+                                             want[static_cast<std::size_t>(i)]) /
+                                        scale[static_cast<std::size_t>(i)]);
+            EXPECT_LE(diff, 1e-13); // the same sums in another order
+          }
+        }
+    }
+  }
+}
+
+TEST(MqTreecodeGpu, TinyInputsAndFloatLimits) {
+  KSUM_REQUIRE_GPU();
+  fmm::MqTreecode none(Table<double>(0, 3), {.gpu = true});
+  EXPECT_TRUE(none.apply({}).empty());
+  Table<double> one(1, 3);
+  fmm::MqTreecode single(one, {.c = 0.5, .gpu = true});
+  EXPECT_DOUBLE_EQ(single.apply({2.0})[0], 1.0); // w φ(0) = 2 · 0.5
+  expect_error([&] { fmm::MqTreecode(one, {.tolerance = 1e-8, .gpu = true, .single = true}); },
+               ErrorCode::invalid_argument, "float");
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // A build without CUDA: the GPU FMM is not there, and says so.
 #include "fmm/fmm3d/fmm_gpu.hpp"
+#include "fmm/fmm3d/mq_gpu.hpp"
 #include "fmm/fmm3d/octree.hpp"
 
 #include <ksum/error.hpp>
@@ -14,6 +15,12 @@ std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &, bool, int) {
 void gpu_radix_sort(std::vector<std::uint64_t> &, std::vector<std::int64_t> &, int) {
   throw Error(ErrorCode::unsupported,
               "this ksum was built without CUDA: the octree is sorted on the CPU");
+}
+
+std::unique_ptr<MqGpu> make_mq_gpu(const Octree &, const std::vector<char> &, int, double, bool,
+                                   int) {
+  throw Error(ErrorCode::unsupported,
+              "this ksum was built without CUDA: the multiquadric treecode runs on the CPU");
 }
 
 } // namespace ksum::fmm

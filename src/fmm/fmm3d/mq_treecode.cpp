@@ -2,6 +2,7 @@
 // setup (series per source box) and eval (series or direct per pair) in apply().
 #include "fmm/fmm3d/mq_treecode.hpp"
 
+#include "fmm/fmm3d/mq_gpu.hpp"
 #include "fmm/series/multiquadric.hpp"
 
 #include <ksum/error.hpp>
@@ -33,6 +34,11 @@ MqTreecode::MqTreecode(const Table<double> &points, const MqTreecodeOptions &opt
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("multiquadric treecode: tolerance {} outside [1e-14, 1) (fp64)",
                             options.tolerance));
+  if (options.gpu && options.single && options.tolerance < 1e-6)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("multiquadric treecode: tolerance {} is below what float reaches "
+                            "(1e-6); use double precision",
+                            options.tolerance));
   const auto t0 = std::chrono::steady_clock::now();
   tree_ = build_octree(points, {.leaf_size = options.leaf_size, .theta = options.theta});
   stats_.seconds_tree = seconds_since(t0);
@@ -57,7 +63,11 @@ MqTreecode::MqTreecode(const Table<double> &points, const MqTreecodeOptions &opt
   for (const auto l : tree_.leaves)
     stats_.direct_pairs += tree_.near_offsets[static_cast<std::size_t>(l) + 1] -
                            tree_.near_offsets[static_cast<std::size_t>(l)];
+  if (options.gpu)
+    gpu_ = make_mq_gpu(tree_, use_series_, stats_.terms, options.c, options.single, options.device);
 }
+
+MqTreecode::~MqTreecode() = default;
 
 std::vector<double> MqTreecode::apply(const std::vector<double> &w) {
   const std::int64_t n = tree_.points.rows();
@@ -68,6 +78,14 @@ std::vector<double> MqTreecode::apply(const std::vector<double> &w) {
   for (std::int64_t k = 0; k < n; ++k)
     ws[static_cast<std::size_t>(k)] =
         w[static_cast<std::size_t>(tree_.order[static_cast<std::size_t>(k)])];
+  if (gpu_) {
+    gpu_->apply(ws, us, stats_.seconds_setup, stats_.seconds_eval);
+    std::vector<double> out(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k)
+      out[static_cast<std::size_t>(tree_.order[static_cast<std::size_t>(k)])] =
+          us[static_cast<std::size_t>(k)];
+    return out;
+  }
   const double c2 = opt_.c * opt_.c;
   const Table<double> &p = tree_.points;
 

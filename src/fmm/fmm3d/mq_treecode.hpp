@@ -11,6 +11,7 @@
 #include <ksum/table.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace ksum::fmm {
@@ -20,6 +21,9 @@ struct MqTreecodeOptions {
   double tolerance = 1e-6; // per-source relative error of the series
   std::int64_t leaf_size = 64;
   double theta = 0.5;
+  bool gpu = false;    // setup and eval on the GPU (mq_gpu.hpp)
+  bool single = false; // in float there (tolerance ≥ 1e-6)
+  int device = 0;
 };
 
 struct MqTreecodeStats {
@@ -29,9 +33,12 @@ struct MqTreecodeStats {
   double seconds_tree = 0, seconds_setup = 0, seconds_eval = 0;
 };
 
+class MqGpu;
+
 class MqTreecode {
 public:
   MqTreecode(const Table<double> &points, const MqTreecodeOptions &options);
+  ~MqTreecode();
   // u (n values, input order) for weights w (n values, input order).
   std::vector<double> apply(const std::vector<double> &w);
   const MqTreecodeStats &stats() const { return stats_; }
@@ -43,6 +50,7 @@ private:
   MqTreecodeStats stats_;
   // Per far pair (in the order of tree_.far): whether the series serves it.
   std::vector<char> use_series_;
+  std::unique_ptr<MqGpu> gpu_;
 };
 
 } // namespace ksum::fmm

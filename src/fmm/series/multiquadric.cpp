@@ -78,12 +78,15 @@ double MqExpansion::evaluate(const double x[3]) const {
   const double r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
   double scale = std::sqrt(r2); // 1 / |x|^{2l − 1} at l = 0
   double u = 0;
+  const double *cf = coef.data(); // degree l, then a = l, l − 1, …, 0, then c: consecutive
   for (int l = 0; l < terms; ++l) {
     double s = 0;
-    for (int a = 0; a <= l; ++a)
-      for (int c = 0; c <= l - a; ++c)
-        s += coef[static_cast<std::size_t>(mq_index(l, a, c))] * px[static_cast<std::size_t>(a)] *
-             py[static_cast<std::size_t>(l - a - c)] * pz[static_cast<std::size_t>(c)];
+    for (int m = 0; m <= l; ++m) { // a = l − m
+      double sm = 0;
+      for (int c = 0; c <= m; ++c)
+        sm += *cf++ * py[static_cast<std::size_t>(m - c)] * pz[static_cast<std::size_t>(c)];
+      s += px[static_cast<std::size_t>(l - m)] * sm;
+    }
     u += s * scale;
     scale /= r2;
   }
