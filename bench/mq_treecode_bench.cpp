@@ -35,6 +35,7 @@ constexpr SeedRow seed[] = {
 struct Run {
   double setup = 0, eval = 0, error = 0;
   int terms = 0;
+  double mean_terms = 0;
   std::int64_t series = 0, direct = 0;
 };
 
@@ -54,6 +55,8 @@ Run run(const ksum::Table<double> &p, const std::vector<double> &w, const std::v
   Run out{.setup = setup[setup.size() / 2],
           .eval = eval[eval.size() / 2],
           .terms = tc.stats().terms,
+          .mean_terms = static_cast<double>(tc.stats().series_terms) /
+                        static_cast<double>(std::max<std::int64_t>(1, tc.stats().series_pairs)),
           .series = tc.stats().series_pairs,
           .direct = tc.stats().direct_pairs};
   double err = 0, norm = 0;
@@ -92,7 +95,8 @@ int main(int argc, char **argv) {
                  single ? "single precision" : "double precision", single ? 3 : 4, tol);
       fmt::print(
           "| nodes | seed CPU setup | ksum CPU setup | seed CPU eval | ksum CPU eval | seed GPU "
-          "setup | ksum GPU setup | seed GPU eval | ksum GPU eval | terms | series / direct "
+          "setup | ksum GPU setup | seed GPU eval | ksum GPU eval | terms (mean used) | series / "
+          "direct "
           "pairs | max rel. error CPU / GPU |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto &r : seed) {
@@ -122,12 +126,12 @@ int main(int argc, char **argv) {
           g = run(p, w, ref, {.c = c, .tolerance = tol, .gpu = true, .single = single}, reps);
         const double *s = single ? r.f32 : r.f64;
         auto cell = [gpu](double v) { return gpu ? fmt::format("{:.2e}", v) : std::string("–"); };
-        fmt::print(
-            "| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} | {} | {} / "
-            "{} | {:.1e} / {} |\n",
-            n, s[0], cpu.setup, s[1], cpu.eval, s[2], cell(g.setup), s[3], cell(g.eval), cpu.terms,
-            cpu.series, cpu.direct, cpu.error,
-            gpu ? fmt::format("{:.1e}", g.error) : std::string("–"));
+        fmt::print("| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} | {} "
+                   "({:.1f}) | {} / "
+                   "{} | {:.1e} / {} |\n",
+                   n, s[0], cpu.setup, s[1], cpu.eval, s[2], cell(g.setup), s[3], cell(g.eval),
+                   cpu.terms, cpu.mean_terms, cpu.series, cpu.direct, cpu.error,
+                   gpu ? fmt::format("{:.1e}", g.error) : std::string("–"));
         std::fflush(stdout);
       }
     }

@@ -21,6 +21,7 @@ public:
 
 // Throws Error(unsupported) in a build without CUDA or with no GPU, Error(device) when the GPU
 // fails or runs out of memory (the message names the GPU and the size).
+// use_series: per far pair the series terms it uses (0: summed directly).
 std::unique_ptr<MqGpu> make_mq_gpu(const Octree &tree, const std::vector<char> &use_series,
                                    int terms, double c, bool single, int device);
 

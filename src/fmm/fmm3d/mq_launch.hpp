@@ -29,7 +29,7 @@ template <class T> struct MqTree {
   T c2 = 0;                                                           // the shift squared
   const std::int64_t *far_offsets = nullptr, *near_offsets = nullptr; // CSR per box
   const std::int32_t *far = nullptr, *near = nullptr;
-  const std::uint8_t *use_series = nullptr; // per far entry
+  const std::uint8_t *use_series = nullptr; // per far entry: its series terms, 0: direct
 };
 
 // Setup: the expansion of each listed box (boxes[list[k]].slot == k), coef zeroed first.

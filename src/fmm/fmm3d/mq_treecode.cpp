@@ -54,10 +54,13 @@ MqTreecode::MqTreecode(const Table<double> &points, const MqTreecodeOptions &opt
       // d: the nearest a target can be to B's centre; d − r_B: to one of B's points.
       const double d = distance(A.centre, B.centre) - A.radius;
       const double rho = std::sqrt(B.radius * B.radius + options.c * options.c);
-      const bool ok =
-          d > rho && d > B.radius &&
-          mq_truncation_bound(stats_.terms, rho, d) <= options.tolerance * (d - B.radius);
-      use_series_[static_cast<std::size_t>(k)] = ok;
+      // The fewest terms whose bound meets the pair's share (far-apart pairs need fewer).
+      const int terms = d > B.radius
+                            ? mq_terms_for(options.tolerance * (d - B.radius), rho, d, stats_.terms)
+                            : -1;
+      const bool ok = terms > 0;
+      use_series_[static_cast<std::size_t>(k)] = static_cast<char>(ok ? terms : 0);
+      stats_.series_terms += ok ? terms : 0;
       (ok ? stats_.series_pairs : stats_.direct_pairs) += 1;
     }
   for (const auto l : tree_.leaves)
@@ -136,7 +139,7 @@ std::vector<double> MqTreecode::apply(const std::vector<double> &w) {
           if (use_series_[static_cast<std::size_t>(k)]) {
             const double x[3] = {p(i, 0) - B.centre[0], p(i, 1) - B.centre[1],
                                  p(i, 2) - B.centre[2]};
-            u += expansion[b].evaluate(x);
+            u += expansion[b].evaluate(x, use_series_[static_cast<std::size_t>(k)]);
           } else {
             u += direct(B, i);
           }

@@ -30,6 +30,7 @@ struct MqTreecodeStats {
   int terms = 0;                 // series length (l < terms)
   std::int64_t series_pairs = 0; // (target box, source box) pairs by the series
   std::int64_t direct_pairs = 0; // near pairs, and far pairs the series could not serve
+  std::int64_t series_terms = 0; // summed over the series pairs: each uses the fewest it needs
   double seconds_tree = 0, seconds_setup = 0, seconds_eval = 0;
 };
 
@@ -48,7 +49,7 @@ private:
   MqTreecodeOptions opt_;
   Octree tree_;
   MqTreecodeStats stats_;
-  // Per far pair (in the order of tree_.far): whether the series serves it.
+  // Per far pair (in the order of tree_.far): the series terms it uses, 0: summed directly.
   std::vector<char> use_series_;
   std::unique_ptr<MqGpu> gpu_;
 };

@@ -64,13 +64,14 @@ void MqExpansion::add(const double t[3], double w) {
     coef[k] += w * g[k];
 }
 
-double MqExpansion::evaluate(const double x[3]) const {
-  if (terms <= 0)
+double MqExpansion::evaluate(const double x[3], int use) const {
+  use = std::min(use, terms);
+  if (use <= 0)
     return 0;
   // terms ≤ mq_max_terms: the powers stay on the stack (this runs once per target and box).
   std::array<double, mq_max_terms> px, py, pz;
   px[0] = py[0] = pz[0] = 1;
-  for (std::size_t k = 1; k < static_cast<std::size_t>(terms); ++k) {
+  for (std::size_t k = 1; k < static_cast<std::size_t>(use); ++k) {
     px[k] = px[k - 1] * x[0];
     py[k] = py[k - 1] * x[1];
     pz[k] = pz[k - 1] * x[2];
@@ -79,7 +80,7 @@ double MqExpansion::evaluate(const double x[3]) const {
   double scale = std::sqrt(r2); // 1 / |x|^{2l − 1} at l = 0
   double u = 0;
   const double *cf = coef.data(); // degree l, then a = l, l − 1, …, 0, then c: consecutive
-  for (int l = 0; l < terms; ++l) {
+  for (int l = 0; l < use; ++l) {
     double s = 0;
     for (int m = 0; m <= l; ++m) { // a = l − m
       double sm = 0;

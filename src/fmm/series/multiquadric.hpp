@@ -36,7 +36,9 @@ struct MqExpansion {
   // Adds a source of weight w at t (relative to the centre). O(terms³).
   void add(const double t[3], double w);
   // The series at x (relative to the centre); valid for |x| > sqrt(|t|² + c²) of every source.
-  double evaluate(const double x[3]) const;
+  double evaluate(const double x[3]) const { return evaluate(x, terms); }
+  // The first `use` ≤ terms terms only.
+  double evaluate(const double x[3], int use) const;
 };
 
 // Lemma 3.1's bound on |φ(x − t) − Σ_{l<terms}| for one source with sqrt(|t|² + c²) ≤ rho and a

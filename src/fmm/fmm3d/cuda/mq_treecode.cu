@@ -120,21 +120,21 @@ __global__ void __launch_bounds__(setup_threads)
 
 // The series of a box at x̃ (the offset from its centre in its units ρ), in the unit vector x̂ and
 // r = |x̃|: G_l(x̃) / r^{2l−1} = r^{1−l} G_l(x̂), so every power is at most 1 in magnitude.
-template <class T> __device__ T series(const MqTree<T> &t, const T *cf, T x, T y, T z) {
+template <class T> __device__ T series(int terms, const T *cf, T x, T y, T z) {
   const T r = sqrt(x * x + y * y + z * z), inv = 1 / r;
   x *= inv;
   y *= inv;
   z *= inv;
   T py[max_terms], pz[max_terms], px[max_terms];
   px[0] = py[0] = pz[0] = 1;
-  for (int k = 1; k < t.terms; ++k) {
+  for (int k = 1; k < terms; ++k) {
     px[k] = px[k - 1] * x;
     py[k] = py[k - 1] * y;
     pz[k] = pz[k - 1] * z;
   }
   T scale = r, u = 0;
   int idx = 0;
-  for (int l = 0; l < t.terms; ++l) {
+  for (int l = 0; l < terms; ++l) {
     T s = 0;
     for (int m = 0; m <= l; ++m) { // a = l − m; entries T(m) + c, c = 0 … m: consecutive
       T sm = 0;
@@ -168,9 +168,9 @@ __global__ void __launch_bounds__(eval_threads)
     for (std::int32_t a = leaf; a >= 0; a = t.boxes[a].parent)
       for (std::int64_t k = t.far_offsets[a]; k < t.far_offsets[a + 1]; ++k) {
         const MqBox<T> B = t.boxes[t.far[k]];
-        if (t.use_series[k]) {
+        if (const int terms = t.use_series[k]) {
           const T inv = 1 / B.rho;
-          u += B.rho * series(t, t.coef + static_cast<std::int64_t>(B.slot) * t.ncoef,
+          u += B.rho * series(terms, t.coef + static_cast<std::int64_t>(B.slot) * t.ncoef,
                               (x - B.centre[0]) * inv, (y - B.centre[1]) * inv,
                               (z - B.centre[2]) * inv);
         } else {
