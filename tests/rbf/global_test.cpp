@@ -2,6 +2,7 @@
 // fp64 reference (the saddle-point system (4) solved in the test by Eigen's full-pivoting LU with
 // libm kernel values and unscaled monomials), the interpolation property, polynomial
 // reproduction, and every bad input. Tolerances are stated where used.
+#include "rbf/global/lsets.hpp"
 #include "rbf/global/polynomial.hpp"
 #include "spatial/kdtree.hpp"
 #include "support/expect_error.hpp"
@@ -12,8 +13,11 @@
 #include <ksum/global.hpp>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
+#include <numeric>
+#include <random>
 
 namespace ksum {
 namespace {
@@ -175,6 +179,236 @@ TEST(KdTree, RankFilteredNearestMatchesBruteForce) {
       }
     }
   }
+}
+
+// The k nearest of rank ≥ min_rank by brute force, (squared distance, index) in order.
+std::vector<std::pair<double, std::int64_t>> brute_nearest(const Table<double> &x, const double *q,
+                                                           int k, std::int64_t min_rank,
+                                                           const std::vector<std::int64_t> &rank) {
+  std::vector<std::pair<double, std::int64_t>> all;
+  for (std::int64_t j = 0; j < x.rows(); ++j) {
+    if (rank[j] < min_rank)
+      continue;
+    double s = 0;
+    for (std::int64_t c = 0; c < x.cols(); ++c)
+      s += (x(j, c) - q[c]) * (x(j, c) - q[c]);
+    all.emplace_back(s, j);
+  }
+  const std::size_t kk = std::min<std::size_t>(k, all.size());
+  std::partial_sort(all.begin(), all.begin() + kk, all.end());
+  all.resize(kk);
+  return all;
+}
+
+// The tree's levels (a tree of the points of rank ≥ t_p for each p), the coordinates returned with
+// the neighbours, and the leaf order with its accessors: dimensions with and without a compiled-in
+// path, leaves of one point, bounds that select every level, k beyond 64 and beyond the
+// candidates, queries off the points, ranks with ties and no ranks.
+TEST(KdTree, LevelsCoordinatesAndLeafOrderMatchBruteForce) {
+  const std::int64_t n = 3000;
+  for (const std::int64_t d : {2, 3, 4, 5}) {
+    const auto x = test::random_points(n, d, 40 + d);
+    std::vector<std::int64_t> perm(n), ties(n);
+    std::iota(perm.begin(), perm.end(), std::int64_t{0});
+    std::shuffle(perm.begin(), perm.end(), std::mt19937_64(d));
+    for (std::int64_t i = 0; i < n; ++i)
+      ties[i] = i % 7;
+    const std::vector<std::int64_t> zeros(n, 0);
+    struct Ranks {
+      const std::vector<std::int64_t> &rank;
+      bool given;
+      std::vector<std::int64_t> bounds;
+    };
+    const Ranks rank_cases[] = {{perm, true, {0, 700, 1499, 1500, 2300, 2990, 2999, 3000}},
+                                {ties, true, {0, 3, 6, 7}},
+                                {zeros, false, {0}}};
+    for (const auto &rc : rank_cases)
+      for (const int leaf : {1, 32}) {
+        const spatial::KdTree tree(x, rc.given ? rc.rank : std::vector<std::int64_t>{}, leaf, 2);
+        const auto &order = tree.leaf_order();
+        ASSERT_EQ(static_cast<std::int64_t>(order.size()), n);
+        std::vector<char> seen(n, 0);
+        for (std::int64_t t = 0; t < n; ++t) {
+          ASSERT_FALSE(seen[order[t]]) << "leaf order repeats a point";
+          seen[order[t]] = 1;
+          ASSERT_EQ(tree.leaf_rank(t), rc.rank[order[t]]);
+          for (std::int64_t c = 0; c < d; ++c)
+            ASSERT_EQ(tree.leaf_coord(t, c), x(order[t], c));
+        }
+        std::vector<std::pair<double, std::int64_t>> got;
+        std::vector<double> coords;
+        for (const std::int64_t min_rank : rc.bounds)
+          for (const int k : {1, 40, 100})
+            for (std::int64_t qi = 0; qi < n; qi += 331) {
+              std::vector<double> q(d);
+              for (std::int64_t c = 0; c < d; ++c)
+                q[c] = x(qi, c) + (qi % 2 ? 0.003 * (c + 1) : 0.0);
+              tree.nearest(q.data(), k, min_rank, got, &coords);
+              const auto want = brute_nearest(x, q.data(), k, min_rank, rc.rank);
+              ASSERT_EQ(got.size(), want.size());
+              ASSERT_EQ(coords.size(), got.size() * d);
+              for (std::size_t t = 0; t < want.size(); ++t) {
+                ASSERT_EQ(got[t].second, want[t].second)
+                    << "d=" << d << " leaf=" << leaf << " min_rank=" << min_rank << " k=" << k
+                    << " query " << qi << " rank " << t;
+                ASSERT_NEAR(got[t].first, want[t].first, 1e-15);
+                for (std::int64_t c = 0; c < d; ++c)
+                  ASSERT_EQ(coords[t * d + c], x(got[t].second, c));
+              }
+            }
+      }
+  }
+}
+
+// The tree's squared distance (spatial/kdtree.cpp): the squares rounded and added in coordinate
+// order, the last one fused with its addition in an odd dimension above 1 where the machine has
+// fused multiply-adds.
+double tree_distance2(const Table<double> &x, std::int64_t j, const double *q) {
+  const std::int64_t d = x.cols();
+  double s = 0;
+  for (std::int64_t c = 0; c < d; ++c) {
+    const double e = x(j, c) - q[c];
+#if defined(__FMA__) || defined(__aarch64__)
+    if (c == d - 1 && d % 2 == 1 && d > 1)
+      return std::fma(e, e, s);
+#endif
+    volatile double sq = e * e; // rounded on its own
+    s += sq;
+  }
+  return s;
+}
+
+// On grids many distances are equal: the k nearest are then decided by the smaller index, which
+// needs every tied candidate to be looked at (a box's bound may not exceed a distance on its face).
+TEST(KdTree, TiesInDistanceGoToTheSmallerIndex) {
+  const std::int64_t c2[2] = {30, 30}, c3[3] = {12, 12, 12};
+  const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+  for (const auto &x : {datasets::grid(c2, lo, hi, 2), datasets::grid(c3, lo, hi, 3)}) {
+    const std::int64_t n = x.rows(), d = x.cols();
+    std::vector<std::int64_t> rank(n);
+    std::iota(rank.begin(), rank.end(), std::int64_t{0});
+    std::shuffle(rank.begin(), rank.end(), std::mt19937_64(n));
+    for (const int leaf : {1, 8, 32}) {
+      const spatial::KdTree tree(x, rank, leaf);
+      std::vector<std::pair<double, std::int64_t>> got;
+      for (const std::int64_t min_rank : {std::int64_t{0}, n / 3, n / 2, n - 50})
+        for (const int k : {6, 19, 27, 40})
+          for (std::int64_t qi = 0; qi < n; qi += 7) {
+            std::vector<double> q(d);
+            for (std::int64_t c = 0; c < d; ++c)
+              q[c] = x(qi, c);
+            tree.nearest(q.data(), k, min_rank, got);
+            std::vector<std::pair<double, std::int64_t>> all;
+            for (std::int64_t j = 0; j < n; ++j)
+              if (rank[j] >= min_rank)
+                all.emplace_back(tree_distance2(x, j, q.data()), j);
+            const std::size_t kk = std::min<std::size_t>(k, all.size());
+            std::partial_sort(all.begin(), all.begin() + kk, all.end());
+            ASSERT_EQ(got.size(), kk);
+            for (std::size_t t = 0; t < kk; ++t) {
+              ASSERT_EQ(got[t].second, all[t].second)
+                  << "d=" << d << " leaf=" << leaf << " min_rank=" << min_rank << " k=" << k
+                  << " query " << qi << " rank " << t;
+              ASSERT_EQ(got[t].first, all[t].first);
+            }
+          }
+    }
+  }
+}
+
+// The L-sets against their definition (seed 000 §3.1): set m holds σ(m) and its q − 1 nearest
+// among σ(m), …, σ(N) (brute force, ties to the smaller index); ζ solves the set's local system
+// (reference: Eigen's full-pivoting LU with libm kernel values and raw monomials, ζ not depending
+// on the polynomial basis). Tolerance: the systems' condition numbers reach about 1e8 here.
+TEST(LSets, AreTheNearestUnvisitedPointsWithTheirLocalLagrangeFunctions) {
+  struct Case {
+    Kernel k;
+    double eps;
+    std::int64_t d;
+    int q, degree;
+  };
+  const Case cases[] = {{Kernel::multiquadric, 40.0, 2, 20, 0},
+                        {Kernel::tps, 1.0, 2, 15, 1},
+                        {Kernel::gaussian, 25.0, 3, 30, -1},
+                        {Kernel::cubic, 1.0, 3, 25, 1},
+                        {Kernel::multiquadric, 40.0, 3, 60, 2}}; // beyond 64 unknowns
+  for (const auto &c : cases) {
+    const std::int64_t n = 1200;
+    const auto x = datasets::halton(n, c.d);
+    const std::uint64_t seed = 11;
+    const auto s = rbf::build_lsets(x, {c.k, c.eps, c.q, c.degree, seed, 2});
+    // σ as build_lsets draws it.
+    std::vector<std::int64_t> order(n), rank(n);
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    std::mt19937_64 rng(seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::int64_t m = 0; m < n; ++m)
+      rank[order[m]] = m;
+    const auto ex = exponents(c.degree, c.d);
+    const std::int64_t terms = static_cast<std::int64_t>(ex.size());
+    ASSERT_EQ(s.count(), n - terms);
+    EXPECT_EQ(s.skipped, 0);
+    for (std::int64_t m = 0; m < s.count(); ++m) {
+      const std::int64_t l = order[m], b = s.ptr[m], size = s.ptr[m + 1] - b;
+      ASSERT_EQ(size, std::min<std::int64_t>(c.q, n - m));
+      std::vector<double> xl(c.d);
+      for (std::int64_t k = 0; k < c.d; ++k)
+        xl[k] = x(l, k);
+      const auto nb = brute_nearest(x, xl.data(), static_cast<int>(size), m, rank);
+      ASSERT_EQ(s.idx[b], l);
+      std::int64_t t = 1;
+      for (const auto &[d2, j] : nb) {
+        if (j != l && t < size) {
+          ASSERT_EQ(s.idx[b + t++], j) << "set " << m;
+        }
+      }
+      if (m % 23 != 0)
+        continue;
+      const std::int64_t sys = size + terms;
+      Eigen::MatrixXd K = Eigen::MatrixXd::Zero(sys, sys);
+      for (std::int64_t i = 0; i < size; ++i) {
+        const std::int64_t pi = s.idx[b + i];
+        for (std::int64_t j = 0; j < size; ++j) {
+          const std::int64_t pj = s.idx[b + j];
+          double r2 = 0;
+          for (std::int64_t k = 0; k < c.d; ++k)
+            r2 += (x(pi, k) - x(pj, k)) * (x(pi, k) - x(pj, k));
+          K(i, j) = kernel_value(c.k, c.eps, std::sqrt(r2));
+        }
+        for (std::int64_t e = 0; e < terms; ++e)
+          K(i, size + e) = K(size + e, i) = monomial(x, pi, ex[e]);
+      }
+      Eigen::VectorXd e0 = Eigen::VectorXd::Zero(sys);
+      e0(0) = 1;
+      const Eigen::VectorXd want = K.fullPivLu().solve(e0);
+      const double scale = want.head(size).cwiseAbs().maxCoeff();
+      for (std::int64_t i = 0; i < size; ++i)
+        ASSERT_NEAR(s.zeta[b + i], want(i), 1e-6 * scale) << "set " << m << " member " << i;
+    }
+  }
+}
+
+// A point given twice makes every set that holds both copies exactly singular: those sets are
+// counted as skipped and keep ζ = 0; the others are solved.
+TEST(LSets, SingularSetsAreDetectedAndLeftZero) {
+  auto x = datasets::halton(400, 2);
+  for (std::int64_t k = 0; k < 2; ++k)
+    x(7, k) = x(3, k);
+  const auto s = rbf::build_lsets(x, {Kernel::multiquadric, 20.0, 15, 0, 5, 1});
+  std::int64_t both = 0;
+  for (std::int64_t m = 0; m < s.count(); ++m) {
+    const auto first = s.idx.begin() + s.ptr[m], last = s.idx.begin() + s.ptr[m + 1];
+    const bool twice = std::find(first, last, 3u) != last && std::find(first, last, 7u) != last;
+    both += twice;
+    if (twice) {
+      for (std::int64_t e = s.ptr[m]; e < s.ptr[m + 1]; ++e)
+        ASSERT_EQ(s.zeta[e], 0.0) << "set " << m;
+    } else {
+      ASSERT_NE(s.zeta[s.ptr[m]], 0.0) << "set " << m;
+    }
+  }
+  EXPECT_GT(both, 0);
+  EXPECT_EQ(s.skipped, both);
 }
 
 // Dense solver against the reference, dimensions 1–4, kernels with and without polynomials.

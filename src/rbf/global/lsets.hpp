@@ -19,15 +19,17 @@
 
 namespace ksum::rbf {
 
+// The four long arrays are filled by parallel loops, which also touch them first (they are not
+// zeroed beforehand).
 struct LSets {
-  std::int64_t n = 0;             // points
-  std::int64_t skipped = 0;       // sets whose local system was singular (ζ left 0)
-  std::vector<std::int64_t> ptr;  // set l's members are idx[ptr[l] .. ptr[l + 1])
-  std::vector<std::uint32_t> idx; // members, the set's own point first
-  std::vector<double> zeta;       // ζ_lj aligned with idx
-  std::vector<std::int64_t> tptr; // point j appears in sets tset[tptr[j] .. tptr[j + 1])
-  std::vector<std::uint32_t> tset;
-  std::vector<double> tzeta; // … with coefficient tzeta
+  std::int64_t n = 0;                       // points
+  std::int64_t skipped = 0;                 // sets whose local system was singular (ζ left 0)
+  std::vector<std::int64_t> ptr;            // set l's members are idx[ptr[l] .. ptr[l + 1])
+  detail::uninit_vector<std::uint32_t> idx; // members, the set's own point first
+  detail::uninit_vector<double> zeta;       // ζ_lj aligned with idx
+  std::vector<std::int64_t> tptr;           // point j appears in sets tset[tptr[j] .. tptr[j + 1])
+  detail::uninit_vector<std::uint32_t> tset;
+  detail::uninit_vector<double> tzeta; // … with coefficient tzeta
 
   std::int64_t count() const { return static_cast<std::int64_t>(ptr.size()) - 1; }
   // τ = Σ_l ζ_l (ζ_lᵀ r) / ζ_ll for one column; mu: scratch of count() entries.
