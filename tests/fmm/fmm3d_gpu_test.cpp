@@ -6,6 +6,7 @@
 #include "fmm/fmm3d/mq_treecode.hpp"
 #include "fmm/fmm3d/octree.hpp"
 #include "fmm/fmm_cases.hpp"
+#include "fmm/mq_reference.hpp"
 #include "support/expect_error.hpp"
 #include "support/gpu.hpp"
 
@@ -187,19 +188,7 @@ TEST(MqTreecodeGpu, MeetsItsErrorBoundAndAgreesWithTheCpu) {
     for (auto &x : w)
       x = unif(rng);
     for (const double c : {0.01, 0.2}) {
-      std::vector<double> exact(static_cast<std::size_t>(n)), scale(exact.size());
-      for (std::int64_t i = 0; i < n; ++i) {
-        long double sum = 0, abs_sum = 0;
-        for (std::int64_t j = 0; j < n; ++j) {
-          long double q = c * c;
-          for (int k = 0; k < 3; ++k)
-            q += (p(i, k) - p(j, k)) * static_cast<long double>(p(i, k) - p(j, k));
-          sum += w[static_cast<std::size_t>(j)] * std::sqrt(q);
-          abs_sum += std::abs(w[static_cast<std::size_t>(j)]) * std::sqrt(q);
-        }
-        exact[static_cast<std::size_t>(i)] = static_cast<double>(sum);
-        scale[static_cast<std::size_t>(i)] = static_cast<double>(abs_sum);
-      }
+      const auto ref = mq_reference(p, w, c);
       for (const bool single : {false, true})
         for (const double tol : single ? std::vector<double>{1e-3, 1e-5}
                                        : std::vector<double>{1e-3, 1e-6, 1e-9, 1e-12}) {
@@ -207,11 +196,7 @@ TEST(MqTreecodeGpu, MeetsItsErrorBoundAndAgreesWithTheCpu) {
               .c = c, .tolerance = tol, .leaf_size = 16, .gpu = true, .single = single};
           fmm::MqTreecode tc(p, o);
           const auto got = tc.apply(w);
-          double worst = 0;
-          for (std::int64_t i = 0; i < n; ++i)
-            worst = std::max(worst, std::abs(got[static_cast<std::size_t>(i)] -
-                                             exact[static_cast<std::size_t>(i)]) /
-                                        scale[static_cast<std::size_t>(i)]);
+          const double worst = worst_scaled(got, ref.exact, ref.scale);
           SCOPED_TRACE(::testing::Message()
                        << "clustered " << clustered << " c " << c << " tol " << tol << " single "
                        << single << " terms " << tc.stats().terms);
@@ -220,13 +205,8 @@ TEST(MqTreecodeGpu, MeetsItsErrorBoundAndAgreesWithTheCpu) {
           EXPECT_GT(tc.stats().seconds_eval, 0.0);
           if (!single) {
             fmm::MqTreecode cpu(p, {.c = c, .tolerance = tol, .leaf_size = 16});
-            const auto want = cpu.apply(w);
-            double diff = 0;
-            for (std::int64_t i = 0; i < n; ++i)
-              diff = std::max(diff, std::abs(got[static_cast<std::size_t>(i)] -
-                                             want[static_cast<std::size_t>(i)]) /
-                                        scale[static_cast<std::size_t>(i)]);
-            EXPECT_LE(diff, 1e-13); // the same sums in another order
+            // The same sums in another order.
+            EXPECT_LE(worst_scaled(got, cpu.apply(w), ref.scale), 1e-13);
           }
         }
     }

@@ -2,6 +2,7 @@
 // |u_i − ũ_i| ≤ tolerance · Σ_j |w_j| φ_ij, for uniform and clustered points, small and large c,
 // tolerances 1e-3 … 1e-9; N = 0 and 1; bad options refused.
 #include "fmm/fmm3d/mq_treecode.hpp"
+#include "fmm/mq_reference.hpp"
 #include "support/expect_error.hpp"
 
 #include <cmath>
@@ -33,28 +34,11 @@ TEST(MqTreecode, MeetsItsErrorBoundAgainstTheDirectSum) {
     for (auto &x : w)
       x = u(rng);
     for (const double c : {0.01, 0.2}) {
-      // The reference and the bound's scale, in long double.
-      std::vector<double> exact(static_cast<std::size_t>(n)), scale(exact.size());
-      for (std::int64_t i = 0; i < n; ++i) {
-        long double s = 0, a = 0;
-        for (std::int64_t j = 0; j < n; ++j) {
-          long double q = c * c;
-          for (int k = 0; k < 3; ++k)
-            q += (p(i, k) - p(j, k)) * (long double)(p(i, k) - p(j, k));
-          s += w[static_cast<std::size_t>(j)] * std::sqrt(q);
-          a += std::abs(w[static_cast<std::size_t>(j)]) * std::sqrt(q);
-        }
-        exact[static_cast<std::size_t>(i)] = static_cast<double>(s);
-        scale[static_cast<std::size_t>(i)] = static_cast<double>(a);
-      }
+      const auto ref = ksum::test::mq_reference(p, w, c);
       for (const double tol : {1e-3, 1e-6, 1e-9}) {
         ksum::fmm::MqTreecode tc(p, {.c = c, .tolerance = tol, .leaf_size = 16});
         const auto got = tc.apply(w);
-        double worst = 0;
-        for (std::int64_t i = 0; i < n; ++i)
-          worst = std::max(worst, std::abs(got[static_cast<std::size_t>(i)] -
-                                           exact[static_cast<std::size_t>(i)]) /
-                                      scale[static_cast<std::size_t>(i)]);
+        const double worst = ksum::test::worst_scaled(got, ref.exact, ref.scale);
         SCOPED_TRACE(::testing::Message() << "clustered " << clustered << " c " << c << " tol "
                                           << tol << " terms " << tc.stats().terms);
         EXPECT_LE(worst, tol + 1e-14);
