@@ -12,6 +12,8 @@
 //   --fgp-method fmm  FGP with FMM products, the residual then also checked exactly
 // Shape: ε h = 1 with h = N^(−1/d) (c = 1/ε equal to the mean spacing). Prints markdown tables;
 // --json FILE writes the numbers.
+#include "seed000_multipole.hpp"
+
 #include <ksum/ksum.hpp>
 
 #include <algorithm>
@@ -130,19 +132,7 @@ std::pair<double, double> fmm_matvec(Backend b, const Table<double> &x, double t
 }
 
 void bench_multipole(bool gpu, int reps, nlohmann::json &out) {
-  // Seed 000 §4.1, test system I (i7-2600K, 8 threads; GTX 680), figures 3 (f32) and 4 (f64):
-  // "CPU setup mod.", "CPU eval mod.", "GPU setup", "GPU eval", seconds.
-  struct Row {
-    std::int64_t n;
-    double s32[4], s64[4];
-  };
-  const Row seed[] = {
-      {602, {1.94e-3, 6.04e-3, 9.91e-3, 4.07e-3}, {3.87e-3, 7.92e-3, 1.05e-2, 6.89e-3}},
-      {1562, {3.27e-3, 1.43e-2, 1.32e-2, 4.51e-3}, {4.72e-3, 1.85e-2, 1.31e-2, 8.12e-3}},
-      {3542, {6.87e-3, 3.92e-2, 2.03e-2, 4.91e-3}, {7.50e-3, 5.06e-2, 1.96e-2, 9.98e-3}},
-      {9902, {1.54e-2, 1.01e-1, 4.15e-2, 6.33e-3}, {1.86e-2, 1.73e-1, 4.05e-2, 1.98e-2}},
-      {39802, {8.51e-2, 5.63e-1, 2.24e-1, 2.98e-2}, {9.16e-2, 5.81e-1, 2.20e-1, 9.77e-2}},
-      {89702, {1.85e-1, 1.56e+0, 4.72e-1, 6.11e-2}, {2.14e-1, 1.80e+0, 4.91e-1, 2.50e-1}}};
+  // Seed 000 figures 3 and 4: "CPU setup mod.", "CPU eval mod.", "GPU setup", "GPU eval".
   for (const bool single : {true, false}) {
     const double tol = single ? 1e-4 : 1e-6;
     fmt::print("\n### Multipole matrix–vector product, multiquadric, {} (seed 000 §4.1 figure {}, "
@@ -152,20 +142,22 @@ void bench_multipole(bool gpu, int reps, nlohmann::json &out) {
         "| nodes | seed CPU setup | ksum CPU setup | seed CPU eval | ksum CPU eval | seed GPU "
         "setup | ksum GPU setup | seed GPU eval | ksum GPU eval |\n"
         "|---|---|---|---|---|---|---|---|---|\n");
-    for (const auto &r : seed) {
-      const auto x = datasets::halton(r.n, 3);
+    for (const auto &r : ksum::bench::seed000_multipole) {
+      const auto x = datasets::halton(r.nodes, 3);
       const auto c = single ? fmm_matvec<float>(Backend::cpu, x, tol, reps)
                             : fmm_matvec<double>(Backend::cpu, x, tol, reps);
       std::pair<double, double> g{0, 0};
       if (gpu)
         g = single ? fmm_matvec<float>(Backend::cuda, x, tol, reps)
                    : fmm_matvec<double>(Backend::cuda, x, tol, reps);
-      const double *s = single ? r.s32 : r.s64;
+      const double *t = single ? r.f32 : r.f64;
+      using enum ksum::bench::Seed000Column;
+      const double s[4] = {t[cpu_setup_mod], t[cpu_eval_mod], t[gpu_setup], t[gpu_eval]};
       auto cell = [](double v) { return v > 0 ? fmt::format("{:.2e}", v) : std::string("–"); };
-      fmt::print("| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} |\n", r.n,
-                 s[0], c.first, s[1], c.second, s[2], cell(g.first), s[3], cell(g.second));
+      fmt::print("| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} |\n",
+                 r.nodes, s[0], c.first, s[1], c.second, s[2], cell(g.first), s[3], cell(g.second));
       out[single ? "multipole_f32" : "multipole_f64"].push_back(
-          {{"nodes", r.n},
+          {{"nodes", r.nodes},
            {"cpu_setup", c.first},
            {"cpu_eval", c.second},
            {"gpu_setup", g.first},

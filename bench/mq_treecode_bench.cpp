@@ -6,6 +6,7 @@
 // none. The CPU treecode computes in double for both tables. Internal API.
 //   mq_treecode_bench [--gpu] [--max-n N] [--reps R]
 #include "fmm/fmm3d/mq_treecode.hpp"
+#include "seed000_multipole.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/direct.hpp>
@@ -19,18 +20,6 @@
 #include <vector>
 
 namespace {
-
-struct SeedRow {
-  std::int64_t n;
-  double f32[4], f64[4]; // CPU setup, CPU eval, GPU setup, GPU eval
-};
-constexpr SeedRow seed[] = {
-    {602, {2.67e-3, 6.70e-3, 9.91e-3, 4.07e-3}, {3.71e-3, 7.12e-3, 1.05e-2, 6.89e-3}},
-    {1562, {6.36e-3, 1.43e-2, 1.32e-2, 4.51e-3}, {6.61e-3, 1.31e-2, 1.31e-2, 8.12e-3}},
-    {3542, {1.11e-2, 3.01e-2, 2.03e-2, 4.91e-3}, {1.23e-2, 3.05e-2, 1.96e-2, 9.98e-3}},
-    {9902, {2.50e-2, 9.48e-2, 4.15e-2, 6.33e-3}, {2.97e-2, 1.06e-1, 4.05e-2, 1.98e-2}},
-    {39802, {1.44e-1, 6.30e-1, 2.24e-1, 2.98e-2}, {1.47e-1, 6.30e-1, 2.20e-1, 9.77e-2}},
-    {89702, {3.63e-1, 1.83e+0, 4.72e-1, 6.11e-2}, {3.20e-1, 2.02e+0, 4.91e-1, 2.50e-1}}};
 
 struct Run {
   double setup = 0, eval = 0, error = 0;
@@ -99,8 +88,8 @@ int main(int argc, char **argv) {
           "direct "
           "pairs | max rel. error CPU / GPU |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-      for (const auto &r : seed) {
-        const std::int64_t n = r.n;
+      for (const auto &r : ksum::bench::seed000_multipole) {
+        const std::int64_t n = r.nodes;
         if (n > max_n)
           break;
         const auto p = ksum::datasets::halton(n, 3);
@@ -124,7 +113,9 @@ int main(int argc, char **argv) {
         Run g;
         if (gpu)
           g = run(p, w, ref, {.c = c, .tolerance = tol, .gpu = true, .single = single}, reps);
-        const double *s = single ? r.f32 : r.f64;
+        const double *t = single ? r.f32 : r.f64;
+        using enum ksum::bench::Seed000Column;
+        const double s[4] = {t[cpu_setup], t[cpu_eval], t[gpu_setup], t[gpu_eval]};
         auto cell = [gpu](double v) { return gpu ? fmt::format("{:.2e}", v) : std::string("–"); };
         fmt::print("| {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {} | {} "
                    "({:.1f}) | {} / "
