@@ -5,6 +5,7 @@
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/fmm2d.hpp>
 #include <ksum/global.hpp>
 #include <ksum/io.hpp>
 #include <ksum/kernels.hpp>
