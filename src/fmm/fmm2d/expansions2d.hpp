@@ -115,6 +115,44 @@ KSUM_HD void m2l(const cx<T> *a, cx<T> c1, T s1, cx<T> c2, T s2, int p, const T 
   }
 }
 
+// The same M2L for the CPU: hank[l * p + k] = C(l+k−1, k−1) row by row, σ split into real and
+// imaginary arrays, so each row is two contiguous dot products the compiler vectorises.
+template <class T>
+inline void m2l_rows(const cx<T> *a, cx<T> c1, T s1, cx<T> c2, T s2, int p, const T *hank,
+                     cx<T> *b) {
+  const cx<T> z0 = c1 - c2;
+  const cx<T> iz = inv(z0);
+  const cx<T> t1 = (-s1) * iz;
+  const cx<T> t2 = s2 * iz;
+  alignas(64) T sr[kMaxTerms], si[kMaxTerms];
+  sr[0] = si[0] = 0;
+  const T lg = T(0.5) * static_cast<T>(std::log(z0.re * z0.re + z0.im * z0.im));
+  cx<T> b0 = {a[0].re * lg, a[0].im * lg};
+  cx<T> tk = t1;
+  for (int k = 1; k < p; ++k) {
+    const cx<T> sg = a[k] * tk;
+    sr[k] = sg.re;
+    si[k] = sg.im;
+    b0 = b0 + sg;
+    tk = tk * t1;
+  }
+  b[0] = b[0] + b0;
+  cx<T> tl = t2;
+  for (int l = 1; l < p; ++l) {
+    const T *row = hank + l * p;
+    T ar = 0, ai = 0;
+#pragma omp simd reduction(+ : ar, ai)
+    for (int k = 1; k < p; ++k) {
+      ar += row[k] * sr[k];
+      ai += row[k] * si[k];
+    }
+    const T il = T(1) / T(l);
+    const cx<T> acc = {ar - a[0].re * il, ai - a[0].im * il};
+    b[l] = b[l] + acc * tl;
+    tl = tl * t2;
+  }
+}
+
 // L2L: adds the parent's local b (centre c1, scale s1) to the child's local out (c2, s2):
 // the polynomial in u = (z − c1)/s1 = α w + β, w = (z − c2)/s2, α = s2/s1, β = (c2 − c1)/s1, is
 // re-expanded in w by a Taylor shift (Horner's scheme, O(p²)) and a scaling by α^l.

@@ -209,7 +209,8 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
           if (pyr.src_count[f + c] == 0)
             continue;
           const double rs = pyr.src_radius[f + c];
-          const double d = std::abs(std::complex<double>(pyr.src_centre[f + c] - ct));
+          const std::complex<double> dz(pyr.src_centre[f + c] - ct);
+          const double d = std::sqrt(dz.real() * dz.real() + dz.imag() * dz.imag());
           const double big = std::max(rt, rs), small = std::min(rt, rs);
           if (d > 0 && big + theta * small <= theta * d) {
             wk[b].push_back(static_cast<std::int32_t>(c));

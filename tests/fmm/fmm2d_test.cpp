@@ -1,0 +1,299 @@
+// The adaptive 2D FMM (seed 004 Paper IV) against the long-double direct sum: the error bound
+// max_i |u_i − ref_i| ≤ tol · max_i |ref_i| over tolerances 1e-3 … 1e-12, three distributions and
+// both kernels; moves of θ and Nlevels; separate targets; degenerate and bad inputs.
+#include "fmm/fmm2d_reference.hpp"
+#include "support/expect_error.hpp"
+
+#include <ksum/error.hpp>
+#include <ksum/fmm2d.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ksum {
+namespace {
+
+using cd = std::complex<double>;
+
+std::vector<std::int64_t> sample(std::int64_t n, int count = 200) {
+  std::vector<std::int64_t> at;
+  for (int i = 0; i < count && i < n; ++i)
+    at.push_back((static_cast<std::int64_t>(i) * 7919) % n);
+  return at;
+}
+
+double run_error(const std::string &kind, bool harmonic, double tol, double theta, int levels,
+                 std::int64_t n = 12000) {
+  const auto z = test::fmm2d_points(kind, n, 11);
+  const auto q = test::fmm2d_strengths(n, 12, harmonic);
+  Fmm2dOptions o;
+  o.kernel = harmonic ? Fmm2dKernel::harmonic : Fmm2dKernel::log;
+  o.tolerance = tol;
+  o.theta = theta;
+  o.levels = levels;
+  Fmm2d<double> f(o);
+  f.set_points(z);
+  const auto u = f.execute(q);
+  const auto at = sample(n);
+  return test::fmm2d_error(u, test::fmm2d_reference(harmonic, z, q, {}, at), at);
+}
+
+class Fmm2dAccuracy
+    : public ::testing::TestWithParam<std::tuple<std::string, bool, double>> {};
+
+TEST_P(Fmm2dAccuracy, MeetsTheToleranceAgainstTheLongDoubleSum) {
+  const auto &[kind, harmonic, tol] = GetParam();
+  const double err = run_error(kind, harmonic, tol, 0.5, 0);
+  EXPECT_LE(err, tol) << kind << (harmonic ? " harmonic" : " log") << " tol " << tol;
+  EXPECT_TRUE(std::isfinite(err));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, Fmm2dAccuracy,
+    ::testing::Combine(::testing::Values("uniform", "line", "cluster"), ::testing::Bool(),
+                       ::testing::Values(1e-3, 1e-6, 1e-9, 1e-12)),
+    [](const auto &info) {
+      const double tol = std::get<2>(info.param);
+      return std::get<0>(info.param) + (std::get<1>(info.param) ? "_harmonic_" : "_log_") +
+             "tol1em" + std::to_string(static_cast<int>(std::lround(-std::log10(tol))));
+    });
+
+TEST(Fmm2d, ThetaAndLevelMovesStayWithinTheTolerance) {
+  // The autotuner moves θ and Nlevels between calls; the result must stay within the tolerance of
+  // the exact sum for every setting (seed 004 Paper IV §4).
+  const std::int64_t n = 8000;
+  const auto z = test::fmm2d_points("uniform", n, 3);
+  const auto q = test::fmm2d_strengths(n, 4);
+  const auto at = sample(n);
+  const auto ref = test::fmm2d_reference(true, z, q, {}, at);
+  Fmm2dOptions o;
+  o.tolerance = 1e-8;
+  Fmm2d<double> f(o);
+  f.set_points(z);
+  for (double theta : {0.35, 0.45, 0.55, 0.65, 0.75})
+    for (int levels : {2, 4, 5, 6, 7}) {
+      f.set_parameters(theta, levels);
+      const auto u = f.execute(q);
+      EXPECT_EQ(f.levels(), levels);
+      EXPECT_LE(test::fmm2d_error(u, ref, at), 1e-8) << "θ " << theta << " levels " << levels;
+    }
+}
+
+TEST(Fmm2d, SeparateTargetsIncludingOneOnASource) {
+  const std::int64_t n = 6000, m = 3000;
+  auto z = test::fmm2d_points("cluster", n, 5);
+  auto t = test::fmm2d_points("uniform", m, 6);
+  t[17] = z[100]; // on top of a source: that source contributes 0
+  const auto q = test::fmm2d_strengths(n, 7);
+  for (bool harmonic : {true, false}) {
+    Fmm2dOptions o;
+    o.kernel = harmonic ? Fmm2dKernel::harmonic : Fmm2dKernel::log;
+    o.tolerance = 1e-10;
+    Fmm2d<double> f(o);
+    f.set_points(z, t);
+    const auto u = f.execute(q);
+    ASSERT_EQ(u.size(), static_cast<std::size_t>(m));
+    auto at = sample(m);
+    at.push_back(17);
+    EXPECT_LE(test::fmm2d_error(u, test::fmm2d_reference(harmonic, z, q, t, at), at), 1e-10);
+  }
+}
+
+TEST(Fmm2d, ResultDoesNotDependOnTheThreadCount) {
+  const std::int64_t n = 20000;
+  const auto z = test::fmm2d_points("uniform", n, 8);
+  const auto q = test::fmm2d_strengths(n, 9);
+  std::vector<cd> first;
+  for (int threads : {1, 2, 3}) {
+    Fmm2dOptions o;
+    o.threads = threads;
+    Fmm2d<double> f(o);
+    f.set_points(z);
+    const auto u = f.execute(q);
+    if (first.empty())
+      first = u;
+    else
+      EXPECT_EQ(u, first) << threads << " threads"; // every box sums in a fixed order
+  }
+}
+
+TEST(Fmm2d, DirectMethodIsTheExactSum) {
+  const std::int64_t n = 3000;
+  const auto z = test::fmm2d_points("line", n, 1);
+  const auto q = test::fmm2d_strengths(n, 2);
+  Fmm2dOptions o;
+  o.method = Method::direct;
+  Fmm2d<double> f(o);
+  f.set_points(z);
+  const auto u = f.execute(q);
+  const auto at = sample(n);
+  EXPECT_LE(test::fmm2d_error(u, test::fmm2d_reference(true, z, q, {}, at), at), 1e-13);
+}
+
+TEST(Fmm2d, FloatMeetsItsTolerancesAndRefusesTighterOnes) {
+  const std::int64_t n = 10000;
+  const auto z0 = test::fmm2d_points("uniform", n, 21);
+  const auto q0 = test::fmm2d_strengths(n, 22);
+  // The reference sums the float inputs (rounded once), so only the FMM's own error is measured.
+  std::vector<std::complex<float>> zf(z0.begin(), z0.end()), qf(q0.begin(), q0.end());
+  const std::vector<cd> z(zf.begin(), zf.end()), q(qf.begin(), qf.end());
+  const auto at = sample(n);
+  const auto ref = test::fmm2d_reference(true, z, q, {}, at);
+  for (double tol : {1e-3, 1e-5}) {
+    Fmm2dOptions o;
+    o.tolerance = tol;
+    Fmm2d<float> f(o);
+    f.set_points(zf);
+    const auto u = f.execute(qf);
+    std::vector<cd> ud(u.begin(), u.end());
+    EXPECT_LE(test::fmm2d_error(ud, ref, at), tol) << tol;
+  }
+  Fmm2dOptions o;
+  o.tolerance = 1e-8;
+  test::expect_error([&] { Fmm2d<float> f(o); }, ErrorCode::invalid_argument,
+                     "tolerance 1e-08 outside 1e-06");
+}
+
+TEST(Fmm2d, EmptyTinyAndOverRefinedInputs) {
+  Fmm2dOptions o;
+  Fmm2d<double> f(o);
+  f.set_points(std::vector<cd>{});
+  EXPECT_TRUE(f.execute(std::vector<cd>{}).empty());
+  f.set_points(std::vector<cd>{{0.5, 0.5}});
+  const auto one = f.execute(std::vector<cd>{{2.0, 0.0}});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], cd(0, 0));
+  // No sources, some targets: zeros.
+  f.set_points(std::vector<cd>{}, std::vector<cd>{{0, 0}, {1, 1}});
+  EXPECT_EQ(f.execute(std::vector<cd>{}), (std::vector<cd>{{0, 0}, {0, 0}}));
+  // Far more levels than points: most boxes are empty.
+  const std::int64_t n = 50;
+  const auto z = test::fmm2d_points("uniform", n, 31);
+  const auto q = test::fmm2d_strengths(n, 32);
+  o.levels = 7;
+  o.method = Method::fmm;
+  Fmm2d<double> g(o);
+  g.set_points(z);
+  const auto u = g.execute(q);
+  const auto at = sample(n);
+  EXPECT_LE(test::fmm2d_error(u, test::fmm2d_reference(true, z, q, {}, at), at), 1e-6);
+}
+
+TEST(Fmm2d, IdenticalPointsCostNothingAndContributeNothingToEachOther) {
+  // 200,000 copies of one point plus 1,000 others: the copies' boxes have zero size and are
+  // dropped from each other's near field (every pair is at distance 0 and contributes 0), so this
+  // is fast; a quadratic near field would take minutes.
+  const std::int64_t copies = 200000, others = 1000;
+  auto z = test::fmm2d_points("uniform", others, 41);
+  z.insert(z.end(), copies, cd(0.25, 0.75));
+  const std::int64_t n = static_cast<std::int64_t>(z.size());
+  const auto q = test::fmm2d_strengths(n, 42);
+  Fmm2dOptions o;
+  o.tolerance = 1e-9;
+  Fmm2d<double> f(o);
+  f.set_points(z);
+  const auto u = f.execute(q);
+  std::vector<std::int64_t> at{0, 1, 500, 999, 1000, 1001, n / 2, n - 1};
+  EXPECT_LE(test::fmm2d_error(u, test::fmm2d_reference(true, z, q, {}, at), at), 1e-9);
+  EXPECT_LT(f.stats().p2p_pairs, 1e9);
+}
+
+TEST(Fmm2d, ExtremeClusteringStaysAccurate) {
+  // Two clusters of width 1e-12 a distance 1 apart, and a uniform background.
+  std::vector<cd> z = test::fmm2d_points("uniform", 2000, 51);
+  const auto c = test::fmm2d_points("uniform", 4000, 52);
+  for (std::size_t i = 0; i < c.size(); ++i)
+    z.push_back((i % 2 ? cd(0.1, 0.1) : cd(0.9, 0.9)) + 1e-12 * (c[i] - cd(0.5, 0.5)));
+  const std::int64_t n = static_cast<std::int64_t>(z.size());
+  const auto q = test::fmm2d_strengths(n, 53);
+  for (bool harmonic : {true, false}) {
+    Fmm2dOptions o;
+    o.kernel = harmonic ? Fmm2dKernel::harmonic : Fmm2dKernel::log;
+    o.tolerance = 1e-6;
+    o.levels = 8;
+    Fmm2d<double> f(o);
+    f.set_points(z);
+    const auto u = f.execute(q);
+    const auto at = sample(n);
+    EXPECT_LE(test::fmm2d_error(u, test::fmm2d_reference(harmonic, z, q, {}, at), at), 1e-6);
+  }
+}
+
+TEST(Fmm2d, GaussianCoreSmoothsTheNearFieldAndChecksItsRadius) {
+  const std::int64_t n = 8000;
+  const auto z = test::fmm2d_points("uniform", n, 61);
+  const auto q = test::fmm2d_strengths(n, 62);
+  const double core = 2e-3;
+  Fmm2dOptions o;
+  o.tolerance = 1e-8;
+  o.smoothing = Fmm2dSmoothing::gaussian;
+  o.core_radius = core;
+  Fmm2d<double> f(o);
+  f.set_points(z);
+  const auto u = f.execute(q);
+  const auto at = sample(n);
+  EXPECT_LE(test::fmm2d_error(u, test::fmm2d_reference(true, z, q, {}, at, core), at), 1e-8);
+  o.core_radius = 0.2; // wider than the gaps between weakly coupled boxes
+  Fmm2d<double> g(o);
+  test::expect_error([&] { g.set_points(z); }, ErrorCode::invalid_argument, "core radius");
+}
+
+TEST(Fmm2d, BadInputsGetClearErrors) {
+  Fmm2dOptions o;
+  o.theta = 1.2;
+  test::expect_error([&] { Fmm2d<double> f(o); }, ErrorCode::invalid_argument, "θ = 1.2");
+  o = {};
+  o.tolerance = 1e-15;
+  test::expect_error([&] { Fmm2d<double> f(o); }, ErrorCode::invalid_argument, "tolerance");
+  o = {};
+  o.order = 1;
+  test::expect_error([&] { Fmm2d<double> f(o); }, ErrorCode::invalid_argument, "order 1");
+  o = {};
+  o.levels = 16;
+  test::expect_error([&] { Fmm2d<double> f(o); }, ErrorCode::invalid_argument, "levels 16");
+  o = {};
+  o.kernel = Fmm2dKernel::log;
+  o.smoothing = Fmm2dSmoothing::gaussian;
+  o.core_radius = 0.1;
+  test::expect_error([&] { Fmm2d<double> f(o); }, ErrorCode::invalid_argument, "harmonic");
+  o = {};
+  o.tolerance = 1e-13;
+  o.theta = 0.9;
+  test::expect_error(
+      [&] {
+        Fmm2d<double> f(o);
+        f.set_points(std::vector<cd>{{0, 0}, {1, 1}});
+      },
+      ErrorCode::invalid_argument, "smaller θ");
+  Fmm2d<double> f(Fmm2dOptions{});
+  test::expect_error([&] { f.execute(std::vector<cd>{}); }, ErrorCode::invalid_argument,
+                     "before set_points");
+  std::vector<cd> z{{0, 0}, {1, std::nan("")}, {2, 2}};
+  test::expect_error([&] { f.set_points(z); }, ErrorCode::non_finite, "source 1");
+  z[1] = {1, 1};
+  f.set_points(z);
+  test::expect_error([&] { f.execute(std::vector<cd>{{1, 0}}); }, ErrorCode::shape_mismatch,
+                     "1 strengths for 3 sources");
+  test::expect_error(
+      [&] { f.execute(std::vector<cd>{{1, 0}, {INFINITY, 0}, {0, 0}}); }, ErrorCode::non_finite,
+      "strength 1");
+  test::expect_error([&] { f.set_parameters(0.01, 3); }, ErrorCode::invalid_argument, "θ");
+  EXPECT_THROW(parse_fmm2d_kernel("gauss"), Error);
+  EXPECT_EQ(parse_fmm2d_kernel("log"), Fmm2dKernel::log);
+  EXPECT_EQ(parse_fmm2d_smoothing("oseen"), Fmm2dSmoothing::gaussian);
+}
+
+TEST(Fmm2d, DefaultLevelsKeepAboutThirtyTwoPointsPerLeaf) {
+  EXPECT_EQ(fmm2d_default_levels(0), 1);
+  EXPECT_EQ(fmm2d_default_levels(32), 1);
+  EXPECT_EQ(fmm2d_default_levels(33), 2);
+  EXPECT_EQ(fmm2d_default_levels(1000000), 9); // 4^8 = 65536 leaves, 15 points each
+}
+
+} // namespace
+} // namespace ksum
