@@ -125,7 +125,7 @@ double rel_error(const std::vector<cd> &u, const std::vector<cd> &ref,
 }
 
 struct Run {
-  double total = 0, partition = 0, upward = 0, downward = 0, near = 0, gpu_near = 0, error = -1;
+  double total = 0, partition = 0, split = 0, connect = 0, upward = 0, downward = 0, near = 0, gpu_near = 0, error = -1;
   double theta = 0;
   int levels = 0, order = 0, threads = 0;
   std::int64_t m2l = 0, p2p = 0;
@@ -154,6 +154,8 @@ Run measure(const Args &a, const std::vector<cd> &z, const std::vector<cd> &q, d
     Run run;
     run.total = t;
     run.partition = s.seconds_partition;
+    run.split = s.seconds_split;
+    run.connect = s.seconds_connect;
     run.upward = s.seconds_upward;
     run.downward = s.seconds_downward;
     run.near = s.seconds_near;
@@ -192,13 +194,14 @@ Run tuned(const Args &a, const std::vector<cd> &z, const std::vector<cd> &q, int
 }
 
 std::string row(const Run &r) {
-  return fmt::format("| {} | {} | {:.2f} | {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | "
-                     "{:.4f} | {} | {:.2e} |",
+  return fmt::format("| {} | {} | {:.2f} | {} | {} | {:.4f} | {:.4f} ({:.4f} + {:.4f}) | {:.4f} | "
+                     "{:.4f} | {:.4f} | {:.4f} | {} | {:.2e} |",
                      r.backend, r.threads, r.theta, r.levels, r.order, r.total, r.partition,
+                     r.split, r.connect,
                      r.upward, r.downward, r.near, r.gpu_near, r.m2l,
                      static_cast<double>(r.p2p));
 }
-const char *header = "| backend | threads | θ | levels | p | total [s] | partition | upward | "
+const char *header = "| backend | threads | θ | levels | p | total [s] | partition (splits + lists) | upward | "
                      "downward | near (CPU or wait) | GPU near | M2L | P2P pairs |\n"
                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 

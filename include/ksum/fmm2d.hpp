@@ -62,6 +62,8 @@ struct Fmm2dStats {
   double seconds_partition = 0, seconds_upward = 0, seconds_downward = 0, seconds_near = 0;
   double seconds_gpu_near = 0, seconds_gpu_m2l = 0;
   double seconds_execute = 0; // execute() as a whole
+  // The partition's parts: the median splits, and the lists (connectivity).
+  double seconds_split = 0, seconds_connect = 0;
   bool cpu_waited_on_gpu = false; // the CPU finished its part before the GPU (AT3a's signal)
 };
 

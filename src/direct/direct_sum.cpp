@@ -9,6 +9,7 @@
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/fmm2d.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -78,6 +79,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
   Table<T> src, tgt; // scaled copies; tgt is empty when self
   std::unique_ptr<detail::CudaDirect<T>> cuda;
   std::unique_ptr<fmm::BbFmm> fmm; // set when the FMM serves the plan
+  std::unique_ptr<Fmm2d<T>> fmm2; // set when the 2D FMM serves the plan (log kernel)
   SumStats stats;
 
   detail::DirectProblem<T> problem(const T *w, std::int64_t nrhs) const {
@@ -94,6 +96,54 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     p.tgt = self ? src.data() : tgt.data();
     p.w = w;
     return p;
+  }
+
+  // 2D: the adaptive FMM of seed 004 Paper IV with the log kernel, −log(ε r) = −Re log(ε (x − y))
+  // in complex notation; coordinates are scaled by ε so coincident points still contribute 0.
+  void set_fmm2d(const Table<T> &sources, const Table<T> *targets, Backend chosen,
+                 std::chrono::steady_clock::time_point t_setup) {
+    if (opt.kernel != Kernel::log)
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("the 2D FMM serves the log kernel (and the harmonic kernel of "
+                              "ksum::Fmm2d); kernel {} in 2D needs method direct",
+                              kernel_info(opt.kernel).name));
+    if (opt.gradient)
+      throw Error(ErrorCode::unsupported,
+                  "the FMM computes values only; use method direct for the gradient");
+    Fmm2dOptions fo;
+    fo.kernel = Fmm2dKernel::log;
+    fo.tolerance = opt.tolerance;
+    fo.backend = chosen;
+    fo.threads = opt.threads;
+    auto f = std::make_unique<Fmm2d<T>>(fo);
+    const T c = static_cast<T>(opt.eps);
+    const auto complexify = [c](const Table<T> &t) {
+      std::vector<std::complex<T>> z(static_cast<std::size_t>(t.rows()));
+      for (std::int64_t i = 0; i < t.rows(); ++i)
+        z[i] = {c * t(i, 0), c * t(i, 1)};
+      return z;
+    };
+    const auto zs = complexify(sources);
+    if (targets)
+      f->set_points(zs, complexify(*targets));
+    else
+      f->set_points(zs);
+    self = targets == nullptr;
+    n = sources.rows();
+    d = 2;
+    m = targets ? targets->rows() : n;
+    src = Table<T>();
+    tgt = Table<T>();
+    backend = chosen;
+    fmm.reset();
+    fmm2 = std::move(f);
+    const auto &fs = fmm2->stats();
+    stats = SumStats{.method = Method::fmm,
+                     .fmm_order = fs.order,
+                     .tree_depth = fs.levels,
+                     .tree_boxes = (std::int64_t(1) << (2 * fs.levels)) / 3,
+                     .seconds_setup = seconds_since(t_setup),
+                     .seconds_tree = fs.seconds_partition};
   }
 
   // Validates and prepares everything in locals and commits only when nothing has thrown, so a
@@ -127,11 +177,15 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                 detail::fmm_predicted_faster(opt, chosen, sizeof(T) == 4, sources.rows(), nt))
                    ? Method::fmm
                    : Method::direct;
+    if (method == Method::fmm && dim == 2) {
+      set_fmm2d(sources, targets, chosen, t_setup);
+      return;
+    }
     if (method == Method::fmm) {
       if (dim != 3)
         throw Error(ErrorCode::unsupported,
-                    fmt::format("the FMM is for points in 3D; these have dimension {} (use "
-                                "method direct)",
+                    fmt::format("the FMM is for points in 2D (log kernel) and 3D; these have "
+                                "dimension {} (use method direct)",
                                 dim));
       if (opt.gradient)
         throw Error(ErrorCode::unsupported,
@@ -157,6 +211,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       tgt = Table<T>();
       backend = chosen;
       fmm = std::move(f);
+      fmm2.reset();
       const auto &fs = fmm->stats();
       stats = SumStats{.method = Method::fmm,
                        .fmm_order = fs.order,
@@ -196,6 +251,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     tgt = std::move(new_tgt);
     backend = chosen;
     fmm.reset();
+    fmm2.reset();
     if (backend == Backend::cuda) {
       try {
         cuda->set_geometry(problem(nullptr, 0));
@@ -265,7 +321,27 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   const auto t_exec = std::chrono::steady_clock::now();
   const auto p = im.problem(weights.data(), weights.cols());
   Table<T> out(im.m, p.out_cols());
-  if (im.fmm) {
+  if (im.fmm2) {
+    // Two right-hand sides per complex pass: u = −Re Σ q log(z − z_j) per column.
+    im.stats.seconds_upward = im.stats.seconds_downward = im.stats.seconds_near = 0;
+    for (std::int64_t r = 0; r < weights.cols(); r += 2) {
+      std::vector<std::complex<T>> q(static_cast<std::size_t>(im.n));
+      for (std::int64_t j = 0; j < im.n; ++j)
+        q[j] = {weights(j, r), r + 1 < weights.cols() ? weights(j, r + 1) : T(0)};
+      const auto u = im.fmm2->execute(q);
+      for (std::int64_t i = 0; i < im.m; ++i) {
+        out(i, r) = -u[i].real();
+        if (r + 1 < weights.cols())
+          out(i, r + 1) = -u[i].imag();
+      }
+      const auto &fs = im.fmm2->stats();
+      im.stats.seconds_upward += fs.seconds_upward;
+      im.stats.seconds_downward += fs.seconds_downward;
+      im.stats.seconds_near += fs.seconds_near;
+    }
+    if (im.opt.progress)
+      im.opt.progress(1.0);
+  } else if (im.fmm) {
     if (im.m > 0 && im.n > 0) {
       im.fmm->apply(weights.data(), weights.cols(), out.data());
       const auto &fs = im.fmm->stats();

@@ -69,7 +69,7 @@ TEST_F(Cli, SumByTheFmmMeetsItsToleranceAndRefusesWhatItCannotDo) {
   ksum::io::write_table(path("w2.npy"), ksum::test::random_points(50, 1, 34));
   expect_failure("sum --kernel laplace --method fmm --sources " + path("p2.npy") + " --weights " +
                      path("w2.npy") + " -o " + path("v.npy"),
-                 1, "the FMM is for points in 3D");
+                 1, "the 2D FMM serves the log kernel");
   expect_failure("sum --kernel laplace --method fmm --tol 1e-13 --sources " + path("p.npy") +
                      " --weights " + path("w.npy") + " -o " + path("v.npy"),
                  1, "tolerance 1e-13");
@@ -79,6 +79,47 @@ TEST_F(Cli, SumByTheFmmMeetsItsToleranceAndRefusesWhatItCannotDo) {
   expect_failure("sum --kernel laplace --method fast --sources " + path("p.npy") + " --weights " +
                      path("w.npy") + " -o " + path("v.npy"),
                  105, "--method: fast not in");
+}
+
+TEST_F(Cli, SumIn2DByTheFmmLogAndHarmonicKernels) {
+  // ksum sum --kernel log --method fmm (seed 004 Paper IV's FMM) against the fp64 reference, and
+  // the harmonic kernel with complex weights as two columns against its definition.
+  const std::int64_t n = 3000;
+  const auto p = ksum::test::random_points(n, 2, 41);
+  const auto w = ksum::test::random_points(n, 2, 42, -1, 1);
+  ksum::io::write_table(path("p2.npy"), p);
+  ksum::io::write_table(path("w2.npy"), w);
+  auto r = ksum("sum --kernel log --eps 2 --method fmm --tol 1e-9 --sources " + path("p2.npy") +
+                " --weights " + path("w2.npy") + " --backend cpu -o " + path("ul.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto ul = ksum::io::read_table(path("ul.npy"));
+  EXPECT_LE(ksum::test::sum_error(ksum::Kernel::log, 2.0, p, p, w, false, true, ul), 1e-9);
+  r = ksum("sum --kernel harmonic --method fmm --tol 1e-9 --sources " + path("p2.npy") +
+           " --weights " + path("w2.npy") + " --backend cpu -o " + path("uh.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto uh = ksum::io::read_table(path("uh.npy"));
+  ASSERT_EQ(uh.cols(), 2);
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < n; i += 97) {
+    long double ur = 0, ui = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (j == i)
+        continue;
+      const long double dx = p(i, 0) - p(j, 0), dy = p(i, 1) - p(j, 1), r2 = dx * dx + dy * dy;
+      ur += (w(j, 0) * dx + w(j, 1) * dy) / r2; // Re q / (z − z_j)
+      ui += (w(j, 1) * dx - w(j, 0) * dy) / r2;
+    }
+    num = std::max(num, std::hypot(uh(i, 0) - double(ur), uh(i, 1) - double(ui)));
+    den = std::max(den, std::hypot(double(ur), double(ui)));
+  }
+  EXPECT_LE(num / den, 1e-9);
+  ksum::io::write_table(path("w3.npy"), ksum::test::random_points(n, 3, 43));
+  expect_failure("sum --kernel harmonic --sources " + path("p2.npy") + " --weights " +
+                     path("w3.npy") + " -o " + path("v.npy"),
+                 1, "two columns (Re q, Im q)");
+  expect_failure("sum --kernel gaussian --method fmm --sources " + path("p2.npy") + " --weights " +
+                     path("w2.npy") + " -o " + path("v.npy"),
+                 1, "kernel gaussian in 2D needs method direct");
 }
 
 TEST_F(Cli, RefusesToOverwriteWithoutForce) {

@@ -145,12 +145,18 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
             binom[static_cast<std::size_t>(l + k - 1) * ld + (k - 1)];
   }
 
-  template <class Span> static void check_points(Span pts, const char *what) {
-    for (std::size_t i = 0; i < pts.size(); ++i)
+  // The first non-finite point (searched in parallel), named in the error.
+  template <class Span> void check_points(Span pts, const char *what) const {
+    const std::int64_t n = static_cast<std::int64_t>(pts.size());
+    std::int64_t bad = n;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
+    for (std::int64_t i = 0; i < n; ++i)
       if (!std::isfinite(pts[i].real()) || !std::isfinite(pts[i].imag()))
-        throw Error(ErrorCode::non_finite,
-                    fmt::format("fmm2d: {} {} is ({}, {}): not finite", what, i, pts[i].real(),
-                                pts[i].imag()));
+        bad = std::min(bad, i);
+    if (bad < n)
+      throw Error(ErrorCode::non_finite,
+                  fmt::format("fmm2d: {} {} is ({}, {}): not finite", what, bad, pts[bad].real(),
+                              pts[bad].imag()));
   }
 
   void build() {
@@ -181,6 +187,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     stats.m2l_translations = pyr.m2l_count;
     stats.p2p_pairs = pyr.p2p_pairs;
     stats.seconds_partition = seconds_since(t0);
+    stats.seconds_split = pyr.seconds_split;
+    stats.seconds_connect = pyr.seconds_connect;
   }
 
   // One pass over complex strengths (sorted) into out (sorted targets, overwritten).
@@ -393,7 +401,7 @@ template <std::floating_point T> Fmm2d<T>::Fmm2d(Fmm2d &&) noexcept = default;
 template <std::floating_point T> Fmm2d<T> &Fmm2d<T>::operator=(Fmm2d &&) noexcept = default;
 
 template <std::floating_point T> void Fmm2d<T>::set_points(std::span<const C> sources) {
-  Impl::check_points(sources, "source");
+  impl_->check_points(sources, "source");
   impl_->src_copy.assign(sources.begin(), sources.end());
   impl_->tgt_copy.clear();
   impl_->self = true;
@@ -402,8 +410,8 @@ template <std::floating_point T> void Fmm2d<T>::set_points(std::span<const C> so
 
 template <std::floating_point T>
 void Fmm2d<T>::set_points(std::span<const C> sources, std::span<const C> targets) {
-  Impl::check_points(sources, "source");
-  Impl::check_points(targets, "target");
+  impl_->check_points(sources, "source");
+  impl_->check_points(targets, "target");
   impl_->src_copy.assign(sources.begin(), sources.end());
   impl_->tgt_copy.assign(targets.begin(), targets.end());
   impl_->self = false;
@@ -419,11 +427,7 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
   if (strengths.size() != n)
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("fmm2d: {} strengths for {} sources", strengths.size(), n));
-  for (std::size_t j = 0; j < n; ++j)
-    if (!std::isfinite(strengths[j].real()) || !std::isfinite(strengths[j].imag()))
-      throw Error(ErrorCode::non_finite,
-                  fmt::format("fmm2d: strength {} is ({}, {}): not finite", j,
-                              strengths[j].real(), strengths[j].imag()));
+  I.check_points(strengths, "strength");
   const auto t0 = clock_type::now();
   const double partition = I.stats.seconds_partition;
   I.stats = Fmm2dStats{};
@@ -433,6 +437,8 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
   I.stats.m2l_translations = I.pyr.m2l_count;
   I.stats.p2p_pairs = I.pyr.p2p_pairs;
   I.stats.seconds_partition = partition;
+  I.stats.seconds_split = I.pyr.seconds_split;
+  I.stats.seconds_connect = I.pyr.seconds_connect;
   const std::int64_t m = I.self ? static_cast<std::int64_t>(n)
                                 : static_cast<std::int64_t>(I.tgt_copy.size());
   if (I.opt.method == Method::direct || n == 0 || m == 0 ||
@@ -470,11 +476,15 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
         r = {r.real(), v.re};
     }
   }
+  std::int64_t bad = m;
+#pragma omp parallel for num_threads(I.threads) schedule(static) reduction(min : bad)
   for (std::int64_t i = 0; i < m; ++i)
     if (!std::isfinite(res[i].real()) || !std::isfinite(res[i].imag()))
-      throw Error(ErrorCode::internal,
-                  fmt::format("fmm2d: result {} is not finite ({}, {}); please report this input",
-                              i, res[i].real(), res[i].imag()));
+      bad = std::min(bad, i);
+  if (bad < m)
+    throw Error(ErrorCode::internal,
+                fmt::format("fmm2d: result {} is not finite ({}, {}); please report this input",
+                            bad, res[bad].real(), res[bad].imag()));
   I.stats.seconds_execute = seconds_since(t0);
   return res;
 }

@@ -145,6 +145,7 @@ public:
     cuda_check(cudaStreamSynchronize(near_), dev_, "the near field");
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, e0_, e1_), dev_, "cudaEventElapsedTime");
+#pragma omp parallel for schedule(static) if (m_ > 100000)
     for (std::int64_t i = 0; i < m_; ++i)
       out[i] = out[i] + hout_.ptr[i];
     return ms * 1e-3;

@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 #include <omp.h>
+#include <parallel/algorithm>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -38,13 +40,21 @@ template <class T> struct Bbox {
 // Splits sources [a, b) at their median along `axis` (rank split: a quarter of the parent's
 // sources per child, even for repeated coordinates) and the targets [ta, tb) at the same value.
 // Without sources the targets are split at their own median. Returns the two split positions.
+// Ranges this long are split with the parallel selection of libstdc++'s parallel mode (OpenMP)
+// when the level has fewer boxes than threads (the top of the pyramid).
+constexpr std::int64_t kParallelSplit = 200000;
+
 template <class T>
 std::pair<std::int64_t, std::int64_t> split(Pt<T> *s, std::int64_t a, std::int64_t b, Pt<T> *t,
-                                            std::int64_t ta, std::int64_t tb, int axis) {
+                                            std::int64_t ta, std::int64_t tb, int axis,
+                                            bool parallel) {
   const auto less = [axis](const Pt<T> &u, const Pt<T> &v) { return u.c[axis] < v.c[axis]; };
   if (b > a) {
     const std::int64_t m = a + (b - a) / 2;
-    std::nth_element(s + a, s + m, s + b, less);
+    if (parallel && b - a >= kParallelSplit)
+      __gnu_parallel::nth_element(s + a, s + m, s + b, less);
+    else
+      std::nth_element(s + a, s + m, s + b, less);
     const T v = s[m].c[axis];
     std::int64_t mt = ta;
     if (tb > ta)
@@ -63,6 +73,21 @@ template <class T> Bbox<T> bbox_of(const Pt<T> *p, std::int64_t a, std::int64_t 
   Bbox<T> box;
   for (std::int64_t i = a; i < b; ++i)
     box.add(p[i].c);
+  return box;
+}
+
+template <class T> Bbox<T> bbox_par(const Pt<T> *p, std::int64_t a, std::int64_t b, int nt) {
+  if (b - a < 200000)
+    return bbox_of(p, a, b);
+  T lo0 = std::numeric_limits<T>::infinity(), lo1 = lo0, hi0 = -lo0, hi1 = -lo0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(min : lo0, lo1)               \
+    reduction(max : hi0, hi1)
+  for (std::int64_t i = a; i < b; ++i) {
+    lo0 = std::min(lo0, p[i].c[0]), hi0 = std::max(hi0, p[i].c[0]);
+    lo1 = std::min(lo1, p[i].c[1]), hi1 = std::max(hi1, p[i].c[1]);
+  }
+  Bbox<T> box;
+  box.lo[0] = lo0, box.lo[1] = lo1, box.hi[0] = hi0, box.hi[1] = hi1;
   return box;
 }
 
@@ -92,6 +117,14 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("fmm2d: {} sources and {} targets; at most 2^31 − 1 of each", n, m));
   const int nt = threads > 0 ? threads : omp_get_max_threads();
+  using clk = std::chrono::steady_clock;
+  auto tick = clk::now();
+  const auto lap = [&tick]() {
+    const auto now = clk::now();
+    const double s = std::chrono::duration<double>(now - tick).count();
+    tick = now;
+    return s;
+  };
   pyr.levels = levels;
   pyr.self = self;
 
@@ -103,6 +136,7 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
   for (std::int64_t i = 0; i < m; ++i)
     t[i] = {{targets[i].real(), targets[i].imag()}, static_cast<std::int32_t>(i)};
 
+  pyr.seconds_copy = lap();
   // Partition level by level; the boxes of a level are independent (seed 004 Paper IV §3.1).
   std::vector<std::int64_t> soff{0, n}, toff{0, m};
   for (int l = 0; l + 1 < levels; ++l) {
@@ -110,22 +144,32 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     std::vector<std::int64_t> so(4 * nb + 1), to(4 * nb + 1);
     so[4 * nb] = n;
     to[4 * nb] = m;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (std::int64_t k = 0; k < nb; ++k) {
+    // Few boxes: one at a time, each split in parallel; many: a box per thread.
+    const bool few = nb < nt;
+    const auto split_box = [&](std::int64_t k) {
       const std::int64_t a = soff[k], b = soff[k + 1], ta = toff[k], tb = toff[k + 1];
-      Bbox<T> box = bbox_of(s.data(), a, b);
-      box.add(bbox_of(t.data(), ta, tb));
+      Bbox<T> box = few ? bbox_par(s.data(), a, b, nt) : bbox_of(s.data(), a, b);
+      box.add(few ? bbox_par(t.data(), ta, tb, nt) : bbox_of(t.data(), ta, tb));
       const int first = box.empty() || box.hi[0] - box.lo[0] >= box.hi[1] - box.lo[1] ? 0 : 1;
-      const auto [sm, tm] = split(s.data(), a, b, t.data(), ta, tb, first);
-      const auto [s0, t0] = split(s.data(), a, sm, t.data(), ta, tm, 1 - first);
-      const auto [s1, t1] = split(s.data(), sm, b, t.data(), tm, tb, 1 - first);
+      const auto [sm, tm] = split(s.data(), a, b, t.data(), ta, tb, first, few);
+      const auto [s0, t0] = split(s.data(), a, sm, t.data(), ta, tm, 1 - first, few);
+      const auto [s1, t1] = split(s.data(), sm, b, t.data(), tm, tb, 1 - first, few);
       so[4 * k] = a, so[4 * k + 1] = s0, so[4 * k + 2] = sm, so[4 * k + 3] = s1;
       to[4 * k] = ta, to[4 * k + 1] = t0, to[4 * k + 2] = tm, to[4 * k + 3] = t1;
+    };
+    if (few) {
+      for (std::int64_t k = 0; k < nb; ++k)
+        split_box(k);
+    } else {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (std::int64_t k = 0; k < nb; ++k)
+        split_box(k);
     }
     soff.swap(so);
     toff.swap(to);
   }
 
+  pyr.seconds_split = lap();
   pyr.src.resize(n);
   pyr.src_index.resize(n);
   pyr.tgt.resize(m);
@@ -177,6 +221,7 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     to_circle(tb[b], pyr.tgt_centre[b], pyr.tgt_radius[b]);
   }
 
+  pyr.seconds_boxes = lap();
   // Connectivity, level by level; each target box builds its own lists.
   pyr.weak_off.assign(levels, {});
   pyr.strong_off.assign(levels, {});
@@ -250,6 +295,7 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     for (std::int64_t e = pyr.strong_off[lf][b]; e < pyr.strong_off[lf][b + 1]; ++e)
       pairs += pyr.tgt_count[fl + b] * pyr.src_count[fl + pyr.strong[lf][e]];
   pyr.p2p_pairs = pairs;
+  pyr.seconds_connect = lap();
 }
 
 template void build_pyramid(Pyramid<float> &, const std::complex<float> *, std::int64_t,

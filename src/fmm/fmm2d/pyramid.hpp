@@ -44,6 +44,8 @@ template <class T> struct Pyramid {
   std::int64_t m2l_count = 0, p2p_pairs = 0;
   // Smallest gap d − R − r over all weakly coupled pairs (inf without any): the smoothing check.
   double min_weak_gap = 0;
+  // Seconds of the last build: copy in, median splits, copy out + shrunk boxes, connectivity.
+  double seconds_copy = 0, seconds_split = 0, seconds_boxes = 0, seconds_connect = 0;
 
   const std::complex<T> *targets() const { return self ? src.data() : tgt.data(); }
   const std::int64_t *target_offsets() const { return self ? src_off.data() : tgt_off.data(); }
