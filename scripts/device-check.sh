@@ -15,6 +15,10 @@
 #   fmmtree the FMM tree build (CPU and GPU radix sort) up to 1.6e7 points; seed 000's
 #          multiquadric series (treecode) on CPU and GPU beside the seed's figures 3 and 4
 #   fmmacc the FMM's accuracy matrix on the GPU and its crossover against the direct GPU sum
+#   fmm2d  2D FMM (issue 6): seed 002's M2L tables on the GPU, N = 1e6 uniform and line-like at
+#          tol 1e-6 hybrid (tuned) and CPU-only scaling 1…16 threads, FMM2D (fmm2dpy wheel in
+#          .bench-data/wheels) on the same points and cores, the static θ/Nlevels sweep
+#   sim    the three simulations of seed 004 Paper IV §5, CPU-only and hybrid (table 6.1)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -180,6 +184,64 @@ if want fmmacc; then
   { echo; echo "accuracy (GPU, N = 30000): largest error / tol:"
     sort -t'|' -k8 -g "$OUT/fmm/accuracy_gpu.md" | tail -n 1
     cat "$OUT/fmm/crossover_gpu.md"; } >> "$summary"
+fi
+
+if want fmm2d; then
+  mkdir -p "$OUT/fmm2d"
+  $build/bench/fmm2d_bench m2l --reps 5 --json "$OUT/fmm2d/m2l.json" > "$OUT/fmm2d/m2l.md" 2>&1 || rc=1
+  if ls .bench-data/wheels/fmm2dpy-*.whl >/dev/null 2>&1; then
+    # fmm2dpy 0.0.5 has no cp312 wheel; bench/peers/fmm2d_peer.py calls its Fortran via ctypes
+    pip install --no-deps --target /tmp/ksum-peers --python-version 3.11 --only-binary=:all: \
+      .bench-data/wheels/fmm2dpy-*.whl > /dev/null 2>&1
+  fi
+  for dist in uniform line; do
+    $build/bench/fmm2d_bench scaling --n 1e6 --dist $dist --tol 1e-6 --threads 1,2,4,8,$(nproc) \
+      --gpu --reps 3 --json "$OUT/fmm2d/scaling_$dist.json" > "$OUT/fmm2d/scaling_$dist.md" 2>&1 || rc=1
+    $build/bench/fmm2d_bench time --n 1e6 --dist $dist --tol 1e-6 --backend cpu --tune \
+      --save "$OUT/fmm2d/points_$dist" --json "$OUT/fmm2d/cpu_$dist.json" \
+      > "$OUT/fmm2d/cpu_$dist.md" 2>&1 || rc=1
+    if [[ -d /tmp/ksum-peers ]]; then
+      python3 -c 'import numpy as np, sys
+d = sys.argv[1]; q = np.load(d + "/strengths.npy"); r = np.load(d + "/reference.npy")
+k = np.load(d + "/ksum.npy")
+np.savez(d + ".npz", sources=np.load(d + "/sources.npy"), strengths=q[:, 0] + 1j * q[:, 1],
+         kernel="harmonic", eps=k[0, 1], ksum_seconds=k[0, 0], ksum_error=k[0, 2],
+         reference_index=np.load(d + "/reference_index.npy")[:, 0].astype(np.int64),
+         reference=r[:, 0] + 1j * r[:, 1])' "$OUT/fmm2d/points_$dist"
+      PYTHONPATH=/tmp/ksum-peers python3 bench/peers/fmm2d_peer.py "$OUT/fmm2d/points_$dist.npz" \
+        --header --threads "$(nproc)" --json "$OUT/fmm2d/fmm2d_peer_$dist.json" \
+        > "$OUT/fmm2d/fmm2d_peer_$dist.md" 2>&1 || rc=1
+    fi
+    rm -rf "$OUT/fmm2d/points_$dist" "$OUT/fmm2d/points_$dist.npz"
+  done
+  for dist in uniform line; do
+    $build/bench/fmm2d_bench sweep --n 1e6 --dist $dist --backend gpu --levels 6,7 \
+      --thetas 0.30:0.76:0.05 --reps 3 --csv "$OUT/fmm2d/sweep_$dist.csv" \
+      > "$OUT/fmm2d/sweep_$dist.md" 2>&1 || rc=1
+  done
+  { echo; echo "2D FMM, M2L on the GPU (seed 002 table 2 format), p = 8:"
+    grep -E '^\| 8 \| 2359152' "$OUT/fmm2d/m2l.md"
+    for dist in uniform line; do
+      echo; echo "2D FMM, N = 1e6 $dist, tol 1e-6 (scaling, tuned per row; last row hybrid):"
+      grep -E '^\| (cpu|gpu) ' "$OUT/fmm2d/scaling_$dist.md"
+      [[ -f "$OUT/fmm2d/fmm2d_peer_$dist.md" ]] && grep -E '^\|' "$OUT/fmm2d/fmm2d_peer_$dist.md"
+    done; } >> "$summary"
+  # One archive: the device tool fetches a limited number of files.
+  tar -C "$OUT" -czf "$OUT/fmm2d.tar.gz" fmm2d && rm -rf "$OUT/fmm2d"
+fi
+
+if want sim; then
+  mkdir -p "$OUT/sim"
+  for s in kh galaxy cylinder; do
+    for b in cpu gpu; do
+      timeout 280 $build/apps/ksum/ksum simulate $s --backend $b --out "$OUT/sim/${s}_$b" --force \
+        > "$OUT/sim/${s}_$b.log" 2>&1 || rc=1
+    done
+  done
+  { echo; echo "simulations (default sizes), CPU-only vs hybrid: last lines of each log"
+    for s in kh galaxy cylinder; do for b in cpu gpu; do
+      echo "- $s $b: $(tail -n 1 "$OUT/sim/${s}_$b.log")"; done; done; } >> "$summary"
+  tar -C "$OUT" -czf "$OUT/sim.tar.gz" sim && rm -rf "$OUT/sim"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"

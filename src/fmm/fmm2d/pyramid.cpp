@@ -42,7 +42,7 @@ template <class T> struct Bbox {
 // Without sources the targets are split at their own median. Returns the two split positions.
 // Ranges this long are split with the parallel selection of libstdc++'s parallel mode (OpenMP)
 // when the level has fewer boxes than threads (the top of the pyramid).
-constexpr std::int64_t kParallelSplit = 200000;
+constexpr std::int64_t kParallelSplit = 50000;
 
 template <class T>
 std::pair<std::int64_t, std::int64_t> split(Pt<T> *s, std::int64_t a, std::int64_t b, Pt<T> *t,
