@@ -37,22 +37,90 @@ template <class T> struct Bbox {
   bool empty() const { return !(lo[0] <= hi[0]); }
 };
 
+// The median of a long range on many threads: two pivots bracketing the median of a sample of
+// 4096 points, one parallel three-way partition (below, between, above) through `buf`, then an exact
+// selection inside the small middle bucket (about 5 % of the points). The result is the same exact
+// rank split as std::nth_element; if the sample missed (the median lies outside the bracket), the
+// parallel selection of libstdc++'s parallel mode finishes the job.
+template <class T>
+void parallel_select(Pt<T> *s, std::int64_t a, std::int64_t b, std::int64_t m, int axis, int nt,
+                     std::vector<Pt<T>> &buf) {
+  const auto less = [axis](const Pt<T> &u, const Pt<T> &v) { return u.c[axis] < v.c[axis]; };
+  const std::int64_t n = b - a;
+  constexpr int S = 4096, W = 160; // ~5 standard deviations of the sample's median rank
+  std::vector<T> smp(S);
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(n);
+  for (int i = 0; i < S; ++i) {
+    h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h += 0x9e3779b97f4a7c15ull;
+    smp[i] = s[a + static_cast<std::int64_t>(h % static_cast<std::uint64_t>(n))].c[axis];
+  }
+  std::sort(smp.begin(), smp.end());
+  const int k = static_cast<int>((static_cast<double>(m - a) / n) * S);
+  const T lo = smp[std::max(0, k - W)], hi = smp[std::min(S - 1, k + W)];
+  if (static_cast<std::int64_t>(buf.size()) < n)
+    buf.resize(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> cnt(3 * static_cast<std::size_t>(nt) + 3, 0);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num(), p = omp_get_num_threads();
+    const std::int64_t i0 = a + n * t / p, i1 = a + n * (t + 1) / p;
+    std::int64_t c[3] = {0, 0, 0};
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const T x = s[i].c[axis];
+      ++c[x < lo ? 0 : (x > hi ? 2 : 1)];
+    }
+    for (int q = 0; q < 3; ++q)
+      cnt[3 * (t + 1) + q] = c[q];
+#pragma omp barrier
+#pragma omp single
+    {
+      // Exclusive offsets: bucket q of thread t starts after all of bucket < q and bucket q of
+      // threads < t.
+      std::int64_t tot[3] = {0, 0, 0};
+      for (int u = 1; u <= p; ++u)
+        for (int q = 0; q < 3; ++q)
+          tot[q] += cnt[3 * u + q];
+      std::int64_t run[3] = {0, tot[0], tot[0] + tot[1]};
+      for (int u = 1; u <= p; ++u)
+        for (int q = 0; q < 3; ++q) {
+          const std::int64_t v = cnt[3 * u + q];
+          cnt[3 * u + q] = run[q];
+          run[q] += v;
+        }
+      cnt[0] = tot[0], cnt[1] = tot[1];
+    }
+    std::int64_t o[3] = {cnt[3 * (t + 1)], cnt[3 * (t + 1) + 1], cnt[3 * (t + 1) + 2]};
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const T x = s[i].c[axis];
+      buf[o[x < lo ? 0 : (x > hi ? 2 : 1)]++] = s[i];
+    }
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+      s[a + i] = buf[i];
+  }
+  const std::int64_t n0 = cnt[0], n1 = cnt[1];
+  if (m - a >= n0 && m - a < n0 + n1)
+    std::nth_element(s + a + n0, s + m, s + a + n0 + n1, less);
+  else
+    __gnu_parallel::nth_element(s + a, s + m, s + b, less);
+}
+
 // Splits sources [a, b) at their median along `axis` (rank split: a quarter of the parent's
 // sources per child, even for repeated coordinates) and the targets [ta, tb) at the same value.
 // Without sources the targets are split at their own median. Returns the two split positions.
-// Ranges this long are split with the parallel selection of libstdc++'s parallel mode (OpenMP)
-// when the level has fewer boxes than threads (the top of the pyramid).
+// Long ranges at the top of the pyramid (fewer boxes than threads) use parallel_select.
 constexpr std::int64_t kParallelSplit = 50000;
 
 template <class T>
 std::pair<std::int64_t, std::int64_t> split(Pt<T> *s, std::int64_t a, std::int64_t b, Pt<T> *t,
                                             std::int64_t ta, std::int64_t tb, int axis,
-                                            bool parallel) {
+                                            int parallel, std::vector<Pt<T>> &buf) {
   const auto less = [axis](const Pt<T> &u, const Pt<T> &v) { return u.c[axis] < v.c[axis]; };
   if (b > a) {
     const std::int64_t m = a + (b - a) / 2;
-    if (parallel && b - a >= kParallelSplit)
-      __gnu_parallel::nth_element(s + a, s + m, s + b, less);
+    if (parallel > 1 && b - a >= kParallelSplit)
+      parallel_select(s, a, b, m, axis, parallel, buf);
     else
       std::nth_element(s + a, s + m, s + b, less);
     const T v = s[m].c[axis];
@@ -63,7 +131,10 @@ std::pair<std::int64_t, std::int64_t> split(Pt<T> *s, std::int64_t a, std::int64
   }
   if (tb > ta) {
     const std::int64_t mt = ta + (tb - ta) / 2;
-    std::nth_element(t + ta, t + mt, t + tb, less);
+    if (parallel > 1 && tb - ta >= kParallelSplit)
+      parallel_select(t, ta, tb, mt, axis, parallel, buf);
+    else
+      std::nth_element(t + ta, t + mt, t + tb, less);
     return {a, mt};
   }
   return {a, ta};
@@ -137,6 +208,7 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     t[i] = {{targets[i].real(), targets[i].imag()}, static_cast<std::int32_t>(i)};
 
   pyr.seconds_copy = lap();
+  std::vector<Pt<T>> buf; // scratch of parallel_select (used by one box at a time)
   // Partition level by level; the boxes of a level are independent (seed 004 Paper IV §3.1).
   std::vector<std::int64_t> soff{0, n}, toff{0, m};
   for (int l = 0; l + 1 < levels; ++l) {
@@ -146,14 +218,15 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     to[4 * nb] = m;
     // Few boxes: one at a time, each split in parallel; many: a box per thread.
     const bool few = nb < nt;
+    const int par = few ? nt : 1;
     const auto split_box = [&](std::int64_t k) {
       const std::int64_t a = soff[k], b = soff[k + 1], ta = toff[k], tb = toff[k + 1];
       Bbox<T> box = few ? bbox_par(s.data(), a, b, nt) : bbox_of(s.data(), a, b);
       box.add(few ? bbox_par(t.data(), ta, tb, nt) : bbox_of(t.data(), ta, tb));
       const int first = box.empty() || box.hi[0] - box.lo[0] >= box.hi[1] - box.lo[1] ? 0 : 1;
-      const auto [sm, tm] = split(s.data(), a, b, t.data(), ta, tb, first, few);
-      const auto [s0, t0] = split(s.data(), a, sm, t.data(), ta, tm, 1 - first, few);
-      const auto [s1, t1] = split(s.data(), sm, b, t.data(), tm, tb, 1 - first, few);
+      const auto [sm, tm] = split(s.data(), a, b, t.data(), ta, tb, first, par, buf);
+      const auto [s0, t0] = split(s.data(), a, sm, t.data(), ta, tm, 1 - first, par, buf);
+      const auto [s1, t1] = split(s.data(), sm, b, t.data(), tm, tb, 1 - first, par, buf);
       so[4 * k] = a, so[4 * k + 1] = s0, so[4 * k + 2] = sm, so[4 * k + 3] = s1;
       to[4 * k] = ta, to[4 * k + 1] = t0, to[4 * k + 2] = tm, to[4 * k + 3] = t1;
     };
