@@ -6,6 +6,10 @@
 
 #include <fmt/format.h>
 
+namespace ksum::cli {
+void register_simulate(CLI::App &app); // cmd_simulate.cpp
+}
+
 int main(int argc, char **argv) {
   CLI::App app{fmt::format("ksum {}: fast kernel summation on CPUs and NVIDIA GPUs.\n"
                            "  u(x_i) = sum_j w_j K(|x_i - y_j|)\n"
@@ -20,6 +24,7 @@ int main(int argc, char **argv) {
   ksum::cli::register_interpolate(app);
   ksum::cli::register_deform(app);
   ksum::cli::register_demo(app);
+  ksum::cli::register_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
