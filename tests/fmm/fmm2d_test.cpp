@@ -161,6 +161,45 @@ TEST(Fmm2d, FloatMeetsItsTolerancesAndRefusesTighterOnes) {
                      "tolerance 1e-08 outside 1e-06");
 }
 
+TEST(Fmm2d, FloatClustersWithZeroSizeBoxesAndSeparateTargets) {
+  // In float the narrowest clusters (width 1e-7) collapse to repeated points: boxes of zero size
+  // next to boxes of finite size. Their expansions' scales must not overflow (this gave NaN).
+  const std::int64_t n = 20000, m = 7000;
+  const auto z0 = test::fmm2d_points("cluster", n, 91);
+  auto t0 = test::fmm2d_points("uniform", m, 92);
+  t0[3] = z0[5];
+  const auto q0 = test::fmm2d_strengths(n, 93);
+  std::vector<std::complex<float>> zf(z0.begin(), z0.end()), tf(t0.begin(), t0.end()),
+      qf(q0.begin(), q0.end());
+  const std::vector<cd> z(zf.begin(), zf.end()), t(tf.begin(), tf.end()), q(qf.begin(), qf.end());
+  for (bool separate : {true, false}) {
+    Fmm2dOptions o;
+    o.tolerance = 1e-5;
+    Fmm2d<float> f(o);
+    if (separate)
+      f.set_points(zf, tf);
+    else
+      f.set_points(zf);
+    const auto u = f.execute(qf);
+    std::vector<cd> ud(u.begin(), u.end());
+    auto at = sample(separate ? m : n);
+    if (separate)
+      at.push_back(3);
+    const auto ref = test::fmm2d_reference(true, z, q, separate ? t : std::vector<cd>{}, at);
+    EXPECT_LE(test::fmm2d_error(ud, ref, at), 1e-5) << "separate " << separate;
+    // The same repeated points in double, at a loose and a tight tolerance.
+    for (double tol : {1e-3, 1e-9}) {
+      o.tolerance = tol;
+      Fmm2d<double> g(o);
+      if (separate)
+        g.set_points(z, t);
+      else
+        g.set_points(z);
+      EXPECT_LE(test::fmm2d_error(g.execute(q), ref, at), tol) << "double " << tol;
+    }
+  }
+}
+
 TEST(Fmm2d, EmptyTinyAndOverRefinedInputs) {
   Fmm2dOptions o;
   Fmm2d<double> f(o);

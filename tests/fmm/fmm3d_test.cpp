@@ -294,8 +294,11 @@ TEST(Fmm, Contract) {
   o.fmm_leaf_size = 0;
   {
     DirectSum<double> p(o);
+    // 2D goes to the 2D FMM, which serves the log kernel only; other dimensions are refused.
     expect_error([&] { p.set_points(datasets::halton(10, 2)); }, ErrorCode::unsupported,
-                 "dimension 2");
+                 "kernel laplace in 2D needs method direct");
+    expect_error([&] { p.set_points(datasets::halton(10, 4)); }, ErrorCode::unsupported,
+                 "dimension 4");
   }
   o.gradient = true;
   {

@@ -21,11 +21,14 @@ namespace {
 using ksum::sim::Complex;
 constexpr double kPi = std::numbers::pi;
 
+// One thread for the small sums: many short OpenMP regions mostly time the barriers when the
+// machine is shared.
 ksum::sim::FieldOptions direct_field(double core = 0) {
   ksum::sim::FieldOptions f;
   f.method = ksum::Method::direct;
   f.core_radius = core;
   f.autotune = ksum::AutotuneScheme::off;
+  f.threads = 1;
   return f;
 }
 
@@ -88,9 +91,11 @@ TEST(VortexPair, VelocitiesAreTheAnalyticRotationAndTranslation) {
 }
 
 TEST(VortexPair, RungeKuttaOrbitFollowsTheAnalyticRotation) {
-  // A quarter turn of an equal pair with the FMM (a tiny core, e^{-100} ≈ 0) and RK4.
+  // A quarter turn of an equal pair with the FMM (a tiny core, e^{-100} ≈ 0) and RK4. One thread:
+  // 800 calls on two points would mostly time OpenMP's barriers on a loaded machine.
   ksum::sim::FieldOptions f;
   f.core_radius = 0.1;
+  f.threads = 1;
   ksum::sim::Field field(f);
   std::vector<Complex> z{{-1, 0}, {1, 0}};
   const std::vector<double> g{1.0, 1.0};
@@ -252,6 +257,7 @@ TEST(Galaxy, VelocityVerletConservesMomentumAndEnergy) {
   // With the FMM the forces are antisymmetric only to the tolerance.
   o.field = ksum::sim::FieldOptions{};
   o.field.tolerance = 1e-8;
+  o.field.threads = 1;
   ksum::sim::GalaxySimulation fmm(o);
   for (int s = 0; s < 20; ++s)
     fmm.step();
@@ -309,6 +315,7 @@ ksum::sim::SimulationOptions cylinder_options(ksum::Method method) {
   o.dt = 0.05;
   o.reynolds = 1000;
   o.field.method = method;
+  o.field.threads = 1;
   return o;
 }
 
@@ -326,6 +333,7 @@ TEST(Cylinder, WallVorticesCancelTheSlipAtTheControlPoints) {
     ksum::sim::FieldOptions f;
     f.method = method;
     f.core_radius = core;
+    f.threads = 1;
     ksum::sim::Field field(f);
     std::vector<Complex> z(run.positions().begin(), run.positions().end());
     std::vector<double> g(run.strengths().begin(), run.strengths().end());
@@ -505,6 +513,7 @@ TEST(Field, TheAutotunerIsFedTunedCallsOnly) {
   }
   ksum::sim::FieldOptions f;
   f.autotune = ksum::AutotuneScheme::at2;
+  f.threads = 1;
   ksum::sim::Field field(f);
   EXPECT_FALSE(field.autotuner().has_value());
   for (int c = 0; c < 30; ++c)

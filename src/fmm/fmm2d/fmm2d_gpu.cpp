@@ -175,18 +175,13 @@ public:
           off.push_back(static_cast<std::int64_t>(list.size()));
         }
       }
-      std::vector<T> ss(nbox), ts(nbox);
-      for (std::int64_t b = 0; b < nbox; ++b) {
-        ss[b] = pyr.src_radius[b] > 0 ? pyr.src_radius[b] : T(1);
-        ts[b] = pyr.tgt_radius[b] > 0 ? pyr.tgt_radius[b] : T(1);
-      }
       boxes_.upload(boxes.data(), static_cast<std::int64_t>(boxes.size()));
       moff_.upload(off.data(), static_cast<std::int64_t>(off.size()));
       mlist_.upload(list.data(), static_cast<std::int64_t>(list.size()));
       sc_.upload(reinterpret_cast<const cx<T> *>(pyr.src_centre.data()), nbox);
       tc_.upload(reinterpret_cast<const cx<T> *>(pyr.tgt_centre.data()), nbox);
-      ss_.upload(ss.data(), nbox);
-      ts_.upload(ts.data(), nbox);
+      ss_.upload(pyr.src_scale.data(), nbox);
+      ts_.upload(pyr.tgt_scale.data(), nbox);
       nboxes_ = static_cast<std::int64_t>(boxes.size());
       m2l_gen_ = generation;
     }

@@ -170,6 +170,12 @@ template <class T> void to_circle(const Bbox<T> &b, std::complex<T> &centre, T &
   }
   centre = {(b.lo[0] + b.hi[0]) / 2, (b.lo[1] + b.hi[1]) / 2};
   radius = std::hypot((b.hi[0] - b.lo[0]) / 2, (b.hi[1] - b.lo[1]) / 2);
+  // The rounded centre may sit an ulp off the true middle: widen a box of non-zero size by the
+  // coordinates' rounding, so every point lies inside its circle (boxes a few ulps wide exist in
+  // clusters of narrow float data).
+  if (radius > 0)
+    radius += 4 * std::numeric_limits<T>::epsilon() *
+              std::max({std::abs(b.lo[0]), std::abs(b.hi[0]), std::abs(b.lo[1]), std::abs(b.hi[1])});
 }
 
 } // namespace
@@ -293,8 +299,30 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
     to_circle(sb[b], pyr.src_centre[b], pyr.src_radius[b]);
     to_circle(tb[b], pyr.tgt_centre[b], pyr.tgt_radius[b]);
   }
+  pyr.src_scale.resize(nbox);
+  pyr.tgt_scale.resize(nbox);
+  // A zero-size box (identical points) takes 2^-10 of its parent's radius, or its parent's scale
+  // when the parent has zero size too: every scale ratio that appears in M2M, L2L (child over
+  // parent) and M2L (scale over distance, which the θ-criterion bounds by the parent's size) stays
+  // at most about 1, and a chain of zero-size boxes does not shrink its scale to an underflow.
+  const auto scale_of = [](T radius, T parent_radius, T parent_scale) {
+    if (radius > 0)
+      return radius;
+    if (parent_scale <= 0)
+      return T(1);
+    return parent_radius > 0 ? parent_radius * T(1.0 / 1024) : parent_scale;
+  };
+  for (int l = 0; l < levels; ++l) {
+    const std::int64_t f = level_first(l);
+    for (std::int64_t k = 0; k < level_size(l); ++k) {
+      const std::int64_t b = f + k, parent = l > 0 ? level_first(l - 1) + k / 4 : -1;
+      pyr.src_scale[b] = scale_of(pyr.src_radius[b], parent >= 0 ? pyr.src_radius[parent] : T(0),
+                                  parent >= 0 ? pyr.src_scale[parent] : T(0));
+      pyr.tgt_scale[b] = scale_of(pyr.tgt_radius[b], parent >= 0 ? pyr.tgt_radius[parent] : T(0),
+                                  parent >= 0 ? pyr.tgt_scale[parent] : T(0));
+    }
+  }
 
-  pyr.seconds_boxes = lap();
   // Connectivity, level by level; each target box builds its own lists.
   pyr.weak_off.assign(levels, {});
   pyr.strong_off.assign(levels, {});

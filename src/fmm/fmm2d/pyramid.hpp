@@ -36,6 +36,10 @@ template <class T> struct Pyramid {
   // Per box (all levels): shrunk source and target boxes as centre and radius (half diagonal).
   std::vector<std::complex<T>> src_centre, tgt_centre;
   std::vector<T> src_radius, tgt_radius;
+  // The expansions' length scale per box: its radius, or for a box of zero size (identical
+  // points) a small fraction of its parent's (see build_pyramid), so no power of a scale ratio
+  // overflows (the coefficients of such a box beyond the first are zero anyway).
+  std::vector<T> src_scale, tgt_scale;
   std::vector<std::int64_t> src_count, tgt_count;
   // Per level l: CSR lists of box indices within the level (weak: M2L sources of each target box,
   // strong: near boxes). weak_off[l] has level_size(l) + 1 entries.
