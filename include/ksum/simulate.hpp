@@ -196,8 +196,8 @@ public:
   virtual ~Simulation() = default;
   virtual Scenario scenario() const = 0;
   virtual void step() = 0; // advances the state by dt
-  virtual double time() const = 0;
-  virtual double dt() const = 0;
+  double time() const { return t_; }
+  double dt() const { return dt_; }
   virtual std::int64_t size() const = 0; // particles now
   // The state; the vortex simulations evaluate the velocity at the current positions (one untuned
   // FMM call).
@@ -211,6 +211,7 @@ public:
 protected:
   explicit Simulation(FieldOptions options) : field_(std::move(options)) {}
   Field field_;
+  double t_ = 0, dt_ = 0; // the time reached and the step, kept by every scenario
 };
 
 // Validates the options (Error(invalid_argument) naming the option and its value) and sets up the
@@ -224,8 +225,6 @@ public:
   explicit KhSimulation(const SimulationOptions &options);
   Scenario scenario() const override { return Scenario::kh; }
   void step() override; // forward Euler: z ← z + dt·u(z)
-  double time() const override { return t_; }
-  double dt() const override { return dt_; }
   std::int64_t size() const override { return static_cast<std::int64_t>(z_.size()); }
   Snapshot snapshot() override;
   Picture picture() const override;
@@ -238,7 +237,7 @@ public:
 private:
   std::vector<Complex> z_;
   std::vector<double> gamma_;
-  double t_ = 0, dt_ = 0, h_ = 0, length_ = 0, height_ = 0;
+  double h_ = 0, length_ = 0, height_ = 0;
   std::int64_t nx_ = 0, ny_ = 0;
 };
 
@@ -247,8 +246,6 @@ public:
   explicit GalaxySimulation(const SimulationOptions &options);
   Scenario scenario() const override { return Scenario::galaxy; }
   void step() override; // velocity Störmer–Verlet (kick, drift, force, kick)
-  double time() const override { return t_; }
-  double dt() const override { return dt_; }
   std::int64_t size() const override { return static_cast<std::int64_t>(z_.size()); }
   Snapshot snapshot() override;
   Picture picture() const override;
@@ -270,7 +267,7 @@ private:
   std::vector<Complex> z_, v_, a_;
   std::vector<double> m_;
   bool have_a_ = false;
-  double t_ = 0, dt_ = 0, G_ = 1, radius_ = 1;
+  double G_ = 1, radius_ = 1;
 };
 
 class CylinderSimulation final : public Simulation {
@@ -280,8 +277,6 @@ public:
   // New wall vortices (slip cancelled), RK4 convection, random-walk diffusion, reflection of the
   // particles that crossed the wall, merging every merge_every steps.
   void step() override;
-  double time() const override { return t_; }
-  double dt() const override { return dt_; }
   std::int64_t size() const override { return static_cast<std::int64_t>(z_.size()); }
   Snapshot snapshot() override;
   Picture picture() const override;
@@ -303,7 +298,7 @@ private:
   std::vector<Complex> z_;
   std::vector<double> gamma_;
   std::unique_ptr<WallVortices> wall_;
-  double t_ = 0, dt_ = 0, nu_ = 0, radius_ = 1, speed_ = 1, delta_ = 0, distance_ = 0;
+  double nu_ = 0, radius_ = 1, speed_ = 1, delta_ = 0, distance_ = 0;
   int merge_every_ = 10;
   std::int64_t steps_ = 0, merged_ = 0, reflected_ = 0;
   std::mt19937_64 rng_;
