@@ -331,7 +331,7 @@ TEST(Fmm2d, BadInputsGetClearErrors) {
 
 TEST(Fmm2dPyramid, ParallelMedianSplitsAreExactAndThreadIndependent) {
   // 300,000 points: the top levels take the parallel selection (sampled bracket + three-way
-  // partition) with 3 threads, the serial nth_element with 1; both must give the exact rank
+  // partition) with 3 threads, the one-thread split with 1; both must give the exact rank
   // splits: with distinct coordinates every leaf holds the same points, with many equal
   // coordinates the same number of points.
   const std::int64_t n = 300000;
@@ -344,6 +344,22 @@ TEST(Fmm2dPyramid, ParallelMedianSplitsAreExactAndThreadIndependent) {
     fmm2d::build_pyramid<double>(one, z.data(), n, nullptr, 0, 6, 0.5, 1);
     fmm2d::build_pyramid<double>(three, z.data(), n, nullptr, 0, 6, 0.5, 3);
     ASSERT_EQ(one.src_off, three.src_off) << "ties " << ties;
+    // The top levels' parallel three-way partition puts every point where the one-thread split
+    // does: the same order, so every box sums in the same order.
+    EXPECT_EQ(one.src_index, three.src_index) << "ties " << ties;
+    {
+      // Separate targets (split at the sources' values), some on the sources.
+      const auto t = test::fmm2d_points("uniform", n / 3, 92);
+      std::vector<cd> tt(t);
+      for (std::size_t i = 0; i < tt.size(); i += 7)
+        tt[i] = z[(i * 13) % n];
+      fmm2d::Pyramid<double> a, b;
+      fmm2d::build_pyramid<double>(a, z.data(), n, tt.data(), n / 3, 6, 0.5, 1);
+      fmm2d::build_pyramid<double>(b, z.data(), n, tt.data(), n / 3, 6, 0.5, 4);
+      EXPECT_EQ(a.src_index, b.src_index) << "ties " << ties;
+      EXPECT_EQ(a.tgt_off, b.tgt_off) << "ties " << ties;
+      EXPECT_EQ(a.tgt_index, b.tgt_index) << "ties " << ties;
+    }
     for (std::size_t k = 0; k + 1 < one.src_off.size(); ++k) {
       // A quarter of a quarter …: leaf sizes differ by at most one point per split.
       EXPECT_NEAR(static_cast<double>(one.src_off[k + 1] - one.src_off[k]), n / 1024.0, 6.0);

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <omp.h>
-#include <parallel/algorithm>
 
 #include <algorithm>
 #include <chrono>
@@ -14,10 +13,7 @@
 namespace ksum::fmm2d {
 namespace {
 
-template <class T> struct Pt {
-  T c[2];
-  std::int32_t i;
-};
+template <class T> using Pt = PyrPoint<T>;
 
 template <class T> struct Bbox {
   T lo[2] = {std::numeric_limits<T>::infinity(), std::numeric_limits<T>::infinity()};
@@ -37,107 +33,165 @@ template <class T> struct Bbox {
   bool empty() const { return !(lo[0] <= hi[0]); }
 };
 
-// The median of a long range on many threads: two pivots bracketing the median of a sample of
-// 4096 points, one parallel three-way partition (below, between, above) through `buf`, then an exact
-// selection inside the small middle bucket (about 5 % of the points). The result is the same exact
-// rank split as std::nth_element; if the sample missed (the median lies outside the bracket), the
-// parallel selection of libstdc++'s parallel mode finishes the job.
-template <class T>
-void parallel_select(Pt<T> *s, std::int64_t a, std::int64_t b, std::int64_t m, int axis, int nt,
-                     std::vector<Pt<T>> &buf) {
-  const auto less = [axis](const Pt<T> &u, const Pt<T> &v) { return u.c[axis] < v.c[axis]; };
-  const std::int64_t n = b - a;
-  constexpr int S = 4096, W = 160; // ~5 standard deviations of the sample's median rank
-  std::vector<T> smp(S);
+// One range of a half-step at the top of the pyramid: [a, b) split along `axis` at rank
+// a + (b − a)/2 (sources, or targets without sources), or at the value v (targets of a box with
+// sources: those below v go first).
+template <class T> struct Seg {
+  std::int64_t a = 0, b = 0;
+  int axis = 0;
+  bool by_value = false;
+  T v = 0;                     // by_value: the split value; otherwise set to the median's value
+  T lo = 0, hi = 0;            // the bracket of the three-way partition
+  std::int64_t n0 = 0, n1 = 0; // how many fell below and inside the bracket
+  std::int64_t mid = 0;        // the split position
+};
+
+// The bracket of a rank split: two order statistics of a sample of S ≈ 8 √n coordinates, 3 standard
+// deviations of the sample median's rank either side, so the middle bucket holds a few per cent of
+// the range and holds the median but for about one split in 400 (which then selects in the whole
+// range: slower, still exact). Short ranges take the whole line (everything in the middle: one
+// copy and nth_element).
+template <class T> void bracket(const Pt<T> *in, Seg<T> &g) {
+  const std::int64_t n = g.b - g.a;
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  if (g.by_value) { // below v, equal to v (middle), above: the split is after the first bucket
+    g.lo = g.hi = g.v;
+    return;
+  }
+  if (n < 512) {
+    g.lo = -inf, g.hi = inf;
+    return;
+  }
+  const int S = static_cast<int>(
+      std::min<double>({16384.0, n / 4.0, 8 * std::sqrt(static_cast<double>(n))}));
+  const int W = static_cast<int>(std::ceil(1.5 * std::sqrt(static_cast<double>(S))));
+  std::vector<T> smp(static_cast<std::size_t>(S));
   std::uint64_t h = 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(n);
   for (int i = 0; i < S; ++i) {
     h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h += 0x9e3779b97f4a7c15ull;
-    smp[i] = s[a + static_cast<std::int64_t>(h % static_cast<std::uint64_t>(n))].c[axis];
+    smp[i] = in[g.a + static_cast<std::int64_t>(h % static_cast<std::uint64_t>(n))].c[g.axis];
   }
-  std::sort(smp.begin(), smp.end());
-  const int k = static_cast<int>((static_cast<double>(m - a) / n) * S);
-  const T lo = smp[std::max(0, k - W)], hi = smp[std::min(S - 1, k + W)];
-  if (static_cast<std::int64_t>(buf.size()) < n)
-    buf.resize(static_cast<std::size_t>(n));
-  std::vector<std::int64_t> cnt(3 * static_cast<std::size_t>(nt) + 3, 0);
+  const int k = S / 2;
+  std::nth_element(smp.begin(), smp.begin() + (k - W), smp.end());
+  g.lo = smp[k - W];
+  std::nth_element(smp.begin() + (k - W), smp.begin() + (k + W), smp.end());
+  g.hi = smp[k + W];
+}
+
+// Bucket 0 below the bracket, 1 inside, 2 above (lo ≤ hi), without a branch.
+template <class T> int bucket(const Seg<T> &g, T x) { return int(x >= g.lo) + int(x > g.hi); }
+
+// After the three-way partition into out: the split position, and for a rank split the exact
+// median by nth_element inside the middle bucket (or the whole range if the bracket missed).
+template <class T> void finish_split(Pt<T> *out, Seg<T> &g) {
+  if (g.by_value) {
+    g.mid = g.a + g.n0;
+    return;
+  }
+  const std::int64_t m = g.a + (g.b - g.a) / 2;
+  g.mid = m;
+  if (g.b == g.a)
+    return;
+  const int axis = g.axis;
+  const auto less = [axis](const Pt<T> &u, const Pt<T> &v) { return u.c[axis] < v.c[axis]; };
+  if (m - g.a >= g.n0 && m - g.a < g.n0 + g.n1)
+    std::nth_element(out + g.a + g.n0, out + m, out + g.a + g.n0 + g.n1, less);
+  else
+    std::nth_element(out + g.a, out + m, out + g.b, less);
+  g.v = out[m].c[axis];
+}
+
+// One range on one thread: in[a, b) split into out[a, b) in one pass without branches. Bucket 0
+// fills out from the front, bucket 2 from the back (the current point is also written to both free
+// ends, where a later point or the middle bucket overwrites it), the middle bucket is compacted
+// into the front of `in` (already read there) and copied between the two afterwards.
+template <class T> void split_one(Pt<T> *in, Pt<T> *out, Seg<T> &g) {
+  bracket(in, g);
+  Pt<T> *f = out + g.a, *bk = out + g.b - 1, *mid = in + g.a;
+  const int axis = g.axis;
+  const T lo = g.lo, hi = g.hi;
+  for (std::int64_t i = g.a; i < g.b; ++i) {
+    const Pt<T> e = in[i];
+    const bool below = e.c[axis] < lo, above = e.c[axis] > hi;
+    *f = e;
+    *bk = e;
+    *mid = e;
+    f += below;
+    bk -= above;
+    mid += !(below || above);
+  }
+  g.n0 = f - (out + g.a);
+  g.n1 = mid - (in + g.a);
+  std::copy(in + g.a, mid, f);
+  finish_split(out, g);
+}
+
+// Splits every segment of in[0, n) (the segments cover it in order) into out: a three-way
+// partition around each segment's bracket (one parallel pass counts, one scatters; the points
+// land where split_one puts them), then nth_element inside the middle bucket only. Every level
+// of the pyramid's top thus costs two streaming passes per half-step instead of a serial
+// selection per box; the order written depends on the input alone, never on the thread count.
+template <class T>
+void split_segments(const Pt<T> *in, Pt<T> *out, std::int64_t n, std::vector<Seg<T>> &segs,
+                    int nt) {
+  const std::int64_t ns = static_cast<std::int64_t>(segs.size());
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (std::int64_t g = 0; g < ns; ++g)
+    bracket(in, segs[g]);
+  std::vector<std::int64_t> starts(ns);
+  for (std::int64_t g = 0; g < ns; ++g)
+    starts[g] = segs[g].a;
+  std::vector<std::int64_t> cnt(3 * static_cast<std::size_t>(ns) * nt, 0);
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num(), p = omp_get_num_threads();
-    const std::int64_t i0 = a + n * t / p, i1 = a + n * (t + 1) / p;
-    std::int64_t c[3] = {0, 0, 0};
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const T x = s[i].c[axis];
-      ++c[x < lo ? 0 : (x > hi ? 2 : 1)];
+    const std::int64_t i0 = n * t / p, i1 = n * (t + 1) / p;
+    std::int64_t *c = cnt.data() + 3 * ns * t;
+    // The last segment starting at or before i0 holds i0 (empty ones before it are skipped).
+    const std::int64_t g0 =
+        i0 < n ? std::upper_bound(starts.begin(), starts.end(), i0) - starts.begin() - 1 : ns;
+    for (std::int64_t g = g0, i = i0; i < i1; ++g) {
+      const Seg<T> &sg = segs[g];
+      std::int64_t ge = 0, gt = 0; // at or above lo, above hi
+      const std::int64_t i_start = i;
+      for (const std::int64_t e = std::min(i1, sg.b); i < e; ++i)
+        ge += in[i].c[sg.axis] >= sg.lo, gt += in[i].c[sg.axis] > sg.hi;
+      c[3 * g] += (i - i_start) - ge, c[3 * g + 1] += ge - gt, c[3 * g + 2] += gt;
     }
-    for (int q = 0; q < 3; ++q)
-      cnt[3 * (t + 1) + q] = c[q];
 #pragma omp barrier
 #pragma omp single
     {
-      // Exclusive offsets: bucket q of thread t starts after all of bucket < q and bucket q of
-      // threads < t.
-      std::int64_t tot[3] = {0, 0, 0};
-      for (int u = 1; u <= p; ++u)
-        for (int q = 0; q < 3; ++q)
-          tot[q] += cnt[3 * u + q];
-      std::int64_t run[3] = {0, tot[0], tot[0] + tot[1]};
-      for (int u = 1; u <= p; ++u)
-        for (int q = 0; q < 3; ++q) {
-          const std::int64_t v = cnt[3 * u + q];
-          cnt[3 * u + q] = run[q];
-          run[q] += v;
-        }
-      cnt[0] = tot[0], cnt[1] = tot[1];
+      // Where each thread's part of each bucket starts: buckets 0 and 1 after the buckets below
+      // and the same bucket of the threads before; bucket 2 backwards from the segment's end (the
+      // order split_one writes, so both give the same pyramid).
+      for (std::int64_t g = 0; g < ns; ++g) {
+        std::int64_t tot[3] = {0, 0, 0};
+        for (int u = 0; u < p; ++u)
+          for (int q = 0; q < 3; ++q)
+            tot[q] += cnt[3 * (ns * u + g) + q];
+        std::int64_t run[3] = {segs[g].a, segs[g].a + tot[0], segs[g].b - 1};
+        for (int u = 0; u < p; ++u)
+          for (int q = 0; q < 3; ++q) {
+            const std::int64_t v = cnt[3 * (ns * u + g) + q];
+            cnt[3 * (ns * u + g) + q] = run[q];
+            run[q] += q == 2 ? -v : v;
+          }
+        segs[g].n0 = tot[0], segs[g].n1 = tot[1];
+      }
     }
-    std::int64_t o[3] = {cnt[3 * (t + 1)], cnt[3 * (t + 1) + 1], cnt[3 * (t + 1) + 2]};
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const T x = s[i].c[axis];
-      buf[o[x < lo ? 0 : (x > hi ? 2 : 1)]++] = s[i];
+    for (std::int64_t g = g0, i = i0; i < i1; ++g) {
+      const Seg<T> &sg = segs[g];
+      for (const std::int64_t e = std::min(i1, sg.b); i < e; ++i) {
+        const int q = bucket(sg, in[i].c[sg.axis]);
+        std::int64_t &o = c[3 * g + q];
+        out[o] = in[i];
+        o += q == 2 ? -1 : 1;
+      }
     }
-#pragma omp barrier
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i)
-      s[a + i] = buf[i];
   }
-  const std::int64_t n0 = cnt[0], n1 = cnt[1];
-  if (m - a >= n0 && m - a < n0 + n1)
-    std::nth_element(s + a + n0, s + m, s + a + n0 + n1, less);
-  else
-    __gnu_parallel::nth_element(s + a, s + m, s + b, less);
-}
-
-// Splits sources [a, b) at their median along `axis` (rank split: a quarter of the parent's
-// sources per child, even for repeated coordinates) and the targets [ta, tb) at the same value.
-// Without sources the targets are split at their own median. Returns the two split positions.
-// Long ranges at the top of the pyramid (fewer boxes than threads) use parallel_select.
-constexpr std::int64_t kParallelSplit = 50000;
-
-template <class T>
-std::pair<std::int64_t, std::int64_t> split(Pt<T> *s, std::int64_t a, std::int64_t b, Pt<T> *t,
-                                            std::int64_t ta, std::int64_t tb, int axis,
-                                            int parallel, std::vector<Pt<T>> &buf) {
-  const auto less = [axis](const Pt<T> &u, const Pt<T> &v) { return u.c[axis] < v.c[axis]; };
-  if (b > a) {
-    const std::int64_t m = a + (b - a) / 2;
-    if (parallel > 1 && b - a >= kParallelSplit)
-      parallel_select(s, a, b, m, axis, parallel, buf);
-    else
-      std::nth_element(s + a, s + m, s + b, less);
-    const T v = s[m].c[axis];
-    std::int64_t mt = ta;
-    if (tb > ta)
-      mt = std::partition(t + ta, t + tb, [axis, v](const Pt<T> &u) { return u.c[axis] < v; }) - t;
-    return {m, mt};
-  }
-  if (tb > ta) {
-    const std::int64_t mt = ta + (tb - ta) / 2;
-    if (parallel > 1 && tb - ta >= kParallelSplit)
-      parallel_select(t, ta, tb, mt, axis, parallel, buf);
-    else
-      std::nth_element(t + ta, t + mt, t + tb, less);
-    return {a, mt};
-  }
-  return {a, ta};
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (std::int64_t g = 0; g < ns; ++g)
+    finish_split(out, segs[g]);
 }
 
 template <class T> Bbox<T> bbox_of(const Pt<T> *p, std::int64_t a, std::int64_t b) {
@@ -205,50 +259,110 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
   pyr.levels = levels;
   pyr.self = self;
 
-  std::vector<Pt<T>> s(static_cast<std::size_t>(n)), t(static_cast<std::size_t>(m));
+  // Sources in work[0] or work[1] (`cs` says which holds them now), targets in work[2] or work[3].
+  for (auto &w : pyr.work)
+    if (w.size() < static_cast<std::size_t>(std::max(n, m)))
+      w.resize(static_cast<std::size_t>(std::max(n, m)));
+  Pt<T> *sp[2] = {pyr.work[0].data(), pyr.work[1].data()};
+  Pt<T> *tp[2] = {pyr.work[2].data(), pyr.work[3].data()};
+  int cs = 0, ct = 0;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (std::int64_t i = 0; i < n; ++i)
-    s[i] = {{sources[i].real(), sources[i].imag()}, static_cast<std::int32_t>(i)};
+    sp[0][i] = {{sources[i].real(), sources[i].imag()}, static_cast<std::int32_t>(i)};
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (std::int64_t i = 0; i < m; ++i)
-    t[i] = {{targets[i].real(), targets[i].imag()}, static_cast<std::int32_t>(i)};
+    tp[0][i] = {{targets[i].real(), targets[i].imag()}, static_cast<std::int32_t>(i)};
 
   pyr.seconds_copy = lap();
-  std::vector<Pt<T>> buf; // scratch of parallel_select (used by one box at a time)
   // Partition level by level; the boxes of a level are independent (seed 004 Paper IV §3.1).
   std::vector<std::int64_t> soff{0, n}, toff{0, m};
+  std::vector<Seg<T>> sg, tg;
   for (int l = 0; l + 1 < levels; ++l) {
     const std::int64_t nb = level_size(l);
     std::vector<std::int64_t> so(4 * nb + 1), to(4 * nb + 1);
     so[4 * nb] = n;
     to[4 * nb] = m;
-    // Few boxes: one at a time, each split in parallel; many: a box per thread.
-    const bool few = nb < nt;
-    const int par = few ? nt : 1;
-    const auto split_box = [&](std::int64_t k) {
-      const std::int64_t a = soff[k], b = soff[k + 1], ta = toff[k], tb = toff[k + 1];
-      Bbox<T> box = few ? bbox_par(s.data(), a, b, nt) : bbox_of(s.data(), a, b);
-      box.add(few ? bbox_par(t.data(), ta, tb, nt) : bbox_of(t.data(), ta, tb));
-      const int first = box.empty() || box.hi[0] - box.lo[0] >= box.hi[1] - box.lo[1] ? 0 : 1;
-      const auto [sm, tm] = split(s.data(), a, b, t.data(), ta, tb, first, par, buf);
-      const auto [s0, t0] = split(s.data(), a, sm, t.data(), ta, tm, 1 - first, par, buf);
-      const auto [s1, t1] = split(s.data(), sm, b, t.data(), tm, tb, 1 - first, par, buf);
-      so[4 * k] = a, so[4 * k + 1] = s0, so[4 * k + 2] = sm, so[4 * k + 3] = s1;
-      to[4 * k] = ta, to[4 * k + 1] = t0, to[4 * k + 2] = tm, to[4 * k + 3] = t1;
+    const auto first_axis = [](const Bbox<T> &box) {
+      return box.empty() || box.hi[0] - box.lo[0] >= box.hi[1] - box.lo[1] ? 0 : 1;
     };
-    if (few) {
-      for (std::int64_t k = 0; k < nb; ++k)
-        split_box(k);
+    if (nb < nt) {
+      // Few boxes: each half-step splits every box at once, on all threads.
+      std::vector<int> first(nb);
+      for (std::int64_t k = 0; k < nb; ++k) {
+        Bbox<T> box = bbox_par(sp[cs], soff[k], soff[k + 1], nt);
+        box.add(bbox_par(tp[ct], toff[k], toff[k + 1], nt));
+        first[k] = first_axis(box);
+      }
+      // Half-step h splits the ranges bounded by `cut` (the box edges, then also their
+      // midpoints) along the box's first axis, then the other.
+      std::vector<std::int64_t> scut(soff), tcut(toff);
+      for (int h = 0; h < 2; ++h) {
+        const std::int64_t per = h == 0 ? 1 : 2, nr = nb * per;
+        sg.assign(nr, {});
+        tg.assign(nr, {});
+        for (std::int64_t r = 0; r < nr; ++r) {
+          const int axis = h == 0 ? first[r] : 1 - first[r / 2];
+          sg[r].a = scut[r], sg[r].b = scut[r + 1], sg[r].axis = axis;
+          tg[r].a = tcut[r], tg[r].b = tcut[r + 1], tg[r].axis = axis;
+        }
+        split_segments(sp[cs], sp[1 - cs], n, sg, nt);
+        cs = 1 - cs;
+        if (m > 0) {
+          for (std::int64_t r = 0; r < nr; ++r)
+            if (sg[r].b > sg[r].a)
+              tg[r].by_value = true, tg[r].v = sg[r].v;
+          split_segments(tp[ct], tp[1 - ct], m, tg, nt);
+          ct = 1 - ct;
+        }
+        // Each range [a, b) becomes [a, mid) and [mid, b).
+        std::vector<std::int64_t> ns, nts;
+        for (std::int64_t r = 0; r < nr; ++r) {
+          ns.push_back(sg[r].a), ns.push_back(sg[r].mid);
+          nts.push_back(tg[r].a), nts.push_back(m > 0 ? tg[r].mid : tg[r].a);
+        }
+        ns.push_back(n), nts.push_back(m);
+        scut.swap(ns);
+        tcut.swap(nts);
+      }
+      so.swap(scut);
+      to.swap(tcut);
     } else {
+      // Many boxes: a box per thread, its two half-steps from one array into the other and back.
+      Pt<T> *s0 = sp[cs], *s1 = sp[1 - cs], *t0 = tp[ct], *t1 = tp[1 - ct];
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-      for (std::int64_t k = 0; k < nb; ++k)
-        split_box(k);
+      for (std::int64_t k = 0; k < nb; ++k) {
+        Seg<T> g;
+        g.a = soff[k], g.b = soff[k + 1];
+        Bbox<T> box = bbox_of(s0, g.a, g.b);
+        box.add(bbox_of(t0, toff[k], toff[k + 1]));
+        g.axis = first_axis(box);
+        split_one(s0, s1, g);
+        Seg<T> tgv;
+        tgv.a = toff[k], tgv.b = toff[k + 1], tgv.axis = g.axis;
+        tgv.by_value = g.b > g.a, tgv.v = g.v, tgv.mid = tgv.a;
+        if (m > 0)
+          split_one(t0, t1, tgv);
+        Seg<T> h[2], th[2];
+        h[0].a = g.a, h[0].b = g.mid, h[1].a = g.mid, h[1].b = g.b;
+        th[0].a = tgv.a, th[0].b = tgv.mid, th[1].a = tgv.mid, th[1].b = tgv.b;
+        for (int j = 0; j < 2; ++j) {
+          h[j].axis = th[j].axis = 1 - g.axis;
+          split_one(s1, s0, h[j]);
+          th[j].by_value = h[j].b > h[j].a, th[j].v = h[j].v, th[j].mid = th[j].a;
+          if (m > 0)
+            split_one(t1, t0, th[j]);
+        }
+        so[4 * k] = g.a, so[4 * k + 1] = h[0].mid, so[4 * k + 2] = g.mid, so[4 * k + 3] = h[1].mid;
+        to[4 * k] = tgv.a, to[4 * k + 1] = th[0].mid, to[4 * k + 2] = tgv.mid,
+        to[4 * k + 3] = th[1].mid;
+      }
     }
     soff.swap(so);
     toff.swap(to);
   }
 
   pyr.seconds_split = lap();
+  const Pt<T> *s = sp[cs], *t = tp[ct];
   pyr.src.resize(n);
   pyr.src_index.resize(n);
   pyr.tgt.resize(m);
@@ -272,8 +386,8 @@ void build_pyramid(Pyramid<T> &pyr, const std::complex<T> *sources, std::int64_t
   const std::int64_t leaf0 = level_first(levels - 1);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (std::int64_t k = 0; k < nleaf; ++k) {
-    sb[leaf0 + k] = bbox_of(s.data(), soff[k], soff[k + 1]);
-    tb[leaf0 + k] = self ? sb[leaf0 + k] : bbox_of(t.data(), toff[k], toff[k + 1]);
+    sb[leaf0 + k] = bbox_of(s, soff[k], soff[k + 1]);
+    tb[leaf0 + k] = self ? sb[leaf0 + k] : bbox_of(t, toff[k], toff[k + 1]);
   }
   pyr.src_count.assign(nbox, 0);
   pyr.tgt_count.assign(nbox, 0);

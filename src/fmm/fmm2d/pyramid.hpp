@@ -25,6 +25,12 @@ namespace ksum::fmm2d {
 inline std::int64_t level_first(int l) { return ((std::int64_t(1) << (2 * l)) - 1) / 3; }
 inline std::int64_t level_size(int l) { return std::int64_t(1) << (2 * l); }
 
+// A point during the partition: coordinates and its input index.
+template <class T> struct PyrPoint {
+  T c[2];
+  std::int32_t i;
+};
+
 template <class T> struct Pyramid {
   int levels = 0;
   bool self = false; // targets are the sources
@@ -50,6 +56,9 @@ template <class T> struct Pyramid {
   double min_weak_gap = 0;
   // Seconds of the last build: copy in, median splits, copy out + shrunk boxes, connectivity.
   double seconds_copy = 0, seconds_split = 0, seconds_boxes = 0, seconds_connect = 0;
+  // The partition's scratch, kept between builds so a time step's rebuild reuses memory that is
+  // already mapped: sources and targets, each with a second array the splits write into.
+  std::vector<PyrPoint<T>> work[4];
 
   const std::complex<T> *targets() const { return self ? src.data() : tgt.data(); }
   const std::int64_t *target_offsets() const { return self ? src_off.data() : tgt_off.data(); }
