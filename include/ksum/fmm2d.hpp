@@ -81,6 +81,9 @@ public:
   void set_points(std::span<const C> sources, std::span<const C> targets);
   // One strength per source; returns one value per target.
   std::vector<C> execute(std::span<const C> strengths);
+  // The same into the caller's memory (result: one entry per target), so a simulation's time
+  // steps reuse one buffer.
+  void execute(std::span<const C> strengths, std::span<C> result);
 
   // Moves θ and Nlevels (levels 0: from the number of points); takes effect at the next
   // set_points() (or at once by rebuilding the tree on the points given last).

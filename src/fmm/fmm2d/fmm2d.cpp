@@ -343,14 +343,13 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
   }
 
   // The exact sum, every pair: the reference (and method = direct).
-  std::vector<C> direct(std::span<const C> q) const {
+  void direct(std::span<const C> q, std::span<C> res) const {
     const std::int64_t n = static_cast<std::int64_t>(src_copy.size());
     const std::vector<C> &tg = self ? src_copy : tgt_copy;
     const std::int64_t m = static_cast<std::int64_t>(tg.size());
     const bool harmonic = opt.kernel == Fmm2dKernel::harmonic;
     const double core = opt.smoothing == Fmm2dSmoothing::gaussian ? opt.core_radius : 0.0;
     const T inv_core2 = core > 0 ? T(1 / (core * core)) : T(0);
-    std::vector<C> res(static_cast<std::size_t>(m));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
     for (std::int64_t i = 0; i < m; ++i) {
       T ur = 0, ui = 0;
@@ -375,7 +374,16 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
       }
       res[i] = {ur, ui};
     }
-    return res;
+  }
+
+  // Copies the points given in parallel (a time step's 10^6 points are a serial copy's
+  // milliseconds); the vector keeps its memory between calls.
+  void copy_points(std::vector<C> &to, std::span<const C> from) const {
+    to.resize(from.size());
+    const std::int64_t n = static_cast<std::int64_t>(from.size());
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > 100000)
+    for (std::int64_t i = 0; i < n; ++i)
+      to[i] = from[i];
   }
 };
 
@@ -402,7 +410,7 @@ template <std::floating_point T> Fmm2d<T> &Fmm2d<T>::operator=(Fmm2d &&) noexcep
 
 template <std::floating_point T> void Fmm2d<T>::set_points(std::span<const C> sources) {
   impl_->check_points(sources, "source");
-  impl_->src_copy.assign(sources.begin(), sources.end());
+  impl_->copy_points(impl_->src_copy, sources);
   impl_->tgt_copy.clear();
   impl_->self = true;
   impl_->build();
@@ -412,14 +420,24 @@ template <std::floating_point T>
 void Fmm2d<T>::set_points(std::span<const C> sources, std::span<const C> targets) {
   impl_->check_points(sources, "source");
   impl_->check_points(targets, "target");
-  impl_->src_copy.assign(sources.begin(), sources.end());
-  impl_->tgt_copy.assign(targets.begin(), targets.end());
+  impl_->copy_points(impl_->src_copy, sources);
+  impl_->copy_points(impl_->tgt_copy, targets);
   impl_->self = false;
   impl_->build();
 }
 
 template <std::floating_point T>
 std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths) {
+  const auto &I = *impl_;
+  if (!I.have_points)
+    throw Error(ErrorCode::invalid_argument, "fmm2d: execute() before set_points()");
+  std::vector<C> res(I.self ? I.src_copy.size() : I.tgt_copy.size());
+  execute(strengths, res);
+  return res;
+}
+
+template <std::floating_point T>
+void Fmm2d<T>::execute(std::span<const C> strengths, std::span<C> res) {
   auto &I = *impl_;
   if (!I.have_points)
     throw Error(ErrorCode::invalid_argument, "fmm2d: execute() before set_points()");
@@ -427,6 +445,10 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
   if (strengths.size() != n)
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("fmm2d: {} strengths for {} sources", strengths.size(), n));
+  const std::size_t targets = I.self ? n : I.tgt_copy.size();
+  if (res.size() != targets)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("fmm2d: a result of {} entries for {} targets", res.size(), targets));
   I.check_points(strengths, "strength");
   const auto t0 = clock_type::now();
   const double partition = I.stats.seconds_partition;
@@ -443,11 +465,13 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
                                 : static_cast<std::int64_t>(I.tgt_copy.size());
   if (I.opt.method == Method::direct || n == 0 || m == 0 ||
       (I.opt.method == Method::automatic && static_cast<double>(n) * m < 4e6)) {
-    auto r = n == 0 ? std::vector<C>(static_cast<std::size_t>(m), C(0, 0)) : I.direct(strengths);
+    if (n == 0)
+      std::fill(res.begin(), res.end(), C(0, 0));
+    else
+      I.direct(strengths, res);
     I.stats.seconds_execute = seconds_since(t0);
-    return r;
+    return;
   }
-  std::vector<C> res(static_cast<std::size_t>(m), C(0, 0));
   const bool harmonic = I.opt.kernel == Fmm2dKernel::harmonic;
   I.qs.resize(n);
   // The log kernel's strengths are real per pass: Σ q_j log|z − z_j| = Re-part pass + i Im-part pass.
@@ -471,7 +495,7 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
       if (harmonic)
         r = {v.re, v.im};
       else if (pass == 0)
-        r = {v.re, r.imag()};
+        r = {v.re, T(0)};
       else
         r = {r.real(), v.re};
     }
@@ -486,7 +510,6 @@ std::vector<typename Fmm2d<T>::C> Fmm2d<T>::execute(std::span<const C> strengths
                 fmt::format("fmm2d: result {} is not finite ({}, {}); please report this input",
                             bad, res[bad].real(), res[bad].imag()));
   I.stats.seconds_execute = seconds_since(t0);
-  return res;
 }
 
 template <std::floating_point T> void Fmm2d<T>::set_parameters(double theta, int levels) {
