@@ -1,4 +1,7 @@
 #pragma once
+#include <bit>
+#include <cmath>
+#include <cstdint>
 // Pieces the three simulations share: option checks and the rasterisation of particles for the
 // pictures.
 #include <ksum/simulate.hpp>
@@ -30,6 +33,31 @@ void normalise_signed(Picture &p);
 // q_j·exp(−r²/δ²)/(z_i − y_j) over the pairs with 0 < r < core_cutoff(δ, tol), leaving
 // u_i = Σ_j q_j (1 − exp(−r²/δ²))/(z_i − y_j) to tol/10 of each pair term.
 double core_cutoff(double core, double tolerance);
+
+// e^x for x ≤ 0 (below −700 it returns e^−700 ≈ 1e−304), to a few units in the last place:
+// e^x = 2^k e^r with k = round(x / ln 2), |r| ≤ ln 2 / 2 and e^r by its Taylor series to r^12
+// (the next term is below 2e−16). Plain arithmetic, so a loop over pairs vectorises it.
+inline double exp_nonpositive(double x) {
+  x = x < -700.0 ? -700.0 : x;
+  const double k = std::nearbyint(x * 1.4426950408889634); // 1 / ln 2
+  // r = x − k ln 2 with ln 2 in two parts, the first exact in k's few bits.
+  const double r = (x - k * 0.693147180369123816490) - k * 1.90821492927058770002e-10;
+  double p = 1.0 / 479001600.0; // 1/12!
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const auto bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(k) + 1023) << 52;
+  return p * std::bit_cast<double>(bits);
+}
 void subtract_core(std::span<const Complex> src, std::span<const Complex> q,
                    std::span<const Complex> tgt, double core, double tolerance, int threads,
                    std::span<Complex> u);
