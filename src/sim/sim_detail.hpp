@@ -38,7 +38,7 @@ double core_cutoff(double core, double tolerance);
 // e^x = 2^k e^r with k = round(x / ln 2), |r| ≤ ln 2 / 2 and e^r by its Taylor series to r^12
 // (the next term is below 2e−16). Plain arithmetic, so a loop over pairs vectorises it.
 inline double exp_nonpositive(double x) {
-  x = x < -700.0 ? -700.0 : x;
+  x = !(x >= -700.0) ? -700.0 : x; // NaN too (masked-off lanes may compute one)
   const double k = std::nearbyint(x * 1.4426950408889634); // 1 / ln 2
   // r = x − k ln 2 with ln 2 in two parts, the first exact in k's few bits.
   const double r = (x - k * 0.693147180369123816490) - k * 1.90821492927058770002e-10;

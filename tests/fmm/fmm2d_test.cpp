@@ -376,6 +376,39 @@ TEST(Fmm2dPyramid, ParallelMedianSplitsAreExactAndThreadIndependent) {
   }
 }
 
+TEST(Fmm2dPyramid, AllBoxesAtOnceMatchOneBoxPerThreadWithEmptyAndSourcelessBoxes) {
+  // Many threads send the top levels (fewer boxes than threads) through the all-boxes-at-once
+  // split: many segments, empty target ranges (targets packed in a corner), and boxes with
+  // targets but no sources (10 sources, split at the targets' own median). The one-thread split
+  // must give the same pyramid, point for point.
+  const auto z = test::fmm2d_points("uniform", 200000, 93);
+  auto corner = test::fmm2d_points("uniform", 50000, 94);
+  for (auto &c : corner)
+    c = {0.01 * c.real(), 0.01 * c.imag()};
+  const auto few = test::fmm2d_points("uniform", 10, 95);
+  const auto many = test::fmm2d_points("line", 100000, 96);
+  struct Case {
+    const std::vector<cd> &s, &t;
+    int threads;
+  };
+  for (const Case &c : {Case{z, corner, 16}, Case{few, many, 64}}) {
+    fmm2d::Pyramid<double> one, par;
+    const auto ns = static_cast<std::int64_t>(c.s.size()), nt = static_cast<std::int64_t>(c.t.size());
+    fmm2d::build_pyramid<double>(one, c.s.data(), ns, c.t.data(), nt, 4, 0.5, 1);
+    fmm2d::build_pyramid<double>(par, c.s.data(), ns, c.t.data(), nt, 4, 0.5, c.threads);
+    EXPECT_EQ(one.src_off, par.src_off) << c.threads;
+    EXPECT_EQ(one.src_index, par.src_index) << c.threads;
+    EXPECT_EQ(one.tgt_off, par.tgt_off) << c.threads;
+    EXPECT_EQ(one.tgt_index, par.tgt_index) << c.threads;
+    // Every target is in the box its split values say: the targets of a leaf lie in the leaf's
+    // target box, and every target appears once.
+    std::vector<std::int32_t> seen(par.tgt_index);
+    std::sort(seen.begin(), seen.end());
+    for (std::int64_t i = 0; i < nt; ++i)
+      ASSERT_EQ(seen[i], i);
+  }
+}
+
 TEST(Fmm2d, DefaultLevelsKeepAboutThirtyTwoPointsPerLeaf) {
   EXPECT_EQ(fmm2d_default_levels(0), 1);
   EXPECT_EQ(fmm2d_default_levels(32), 1);

@@ -106,6 +106,11 @@ template <class T> void finish_split(Pt<T> *out, Seg<T> &g) {
 // ends, where a later point or the middle bucket overwrites it), the middle bucket is compacted
 // into the front of `in` (already read there) and copied between the two afterwards.
 template <class T> void split_one(Pt<T> *in, Pt<T> *out, Seg<T> &g) {
+  if (g.b == g.a) {
+    g.n0 = g.n1 = 0;
+    g.mid = g.a;
+    return;
+  }
   bracket(in, g);
   Pt<T> *f = out + g.a, *bk = out + g.b - 1, *mid = in + g.a;
   const int axis = g.axis;
