@@ -83,6 +83,28 @@ inline std::vector<std::complex<double>> fmm2d_strengths(std::int64_t n, std::ui
   return q;
 }
 
+// The float case of the CPU and GPU tests: clustered sources (the narrowest clusters collapse to
+// repeated points in float), uniform targets with target 3 on source 5, complex strengths; the
+// float inputs and the same values in double for the reference.
+struct Fmm2dFloatCase {
+  std::vector<std::complex<float>> zf, tf, qf;
+  std::vector<std::complex<double>> z, t, q;
+};
+inline Fmm2dFloatCase fmm2d_float_case(std::int64_t n, std::int64_t m) {
+  const auto z0 = fmm2d_points("cluster", n, 91);
+  auto t0 = fmm2d_points("uniform", m, 92);
+  t0[3] = z0[5];
+  const auto q0 = fmm2d_strengths(n, 93);
+  Fmm2dFloatCase c;
+  c.zf.assign(z0.begin(), z0.end());
+  c.tf.assign(t0.begin(), t0.end());
+  c.qf.assign(q0.begin(), q0.end());
+  c.z.assign(c.zf.begin(), c.zf.end());
+  c.t.assign(c.tf.begin(), c.tf.end());
+  c.q.assign(c.qf.begin(), c.qf.end());
+  return c;
+}
+
 // max_s |got[at[s]] − ref[s]| / max_s |ref[s]|
 inline double fmm2d_error(std::span<const std::complex<double>> got,
                           const std::vector<std::complex<double>> &ref,

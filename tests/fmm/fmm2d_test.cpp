@@ -165,13 +165,7 @@ TEST(Fmm2d, FloatClustersWithZeroSizeBoxesAndSeparateTargets) {
   // In float the narrowest clusters (width 1e-7) collapse to repeated points: boxes of zero size
   // next to boxes of finite size. Their expansions' scales must not overflow (this gave NaN).
   const std::int64_t n = 20000, m = 7000;
-  const auto z0 = test::fmm2d_points("cluster", n, 91);
-  auto t0 = test::fmm2d_points("uniform", m, 92);
-  t0[3] = z0[5];
-  const auto q0 = test::fmm2d_strengths(n, 93);
-  std::vector<std::complex<float>> zf(z0.begin(), z0.end()), tf(t0.begin(), t0.end()),
-      qf(q0.begin(), q0.end());
-  const std::vector<cd> z(zf.begin(), zf.end()), t(tf.begin(), tf.end()), q(qf.begin(), qf.end());
+  const auto [zf, tf, qf, z, t, q] = test::fmm2d_float_case(n, m);
   for (bool separate : {true, false}) {
     Fmm2dOptions o;
     o.tolerance = 1e-5;
