@@ -1,0 +1,90 @@
+#pragma once
+// The Gauss transform G(y_i) = Σ_j q_j exp(−|y_i − x_j|² / h²), exactly (direct) or fast to an
+// absolute error guaranteed by |Ĝ(y_i) − G(y_i)| ≤ tolerance · Σ_j |q_j| for every target:
+//
+//   fgt:  the fast Gauss transform of Greengard & Strain (seed 002 §2.2): uniform boxes of side
+//         2ρh, Hermite expansions about source-box centres, Taylor expansions about target-box
+//         centres and the Hermite→Taylor translation, chosen per pair of boxes by work estimates.
+//         Tensor-product series of p^d terms: for low dimensions (d ≤ 4 or so).
+//   ifgt: the improved FGT of Yang, Duraiswami et al.: farthest-point clusters and one graded
+//         Taylor series per cluster (C(p−1+d, d) terms), for higher dimensions.
+//   automatic: the cheapest of direct, fgt and ifgt by a cost model of the work (FIGTree's idea).
+//
+// Bandwidth convention: h as written above, so K = exp(−r²/h²). Seed 002 writes the kernel as
+// exp(−r²/(2σ²)): h = √2 σ. It is the catalogue's gaussian kernel exp(−(ε r)²) with ε = 1/h.
+#include <ksum/direct.hpp>
+#include <ksum/table.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace ksum {
+
+enum class GaussMethod { automatic, direct, fgt, ifgt };
+GaussMethod parse_gauss_method(std::string_view name); // "auto", "direct", "fgt" or "ifgt"
+std::string_view to_string(GaussMethod m);
+
+struct GaussOptions {
+  double bandwidth = 1.0; // h > 0
+  // Absolute error per target relative to Σ|q_j|; 1e-12 … 0.5 in double, 1e-6 … 0.5 in float
+  // (below that the precision itself is the error: set_points() refuses with a clear message).
+  double tolerance = 1e-6;
+  GaussMethod method = GaussMethod::automatic;
+  Backend backend = Backend::automatic; // automatic: the GPU when one is present
+  int threads = 0;                      // CPU threads; 0: OpenMP's default
+  int device = 0;                       // the GPU to use
+  int order = 0;                        // series terms p per dimension (fgt) or total degree
+                                        // (ifgt); 0: the smallest that meets the tolerance
+  // Called now and then with the fraction done, from the thread that called execute().
+  std::function<void(double)> progress{};
+};
+
+// What set_points() chose and what execute() did.
+struct GaussStats {
+  GaussMethod method = GaussMethod::direct; // resolved from automatic
+  Backend backend = Backend::cpu;           // resolved from automatic
+  int order = 0;                            // p
+  std::int64_t terms = 0;                   // coefficients per expansion
+  double radius = 0;      // fgt: box half-side / h (ρ); ifgt: largest cluster radius / h
+  double cutoff = 0;      // interactions beyond cutoff · h are dropped (e^{−cutoff²} ≤ tol)
+  double error_bound = 0; // the proven bound on |Ĝ − G| / Σ|q| of the series chosen
+  std::int64_t boxes = 0; // fgt: occupied boxes (sources and targets); ifgt: clusters
+  // fgt: interacting pairs of boxes by kind (seed 002 §2.2's four interactions)
+  std::int64_t pairs_direct = 0, pairs_hermite = 0, pairs_taylor = 0, pairs_translate = 0;
+  double predicted_direct = 0, predicted_fgt = 0, predicted_ifgt = 0; // cost model (flop units)
+  double seconds_setup = 0, seconds_execute = 0;
+};
+
+template <std::floating_point T> class GaussTransform {
+public:
+  explicit GaussTransform(GaussOptions options);
+  ~GaussTransform();
+  GaussTransform(GaussTransform &&) noexcept;
+  GaussTransform &operator=(GaussTransform &&) noexcept;
+
+  // Targets are the sources; every pair counts, i = j included (exp(0) = 1).
+  void set_points(const Table<T> &sources);
+  void set_points(const Table<T> &sources, const Table<T> &targets);
+
+  // weights: one row per source, one column per right-hand side; returns one row per target and
+  // one column per right-hand side.
+  Table<T> execute(const Table<T> &weights);
+
+  std::int64_t dimension() const;
+  std::int64_t num_sources() const;
+  std::int64_t num_targets() const;
+  const GaussOptions &options() const;
+  const GaussStats &stats() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class GaussTransform<float>;
+extern template class GaussTransform<double>;
+
+} // namespace ksum

@@ -1,0 +1,359 @@
+// The uniform-box fast Gauss transform on the CPU (see fgt_cpu.hpp and fgt_series.hpp).
+#include "fgt/fgt_cpu.hpp"
+#include "fgt/fgt_series.hpp"
+
+#include <ksum/error.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+#include <omp.h>
+
+namespace ksum::fgt {
+namespace {
+
+struct Grid {
+  int d;
+  const std::vector<std::int64_t> &count;
+  const std::vector<double> &side;
+  const std::vector<double> &lo;
+
+  std::int64_t cell(int k, double z) const {
+    if (count[k] == 1 || side[k] <= 0)
+      return 0;
+    const double c = std::floor((z - lo[k]) / side[k]);
+    return std::clamp<std::int64_t>(std::int64_t(c), 0, count[k] - 1);
+  }
+  std::int64_t key(const double *z) const {
+    std::int64_t key = 0;
+    for (int k = 0; k < d; ++k)
+      key = key * count[k] + cell(k, z[k]);
+    return key;
+  }
+  void decode(std::int64_t key, std::int64_t *idx) const {
+    for (int k = d - 1; k >= 0; --k) {
+      idx[k] = key % count[k];
+      key /= count[k];
+    }
+  }
+};
+
+// Sorts the points by box: a counting sort where the grid is small, a comparison sort otherwise.
+BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threads) {
+  const int d = g.d;
+  std::vector<std::int64_t> keys(static_cast<std::size_t>(n));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    keys[i] = g.key(z + i * d);
+  double total = 1;
+  for (int k = 0; k < d; ++k)
+    total *= double(g.count[k]);
+  BoxSet s;
+  s.order.resize(static_cast<std::size_t>(n));
+  if (total <= std::max<double>(4.0 * n, 1 << 20)) {
+    std::vector<std::int64_t> start(static_cast<std::size_t>(total) + 1, 0);
+    for (std::int64_t i = 0; i < n; ++i)
+      ++start[keys[i] + 1];
+    std::partial_sum(start.begin(), start.end(), start.begin());
+    for (std::int64_t b = 0; b + 1 < std::int64_t(start.size()); ++b)
+      if (start[b + 1] > start[b]) {
+        s.key.push_back(b);
+        s.begin.push_back(start[b]);
+      }
+    for (std::int64_t i = 0; i < n; ++i)
+      s.order[start[keys[i]]++] = i;
+  } else {
+    std::iota(s.order.begin(), s.order.end(), std::int64_t(0));
+    std::stable_sort(s.order.begin(), s.order.end(),
+                     [&](std::int64_t a, std::int64_t b) { return keys[a] < keys[b]; });
+    for (std::int64_t i = 0; i < n; ++i)
+      if (i == 0 || keys[s.order[i]] != keys[s.order[i - 1]]) {
+        s.key.push_back(keys[s.order[i]]);
+        s.begin.push_back(i);
+      }
+  }
+  s.begin.push_back(n);
+  s.pts.resize(static_cast<std::size_t>(n) * d);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int k = 0; k < d; ++k)
+      s.pts[i * d + k] = z[s.order[i] * d + k];
+  s.center.resize(s.key.size() * d);
+  std::vector<std::int64_t> idx(d);
+  for (std::size_t b = 0; b < s.key.size(); ++b) {
+    g.decode(s.key[b], idx.data());
+    for (int k = 0; k < d; ++k)
+      s.center[b * d + k] = g.lo[k] + (double(idx[k]) + 0.5) * g.side[k];
+  }
+  return s;
+}
+
+// Box offsets o with Σ ((|o_k| − 1)₊ s_k)² < R², or empty when there are more of them than
+// `limit` (then every source box is tested instead).
+std::vector<std::int64_t> neighbour_offsets(const FgtGrid &g, int d, std::int64_t limit) {
+  std::vector<std::int64_t> reach(d);
+  double span = 1;
+  for (int k = 0; k < d; ++k) {
+    reach[k] = g.side[k] > 0
+                   ? std::min<std::int64_t>(g.count[k] - 1, std::int64_t(g.cutoff / g.side[k]) + 1)
+                   : 0;
+    span *= 2.0 * reach[k] + 1;
+  }
+  std::vector<std::int64_t> out;
+  if (span > double(limit))
+    return out;
+  std::vector<std::int64_t> o(d);
+  for (int k = 0; k < d; ++k)
+    o[k] = -reach[k];
+  for (;;) {
+    double r2 = 0;
+    for (int k = 0; k < d; ++k) {
+      const double gap = double(std::max<std::int64_t>(std::abs(o[k]) - 1, 0)) * g.side[k];
+      r2 += gap * gap;
+    }
+    if (r2 < g.cutoff * g.cutoff)
+      out.insert(out.end(), o.begin(), o.end());
+    int k = d - 1;
+    while (k >= 0 && o[k] == reach[k])
+      o[k] = -reach[k], --k;
+    if (k < 0)
+      break;
+    ++o[k];
+  }
+  return out;
+}
+
+} // namespace
+
+FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
+                  const Extent &extent, FgtGrid grid, int threads) {
+  FgtPlan plan;
+  plan.d = d;
+  plan.p = grid.p;
+  plan.terms = grid.terms;
+  plan.lo = extent.lo;
+  plan.grid = std::move(grid);
+  plan.self = tgt == nullptr;
+  const Grid g{d, plan.grid.count, plan.grid.side, plan.lo};
+  plan.src = sort_into_boxes(src, n, g, threads);
+  if (!plan.self)
+    plan.tgt = sort_into_boxes(tgt, m, g, threads);
+  const BoxSet &S = plan.src, &T = plan.targets();
+  const std::int64_t ns = S.boxes(), nt = T.boxes();
+
+  // Source boxes within the cutoff of each target box.
+  const auto offsets = neighbour_offsets(plan.grid, d, std::max<std::int64_t>(ns, 1));
+  const std::int64_t noff = offsets.empty() ? 0 : std::int64_t(offsets.size()) / d;
+  std::vector<std::int64_t> sidx(static_cast<std::size_t>(ns * d));
+  for (std::int64_t b = 0; b < ns; ++b)
+    g.decode(S.key[b], sidx.data() + b * d);
+  std::vector<std::vector<std::int64_t>> lists(static_cast<std::size_t>(nt));
+  const double R2 = plan.grid.cutoff * plan.grid.cutoff;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::int64_t> ti(d), q(d);
+#pragma omp for schedule(dynamic, 16)
+    for (std::int64_t c = 0; c < nt; ++c) {
+      g.decode(T.key[c], ti.data());
+      auto &list = lists[c];
+      if (noff > 0) {
+        for (std::int64_t o = 0; o < noff; ++o) {
+          std::int64_t key = 0;
+          bool inside = true;
+          for (int k = 0; k < d && inside; ++k) {
+            q[k] = ti[k] + offsets[o * d + k];
+            inside = q[k] >= 0 && q[k] < plan.grid.count[k];
+            key = key * plan.grid.count[k] + q[k];
+          }
+          if (!inside)
+            continue;
+          const auto it = std::lower_bound(S.key.begin(), S.key.end(), key);
+          if (it != S.key.end() && *it == key)
+            list.push_back(it - S.key.begin());
+        }
+      } else {
+        for (std::int64_t b = 0; b < ns; ++b) {
+          double r2 = 0;
+          for (int k = 0; k < d; ++k) {
+            const double gap =
+                double(std::max<std::int64_t>(std::abs(sidx[b * d + k] - ti[k]) - 1, 0)) *
+                plan.grid.side[k];
+            r2 += gap * gap;
+          }
+          if (r2 < R2)
+            list.push_back(b);
+        }
+      }
+    }
+  }
+
+  // Routes by work estimates (seed 002 §2.2), sharing a series' cost among the box's partners.
+  std::vector<std::int64_t> partners(static_cast<std::size_t>(ns), 0);
+  plan.pair_begin.assign(static_cast<std::size_t>(nt) + 1, 0);
+  for (std::int64_t c = 0; c < nt; ++c) {
+    for (auto b : lists[c])
+      ++partners[b];
+    plan.pair_begin[c + 1] = plan.pair_begin[c] + std::int64_t(lists[c].size());
+  }
+  const std::int64_t npairs = plan.pair_begin[nt];
+  plan.pair_src.resize(static_cast<std::size_t>(npairs));
+  plan.pair_route.resize(static_cast<std::size_t>(npairs));
+  plan.hermite_box.assign(static_cast<std::size_t>(ns), 0);
+  plan.taylor_box.assign(static_cast<std::size_t>(nt), 0);
+  const bool series = plan.p > 0 && plan.terms <= max_terms;
+  for (std::int64_t c = 0; c < nt; ++c) {
+    const double mt = double(T.size(c)), nb_t = double(lists[c].size());
+    for (std::size_t i = 0; i < lists[c].size(); ++i) {
+      const std::int64_t b = lists[c][i], at = plan.pair_begin[c] + std::int64_t(i);
+      const auto r = best_route(double(S.size(b)), mt, double(partners[b]), nb_t, plan.terms, d,
+                                plan.p, series);
+      plan.pair_src[at] = b;
+      plan.pair_route[at] = r.route;
+      plan.cost += r.cost;
+      ++plan.pairs[int(r.route)];
+      if (r.route == Route::hermite || r.route == Route::translate)
+        plan.hermite_box[b] = 1;
+      if (r.route == Route::taylor || r.route == Route::translate)
+        plan.taylor_box[c] = 1;
+    }
+  }
+  return plan;
+}
+
+void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
+                 const std::function<void(double)> &progress) {
+  const int d = plan.d, p = std::max(plan.p, 1);
+  const std::int64_t P = std::max<std::int64_t>(plan.terms, 1);
+  const BoxSet &S = plan.src, &T = plan.targets();
+  const std::int64_t ns = S.boxes(), nt = T.boxes();
+
+  // Hermite coefficients A_α = Σ_j q_j u_j^α / α! of the source boxes that need them.
+  std::vector<std::int64_t> slot(static_cast<std::size_t>(ns), -1);
+  std::int64_t slots = 0;
+  for (std::int64_t b = 0; b < ns; ++b)
+    if (plan.hermite_box[b])
+      slot[b] = slots++;
+  std::vector<double> A(static_cast<std::size_t>(slots * P), 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<double> g(static_cast<std::size_t>(d) * p), work(static_cast<std::size_t>(P));
+#pragma omp for schedule(dynamic, 4)
+    for (std::int64_t b = 0; b < ns; ++b) {
+      if (slot[b] < 0)
+        continue;
+      double *a = A.data() + slot[b] * P;
+      for (std::int64_t i = S.begin[b]; i < S.begin[b + 1]; ++i) {
+        for (int k = 0; k < d; ++k)
+          scaled_powers(S.pts[i * d + k] - S.center[b * d + k], p, g.data() + k * p);
+        tensor_accumulate(q[S.order[i]], g.data(), d, p, a, work.data());
+      }
+    }
+  }
+
+  std::vector<double> sorted_out(static_cast<std::size_t>(T.begin[nt]), 0.0);
+  std::atomic<std::int64_t> done{0};
+#pragma omp parallel num_threads(threads)
+  {
+    const std::size_t Ps = static_cast<std::size_t>(P);
+    std::vector<double> f(static_cast<std::size_t>(d) * p), work(Ps), taylor(Ps), tin(Ps), tout(Ps),
+        mat(static_cast<std::size_t>(d) * p * p), hv(2 * static_cast<std::size_t>(p));
+    std::vector<double> fact(static_cast<std::size_t>(2 * p), 1.0);
+    for (int k = 1; k < 2 * p; ++k)
+      fact[k] = fact[k - 1] * k;
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < nt; ++c) {
+      const double *cc = T.center.data() + c * d;
+      if (plan.taylor_box[c])
+        std::fill(taylor.begin(), taylor.end(), 0.0);
+      for (std::int64_t at = plan.pair_begin[c]; at < plan.pair_begin[c + 1]; ++at) {
+        const std::int64_t b = plan.pair_src[at];
+        const double *sc = S.center.data() + b * d;
+        switch (plan.pair_route[at]) {
+        case Route::direct:
+          for (std::int64_t t = T.begin[c]; t < T.begin[c + 1]; ++t) {
+            double s = 0;
+            for (std::int64_t i = S.begin[b]; i < S.begin[b + 1]; ++i) {
+              double r2 = 0;
+              for (int k = 0; k < d; ++k) {
+                const double dz = T.pts[t * d + k] - S.pts[i * d + k];
+                r2 += dz * dz;
+              }
+              s += q[S.order[i]] * std::exp(-r2);
+            }
+            sorted_out[t] += s;
+          }
+          break;
+        case Route::hermite: {
+          const double *a = A.data() + slot[b] * P;
+          for (std::int64_t t = T.begin[c]; t < T.begin[c + 1]; ++t) {
+            for (int k = 0; k < d; ++k)
+              hermite_functions(T.pts[t * d + k] - sc[k], p, f.data() + k * p);
+            sorted_out[t] += tensor_dot(a, f.data(), d, p, work.data());
+          }
+          break;
+        }
+        case Route::taylor:
+          for (std::int64_t i = S.begin[b]; i < S.begin[b + 1]; ++i) {
+            for (int k = 0; k < d; ++k) {
+              hermite_functions(S.pts[i * d + k] - cc[k], p, f.data() + k * p);
+              for (int n = 0; n < p; ++n)
+                f[k * p + n] /= fact[n];
+            }
+            tensor_accumulate(q[S.order[i]], f.data(), d, p, taylor.data(), work.data());
+          }
+          break;
+        case Route::translate: {
+          for (int k = 0; k < d; ++k) {
+            hermite_functions(cc[k] - sc[k], 2 * p - 1, hv.data());
+            for (int bb = 0; bb < p; ++bb)
+              for (int aa = 0; aa < p; ++aa)
+                mat[(k * p + bb) * p + aa] = ((bb & 1) ? -1.0 : 1.0) / fact[bb] * hv[aa + bb];
+          }
+          std::copy_n(A.data() + slot[b] * P, P, tin.data());
+          tensor_apply(mat.data(), d, p, tin.data(), tout.data());
+          for (std::size_t i = 0; i < Ps; ++i)
+            taylor[i] += tout[i];
+          break;
+        }
+        }
+      }
+      if (plan.taylor_box[c])
+        for (std::int64_t t = T.begin[c]; t < T.begin[c + 1]; ++t) {
+          for (int k = 0; k < d; ++k) {
+            const double tau = T.pts[t * d + k] - cc[k];
+            f[k * p] = 1;
+            for (int n = 1; n < p; ++n)
+              f[k * p + n] = f[k * p + n - 1] * tau;
+          }
+          sorted_out[t] += tensor_dot(taylor.data(), f.data(), d, p, work.data());
+        }
+      const std::int64_t now = done.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (progress && omp_get_thread_num() == 0 && now % 64 == 0)
+        progress(double(now) / double(nt));
+    }
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t t = 0; t < T.begin[nt]; ++t)
+    out[T.order[t]] = sorted_out[t];
+}
+
+void direct_gauss(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
+                  const double *q, double *out, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
+  for (std::int64_t t = 0; t < m; ++t) {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      double r2 = 0;
+      for (int k = 0; k < d; ++k) {
+        const double dz = tgt[t * d + k] - src[i * d + k];
+        r2 += dz * dz;
+      }
+      s += q[i] * std::exp(-r2);
+    }
+    out[t] = s;
+  }
+}
+
+} // namespace ksum::fgt

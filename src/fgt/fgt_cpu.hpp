@@ -1,0 +1,57 @@
+#pragma once
+// The fast Gauss transform of Greengard & Strain on uniform boxes (seed 002 §2.2): the boxes, the
+// interacting pairs with their route (direct, Hermite, Taylor, Hermite→Taylor) chosen by work
+// estimates, and their execution on the CPU's threads. Coordinates are scaled: z = x / h.
+#include "fgt/fgt_params.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace ksum::fgt {
+
+// Points sorted by box. pts is point-major (pts[i·d + k]) in box order; order[i] is the input row
+// of sorted point i; box b holds the sorted points begin[b] … begin[b+1] − 1.
+struct BoxSet {
+  std::vector<std::int64_t> key;   // mixed-radix box index, ascending
+  std::vector<std::int64_t> begin; // boxes + 1
+  std::vector<std::int64_t> order; // sorted position → input row
+  std::vector<double> pts;         // sorted scaled coordinates
+  std::vector<double> center;      // d per box
+  std::int64_t boxes() const { return std::int64_t(key.size()); }
+  std::int64_t size(std::int64_t b) const { return begin[b + 1] - begin[b]; }
+};
+
+struct FgtPlan {
+  int d = 0, p = 0;
+  std::int64_t terms = 0; // p^d
+  FgtGrid grid;
+  std::vector<double> lo; // grid origin
+  bool self = false;      // targets are the sources (tgt is unused)
+  BoxSet src, tgt;
+  // Interacting pairs by target box (CSR): source box and route.
+  std::vector<std::int64_t> pair_begin;
+  std::vector<std::int64_t> pair_src;
+  std::vector<Route> pair_route;
+  std::vector<std::uint8_t> hermite_box; // per source box: its Hermite expansion is used
+  std::vector<std::uint8_t> taylor_box;  // per target box: its Taylor expansion is used
+  std::int64_t pairs[4] = {0, 0, 0, 0};  // by route
+  double cost = 0;                       // of the routes chosen (flop units)
+
+  const BoxSet &targets() const { return self ? src : tgt; }
+};
+
+// Points are scaled, point-major; tgt == nullptr: targets are the sources.
+FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
+                  const Extent &extent, FgtGrid grid, int threads);
+
+// out[i] (input target order) = Σ_j q_j e^{−|z_i − z_j|²} by the plan's routes.
+void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
+                 const std::function<void(double)> &progress);
+
+// The exact sum over every pair (scaled, point-major), for method direct on the CPU and as the
+// tests' second opinion.
+void direct_gauss(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
+                  const double *q, double *out, int threads);
+
+} // namespace ksum::fgt

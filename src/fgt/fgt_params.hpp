@@ -1,0 +1,96 @@
+#pragma once
+// Error bounds and the cost model of the Gauss transforms (scaled coordinates z = x / h).
+//
+// Every source reaches a target by exactly one route (direct, a series, or dropped beyond the
+// cutoff), and each route's error is at most a bound times |q_j|. So the error at any target is at
+// most max(route bounds) · Σ|q_j|: each bound is held to tolerance / 2, leaving the other half to
+// rounding.
+#include <cstdint>
+#include <vector>
+
+namespace ksum::fgt {
+
+// Cramér's inequality: |H_n(t)| e^{−t²/2} ≤ K 2^{n/2} √(n!) with K < 1.086435.
+inline constexpr double cramer = 1.086435;
+inline constexpr int max_order = 40;
+// The most tensor or graded terms a series may have: beyond this a series costs more than the
+// direct sum of any box pair worth expanding, and memory per box grows past caches.
+inline constexpr std::int64_t max_terms = 1 << 16;
+
+// Interactions with |z_y − z_x| ≥ R are dropped: e^{−R²} = eps.
+double cutoff_radius(double eps);
+
+// Bounds per unit |q| for truncation at p terms per dimension, boxes of half-sides rho[k]:
+// a Hermite (or Taylor) series alone, and a Hermite series translated to a Taylor series. Each
+// is Σ over the dropped multi-indices of the Cramér bound of its terms: per dimension the terms
+// are bounded by K (√2 ρ)ⁿ/√n! (one series) and K (2ρ)^{n+m}/√(n! m!) (translation, using
+// (n+m)! ≤ 2^{n+m} n! m!).
+double bound_series(int p, const double *rho, int d);
+double bound_translate(int p, const double *rho, int d);
+
+// IFGT: e^{−|y−x|²} = e^{−|a|²} e^{−|b|²} e^{2a·b} with a = z_x − c, b = z_y − c and e^{2a·b}
+// truncated below total degree p. The Taylor remainder of e^z is ≤ |z|^p/p! e^{max(z,0)}, so the
+// error is ≤ (2|a||b|)^p/p! e^{−(|a|−|b|)²}, maximised over |a| ≤ rx, |b| ≤ ry.
+double bound_ifgt(int p, double rx, double ry);
+std::int64_t graded_terms(int p, int d);           // C(p − 1 + d, d); saturates at max_terms + 1
+inline std::int64_t ipow_saturated(int p, int d) { // p^d; saturates at max_terms + 1
+  std::int64_t r = 1;
+  for (int k = 0; k < d; ++k)
+    if ((r *= p) > max_terms)
+      return max_terms + 1;
+  return r;
+}
+
+// Flop-unit costs of the pieces (an exp counts 20).
+struct Costs {
+  static double direct_pair(int d) { return 3.0 * d + 20; }
+  static double eval(std::int64_t terms, int d, int p) {
+    return 2.0 * terms + 3.0 * d * p + 20.0 * d;
+  }
+  static double form(std::int64_t terms, int d, int p) {
+    return 2.0 * terms + 3.0 * d * p + 20.0 * d;
+  }
+  static double translate(std::int64_t terms, int d, int p) { return 2.0 * d * p * terms; }
+};
+
+// The cheapest route for a pair of boxes with ns sources and mt targets, whose source box has
+// nb_s neighbours and target box nb_t (to share the cost of forming and evaluating a series).
+enum class Route : std::uint8_t { direct, hermite, taylor, translate };
+struct RouteCost {
+  Route route;
+  double cost;
+};
+RouteCost best_route(double ns, double mt, double nb_s, double nb_t, std::int64_t terms, int d,
+                     int p, bool series_ok);
+
+// The bounding box of the points in scaled coordinates.
+struct Extent {
+  int d = 0;
+  std::int64_t n = 0, m = 0;
+  std::vector<double> lo, hi;
+};
+
+// The uniform grid of the FGT: n_k boxes of side s_k ≤ 2ρ along each axis.
+struct FgtGrid {
+  std::vector<std::int64_t> count; // boxes per axis
+  std::vector<double> side;        // box side per axis (0 where the extent is 0)
+  int p = 0;                       // 0: no series meets the tolerance (every pair direct)
+  std::int64_t terms = 0;          // p^d
+  double bound = 0, cutoff = 0, rho = 0, cost = 0;
+};
+FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order);
+FgtGrid choose_fgt(const Extent &e, double eps, int order); // the cheapest ρ by the model
+
+struct IfgtChoice {
+  std::int64_t clusters = 1;
+  int p = 0;
+  std::int64_t terms = 0;
+  double rx = 0, bound = 0, cutoff = 0, cost = 0;
+};
+// p for clusters of radius rx (0 when none up to max_order meets eps within max_terms).
+int ifgt_order(double rx, double eps, int d, int order);
+IfgtChoice choose_ifgt(const Extent &e, double eps, int order);
+
+double direct_cost(const Extent &e);
+
+} // namespace ksum::fgt
