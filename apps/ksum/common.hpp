@@ -47,5 +47,6 @@ void register_sum(CLI::App &app);
 void register_demo(CLI::App &app);
 void register_interpolate(CLI::App &app);
 void register_deform(CLI::App &app);
+void register_kde(CLI::App &app);
 
 } // namespace ksum::cli

@@ -48,4 +48,12 @@ void write_text(const std::filesystem::path &path, const std::string &text, bool
 void write_heatmap_png(const std::filesystem::path &path, const double *values, std::int64_t nx,
                        std::int64_t ny, bool overwrite = false, int pixel = 0);
 
+// A line plot of y against x as an 8-bit RGB PNG of width × height pixels: the n points joined in
+// the order given (sort by x first for a curve), inside an axes box with ten ticks per side; x
+// spans the box, y runs from min(0, min y) to 5 % above max y. No text: the data are in the
+// table beside it. Errors: n < 2, a non-finite value (naming its index), x without spread, a
+// size outside 64 … 8192 pixels (invalid_argument or non_finite). Written like write_table.
+void write_line_plot_png(const std::filesystem::path &path, const double *x, const double *y,
+                         std::int64_t n, bool overwrite = false, int width = 640, int height = 400);
+
 } // namespace ksum::io

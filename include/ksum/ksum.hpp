@@ -5,9 +5,11 @@
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/fgt.hpp>
 #include <ksum/fmm2d.hpp>
 #include <ksum/global.hpp>
 #include <ksum/io.hpp>
+#include <ksum/kde.hpp>
 #include <ksum/kernels.hpp>
 #include <ksum/mesh.hpp>
 #include <ksum/pum.hpp>

@@ -1,15 +1,18 @@
 // The uniform-box fast Gauss transform on the CPU (see fgt_cpu.hpp and fgt_series.hpp).
 #include "fgt/fgt_cpu.hpp"
+#include "fgt/fgt_gpu.hpp"
 #include "fgt/fgt_series.hpp"
 
 #include <ksum/error.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <numeric>
 #include <omp.h>
+#include <random>
 
 namespace ksum::fgt {
 namespace {
@@ -43,7 +46,7 @@ struct Grid {
 // Sorts the points by box: a counting sort where the grid is small, a comparison sort otherwise.
 BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threads) {
   const int d = g.d;
-  std::vector<std::int64_t> keys(static_cast<std::size_t>(n));
+  detail::uninit_vector<std::int64_t> keys(static_cast<std::size_t>(n));
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t i = 0; i < n; ++i)
     keys[i] = g.key(z + i * d);
@@ -53,17 +56,38 @@ BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threa
   BoxSet s;
   s.order.resize(static_cast<std::size_t>(n));
   if (total <= std::max<double>(4.0 * n, 1 << 20)) {
-    std::vector<std::int64_t> start(static_cast<std::size_t>(total) + 1, 0);
-    for (std::int64_t i = 0; i < n; ++i)
-      ++start[keys[i] + 1];
-    std::partial_sum(start.begin(), start.end(), start.begin());
-    for (std::int64_t b = 0; b + 1 < std::int64_t(start.size()); ++b)
-      if (start[b + 1] > start[b]) {
-        s.key.push_back(b);
-        s.begin.push_back(start[b]);
+    // A stable counting sort with one histogram per thread over contiguous ranges of points.
+    const std::int64_t boxes = std::int64_t(total);
+    const int nth = std::max(1, std::min<int>(threads, int(n / 200000) + 1));
+    std::vector<std::vector<std::int64_t>> hist(nth);
+#pragma omp parallel num_threads(nth)
+    {
+      const int t = omp_get_thread_num();
+      auto &h = hist[t];
+      h.assign(static_cast<std::size_t>(boxes), 0);
+      for (std::int64_t i = n * t / nth; i < n * (t + 1) / nth; ++i)
+        ++h[keys[i]];
+    }
+    std::int64_t at = 0;
+    for (std::int64_t b = 0; b < boxes; ++b) {
+      const std::int64_t first = at;
+      for (int t = 0; t < nth; ++t) {
+        const std::int64_t c = hist[t][b];
+        hist[t][b] = at;
+        at += c;
       }
-    for (std::int64_t i = 0; i < n; ++i)
-      s.order[start[keys[i]]++] = i;
+      if (at > first) {
+        s.key.push_back(b);
+        s.begin.push_back(first);
+      }
+    }
+#pragma omp parallel num_threads(nth)
+    {
+      const int t = omp_get_thread_num();
+      auto &h = hist[t];
+      for (std::int64_t i = n * t / nth; i < n * (t + 1) / nth; ++i)
+        s.order[h[keys[i]]++] = i;
+    }
   } else {
     std::iota(s.order.begin(), s.order.end(), std::int64_t(0));
     std::stable_sort(s.order.begin(), s.order.end(),
@@ -252,7 +276,10 @@ void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
     }
   }
 
-  std::vector<double> sorted_out(static_cast<std::size_t>(T.begin[nt]), 0.0);
+  detail::uninit_vector<double> sorted_out(static_cast<std::size_t>(T.begin[nt]));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t t = 0; t < T.begin[nt]; ++t)
+    sorted_out[t] = 0;
   std::atomic<std::int64_t> done{0};
 #pragma omp parallel num_threads(threads)
   {
@@ -354,6 +381,83 @@ void direct_gauss(const double *src, std::int64_t n, const double *tgt, std::int
     }
     out[t] = s;
   }
+}
+
+} // namespace ksum::fgt
+
+namespace ksum::fgt {
+
+void hermite_bench_data(int d, int p, std::int64_t n, std::int64_t clusters,
+                        std::vector<double> &targets, std::vector<double> &centres,
+                        std::vector<double> &coef) {
+  std::mt19937_64 rng(2010);
+  std::uniform_real_distribution<double> box(0.0, 4.0), unit(-1.0, 1.0);
+  targets.resize(static_cast<std::size_t>(n) * d);
+  for (auto &v : targets)
+    v = box(rng);
+  centres.resize(static_cast<std::size_t>(clusters) * d);
+  for (auto &v : centres)
+    v = box(rng);
+  const std::int64_t P = ipow(p, d);
+  std::vector<double> scale(static_cast<std::size_t>(P), 1.0);
+  for (std::int64_t a = 0; a < P; ++a) {
+    std::int64_t rest = a;
+    for (int k = 0; k < d; ++k) {
+      const int n_k = int(rest % p);
+      rest /= p;
+      for (int j = 1; j <= n_k; ++j)
+        scale[a] *= 0.5 / j;
+    }
+  }
+  coef.resize(static_cast<std::size_t>(clusters * P));
+  for (std::int64_t c = 0; c < clusters; ++c)
+    for (std::int64_t a = 0; a < P; ++a)
+      coef[c * P + a] = unit(rng) * scale[a];
+}
+
+void hermite_eval_cpu(int d, int p, const std::vector<double> &targets,
+                      const std::vector<double> &centres, const std::vector<double> &coef,
+                      const std::vector<std::int64_t> &rows, double *out, int threads) {
+  const std::int64_t P = ipow(p, d), clusters = std::int64_t(centres.size()) / d;
+  const std::int64_t count = std::int64_t(rows.size());
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<double> f(static_cast<std::size_t>(d) * p), work(static_cast<std::size_t>(P));
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < count; ++r) {
+      const std::int64_t i = rows[r];
+      double s = 0;
+      for (std::int64_t c = 0; c < clusters; ++c) {
+        for (int k = 0; k < d; ++k)
+          hermite_functions(targets[i * d + k] - centres[c * d + k], p, f.data() + k * p);
+        s += tensor_dot(coef.data() + c * P, f.data(), d, p, work.data());
+      }
+      out[r] = s;
+    }
+  }
+}
+
+double hermite_flops(int d, int p) {
+  double contraction = 0;
+  for (int k = 1; k <= d; ++k)
+    contraction += double(ipow(p, k));
+  return 2 * contraction + d * (3.0 * p - 2);
+}
+
+HermiteBench hermite_bench_cpu(int d, int p, std::int64_t n, std::int64_t clusters, int threads,
+                               int reps) {
+  std::vector<double> tgt, ctr, coef;
+  hermite_bench_data(d, p, n, clusters, tgt, ctr, coef);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+  std::iota(rows.begin(), rows.end(), std::int64_t(0));
+  std::vector<double> out(static_cast<std::size_t>(n)), times;
+  for (int r = 0; r < std::max(reps, 1); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    hermite_eval_cpu(d, p, tgt, ctr, coef, rows, out.data(), threads);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], 0.0, hermite_flops(d, p)};
 }
 
 } // namespace ksum::fgt

@@ -4,6 +4,8 @@
 // estimates, and their execution on the CPU's threads. Coordinates are scaled: z = x / h.
 #include "fgt/fgt_params.hpp"
 
+#include <ksum/table.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -13,11 +15,12 @@ namespace ksum::fgt {
 // Points sorted by box. pts is point-major (pts[i·d + k]) in box order; order[i] is the input row
 // of sorted point i; box b holds the sorted points begin[b] … begin[b+1] − 1.
 struct BoxSet {
-  std::vector<std::int64_t> key;   // mixed-radix box index, ascending
-  std::vector<std::int64_t> begin; // boxes + 1
-  std::vector<std::int64_t> order; // sorted position → input row
-  std::vector<double> pts;         // sorted scaled coordinates
-  std::vector<double> center;      // d per box
+  std::vector<std::int64_t> key;             // mixed-radix box index, ascending
+  std::vector<std::int64_t> begin;           // boxes + 1
+  detail::uninit_vector<std::int64_t> order; // sorted position → input row
+  detail::uninit_vector<double> pts;         // sorted scaled coordinates (uninitialised on
+                                             // allocation: the parallel fill touches it first)
+  std::vector<double> center;                // d per box
   std::int64_t boxes() const { return std::int64_t(key.size()); }
   std::int64_t size(std::int64_t b) const { return begin[b + 1] - begin[b]; }
 };

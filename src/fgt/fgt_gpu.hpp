@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <memory>
+#include <vector>
 
 namespace ksum::fgt {
 
@@ -22,5 +23,37 @@ public:
 
 // Throws Error(unsupported) in a build without CUDA.
 template <std::floating_point T> std::unique_ptr<FgtGpu<T>> make_fgt_gpu(int device);
+
+} // namespace ksum::fgt
+
+namespace ksum::fgt {
+
+// Seed 002 tables 4–5: the Hermite evaluation alone. n targets uniform in a cube of side 4 (in
+// units of h) against `clusters` tensor Hermite expansions of order p in d dimensions with random
+// coefficients, every target against every cluster. Reports the evaluation time (median of reps;
+// on the GPU by CUDA events, without transfers, as the seed times it) and the largest difference
+// to a double-precision CPU evaluation of sampled targets, relative to Σ|A|.
+struct HermiteBench {
+  double seconds = 0;
+  double max_error = 0;
+  double flops_per_pair = 0; // flops of one target–cluster evaluation (an FMA counts 2)
+};
+// The benchmark's inputs (fixed seed): targets n × d and centres clusters × d point-major,
+// coefficients p^d per cluster with magnitude 0.5^{|α|}/α! (those of a box of half-side 0.5).
+void hermite_bench_data(int d, int p, std::int64_t n, std::int64_t clusters,
+                        std::vector<double> &targets, std::vector<double> &centres,
+                        std::vector<double> &coef);
+// out[i] = Σ_c Σ_α A_cα h_α(y_i − s_c) in double on the CPU, for the listed targets.
+void hermite_eval_cpu(int d, int p, const std::vector<double> &targets,
+                      const std::vector<double> &centres, const std::vector<double> &coef,
+                      const std::vector<std::int64_t> &rows, double *out, int threads);
+// Flops of one target–cluster evaluation: the contraction's multiply-adds (2 each) and the
+// recurrences per axis (3p − 2), exp not counted.
+double hermite_flops(int d, int p);
+HermiteBench hermite_bench_cpu(int d, int p, std::int64_t n, std::int64_t clusters, int threads,
+                               int reps);
+// single: float (the seed's precision), else double. Throws Error(unsupported) without CUDA.
+HermiteBench hermite_bench_gpu(int d, int p, std::int64_t n, std::int64_t clusters, int reps,
+                               bool single);
 
 } // namespace ksum::fgt

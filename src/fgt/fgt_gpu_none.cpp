@@ -17,3 +17,9 @@ template std::unique_ptr<FgtGpu<float>> make_fgt_gpu<float>(int);
 template std::unique_ptr<FgtGpu<double>> make_fgt_gpu<double>(int);
 
 } // namespace ksum::fgt
+
+namespace ksum::fgt {
+HermiteBench hermite_bench_gpu(int, int, std::int64_t, std::int64_t, int, bool) {
+  throw Error(ErrorCode::unsupported, "the Hermite benchmark's GPU kernel is not in this build");
+}
+} // namespace ksum::fgt

@@ -106,7 +106,8 @@ RouteCost best_route(double ns, double mt, double nb_s, double nb_t, std::int64_
   return best;
 }
 
-FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order) {
+FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p,
+                 std::int64_t limit_terms) {
   FgtGrid g;
   const int d = e.d;
   g.rho = rho;
@@ -128,7 +129,7 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order) {
   if (order > 0) {
     g.p = order;
   } else {
-    for (int p = 1; p <= max_order && ipow_saturated(p, d) <= max_terms; ++p)
+    for (int p = 1; p <= limit_p && ipow_saturated(p, d) <= limit_terms; ++p)
       if (bound_translate(p, half.data(), d) <= eps / 2) {
         g.p = p;
         break;
@@ -174,11 +175,11 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order) {
   return g;
 }
 
-FgtGrid choose_fgt(const Extent &e, double eps, int order) {
+FgtGrid choose_fgt(const Extent &e, double eps, int order, int limit_p, std::int64_t limit_terms) {
   FgtGrid best;
   best.cost = std::numeric_limits<double>::infinity();
   for (double rho : {0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.2, 1.5}) {
-    auto g = fgt_grid(e, rho, eps, order);
+    auto g = fgt_grid(e, rho, eps, order, limit_p, limit_terms);
     if (g.cost < best.cost)
       best = std::move(g);
   }

@@ -78,8 +78,11 @@ struct FgtGrid {
   std::int64_t terms = 0;          // p^d
   double bound = 0, cutoff = 0, rho = 0, cost = 0;
 };
-FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order);
-FgtGrid choose_fgt(const Extent &e, double eps, int order); // the cheapest ρ by the model
+// limit_p, limit_terms: the largest p and p^d an engine handles (the GPU's are smaller).
+FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p = max_order,
+                 std::int64_t limit_terms = max_terms);
+FgtGrid choose_fgt(const Extent &e, double eps, int order, int limit_p = max_order,
+                   std::int64_t limit_terms = max_terms); // the cheapest ρ by the model
 
 struct IfgtChoice {
   std::int64_t clusters = 1;

@@ -3,6 +3,7 @@
 #include "core/validate.hpp"
 #include "fgt/fgt_cpu.hpp"
 #include "fgt/fgt_gpu.hpp"
+#include "fgt/fgt_launch.hpp"
 #include "fgt/ifgt.hpp"
 
 #include <ksum/device.hpp>
@@ -60,26 +61,31 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
   int threads = 1;
   std::int64_t d = 0, n = 0, m = 0;
   bool ready = false, self = false;
-  std::vector<double> zs, zt; // scaled, point-major; zt empty when self
+  detail::uninit_vector<double> zs, zt; // scaled, point-major; zt empty when self
   std::optional<fgt::FgtPlan> fgt;
   std::optional<fgt::IfgtPlan> ifgt;
   std::unique_ptr<DirectSum<T>> direct;
   std::unique_ptr<fgt::FgtGpu<T>> gpu;
 
-  std::vector<double> scale(const Table<T> &t, const char *what) const {
+  detail::uninit_vector<double> scale(const Table<T> &t, const char *what) const {
     const std::int64_t rows = t.rows(), cols = t.cols();
-    std::vector<double> z(static_cast<std::size_t>(rows * cols));
+    detail::uninit_vector<double> z(static_cast<std::size_t>(rows * cols));
     const double inv = 1 / opt.bandwidth;
-    for (std::int64_t k = 0; k < cols; ++k)
-      for (std::int64_t i = 0; i < rows; ++i) {
+    std::int64_t bad = rows * cols;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t k = 0; k < cols; ++k) {
         const double v = double(t(i, k)) * inv;
-        if (!std::isfinite(v))
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("{}: coordinate {} at row {}, column {} divided by the "
-                                  "bandwidth {} overflows",
-                                  what, double(t(i, k)), i, k, opt.bandwidth));
         z[i * cols + k] = v;
+        if (!std::isfinite(v))
+          bad = std::min(bad, i * cols + k);
       }
+    if (bad < rows * cols)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{}: coordinate {} at row {}, column {} divided by the bandwidth {} "
+                              "overflows",
+                              what, double(t(bad / cols, bad % cols)), bad / cols, bad % cols,
+                              opt.bandwidth));
     return z;
   }
 
@@ -105,7 +111,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     m = targets ? targets->rows() : n;
     self = targets == nullptr;
     zs = scale(sources, "sources");
-    zt = targets ? scale(*targets, "targets") : std::vector<double>();
+    zt = targets ? scale(*targets, "targets") : detail::uninit_vector<double>();
     const double *zy = self ? zs.data() : zt.data();
 
     fgt::Extent e;
@@ -115,11 +121,18 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     e.lo.assign(d, std::numeric_limits<double>::infinity());
     e.hi.assign(d, -std::numeric_limits<double>::infinity());
     const auto widen = [&](const double *z, std::int64_t rows) {
-      for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t k = 0; k < d; ++k) {
-          e.lo[k] = std::min(e.lo[k], z[i * d + k]);
-          e.hi[k] = std::max(e.hi[k], z[i * d + k]);
+      for (std::int64_t k = 0; k < d; ++k) {
+        double lo = e.lo[k], hi = e.hi[k];
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min                       \
+                                                                         : lo) reduction(max       \
+                                                                                         : hi)
+        for (std::int64_t i = 0; i < rows; ++i) {
+          lo = std::min(lo, z[i * d + k]);
+          hi = std::max(hi, z[i * d + k]);
         }
+        e.lo[k] = lo;
+        e.hi[k] = hi;
+      }
     };
     widen(zs.data(), n);
     if (!self)
@@ -135,7 +148,12 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
       method = GaussMethod::direct;
     } else {
       stats.predicted_direct = fgt::direct_cost(e);
-      const auto g = fgt::choose_fgt(e, opt.tolerance, opt.order);
+      // On the GPU, a grid whose series fit its kernels (p ≤ 16, p^d ≤ 4096).
+      const bool on_gpu = backend == Backend::cuda && d <= fgt::kGpuMaxDim &&
+                          fgt::gpu_available() && opt.order <= fgt::kGpuMaxOrder;
+      const auto g = on_gpu ? fgt::choose_fgt(e, opt.tolerance, opt.order, fgt::kGpuMaxOrder,
+                                              fgt::kGpuMaxTerms)
+                            : fgt::choose_fgt(e, opt.tolerance, opt.order);
       const auto c = fgt::choose_ifgt(e, opt.tolerance, opt.order);
       stats.predicted_fgt = g.cost;
       stats.predicted_ifgt = c.p > 0 ? c.cost : std::numeric_limits<double>::infinity();
@@ -159,6 +177,8 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
           fgt.reset();
           method = GaussMethod::direct;
         } else {
+          zs = {}; // the plan holds the points sorted by box
+          zt = {};
           stats.predicted_fgt = fgt->cost;
           stats.order = fgt->p;
           stats.terms = fgt->terms;
@@ -173,8 +193,18 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
           stats.pairs_translate = fgt->pairs[3];
         }
       } else if (method == GaussMethod::ifgt) {
-        ifgt = fgt::build_ifgt(zs.data(), n, int(d), c.p > 0 ? c.clusters : 1, opt.tolerance,
-                               opt.order, threads);
+        try {
+          ifgt = fgt::build_ifgt(zs.data(), n, int(d), c.p > 0 ? c.clusters : 1, opt.tolerance,
+                                 opt.order, threads);
+        } catch (const Error &err) {
+          // The model's radius assumed uniform points; automatic falls back to the direct sum.
+          if (opt.method != GaussMethod::automatic || err.code() != ErrorCode::unsupported)
+            throw;
+        }
+      }
+      if (method == GaussMethod::ifgt && !ifgt) {
+        method = GaussMethod::direct;
+      } else if (method == GaussMethod::ifgt) {
         stats.order = ifgt->p;
         stats.terms = ifgt->terms;
         stats.radius = ifgt->rx;
@@ -204,8 +234,15 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
         throw Error(ErrorCode::unsupported,
                     "backend gpu: this build of ksum has no CUDA backend or no GPU is visible");
       if (fgt::gpu_available()) {
-        gpu = fgt::make_fgt_gpu<T>(opt.device);
-        gpu->set_plan(*fgt);
+        try {
+          gpu = fgt::make_fgt_gpu<T>(opt.device);
+          gpu->set_plan(*fgt);
+        } catch (const Error &e) {
+          if (e.code() != ErrorCode::unsupported)
+            throw;
+          gpu.reset(); // a plan beyond the GPU kernels' sizes runs on the CPU
+          backend = Backend::cpu;
+        }
       } else {
         backend = Backend::cpu;
       }

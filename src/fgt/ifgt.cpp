@@ -95,6 +95,8 @@ IfgtPlan build_ifgt(const double *src, std::int64_t n, int d, std::int64_t clust
       break; // fewer distinct points than clusters
     if (k >= clusters && ifgt_order(std::sqrt(far), eps, d, order) > 0)
       break;
+    if (k >= 4 * clusters + 64)
+      break; // the radius falls too slowly: refused below, the direct sum or the FGT is better
     plan.centers.insert(plan.centers.end(), src + at * d, src + at * d + d);
     const double *c = plan.centers.data() + k * d;
 #pragma omp parallel for num_threads(threads) schedule(static)

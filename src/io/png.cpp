@@ -87,3 +87,142 @@ void write_heatmap_png(const std::filesystem::path &path, const double *values, 
 }
 
 } // namespace ksum::io
+
+// Line plots (the 1D --plot of `ksum kde`): a small rasteriser into an RGB buffer, then libpng.
+namespace ksum::io {
+namespace {
+
+// Writes a finished w × h RGB image (rows top to bottom) through libpng.
+void write_rgb_png(const std::filesystem::path &path, bool overwrite, int w, int h,
+                   const std::vector<png_byte> &rgb) {
+  const std::string name = detail::display(path);
+  detail::write_atomically(path, overwrite, [&](std::FILE *out) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png ? png_create_info_struct(png) : nullptr;
+    if (!info) {
+      png_destroy_write_struct(&png, nullptr);
+      throw Error(ErrorCode::io, fmt::format("{}: cannot initialise libpng", name));
+    }
+    // libpng reports errors by longjmp: only plain data lives between here and the writes.
+    if (setjmp(png_jmpbuf(png))) {
+      png_destroy_write_struct(&png, &info);
+      throw Error(ErrorCode::io, fmt::format("{}: libpng failed while writing", name));
+    }
+    png_init_io(png, out);
+    png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
+                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int py = 0; py < h; ++py)
+      png_write_row(png, const_cast<png_byte *>(rgb.data() + std::size_t(3) * w * py));
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+  });
+}
+
+// Coverage of an anti-aliased polyline of width `thick` pixels. Each pixel keeps the largest
+// coverage of any segment, so joints where two segments overlap are not drawn darker.
+class Coverage {
+public:
+  Coverage(int w, int h) : w_(w), h_(h), a_(static_cast<std::size_t>(w) * h, 0.0f) {}
+  void segment(double ax, double ay, double bx, double by, double thick) {
+    const double r = thick / 2 + 1;
+    const int x0 = std::max(0, static_cast<int>(std::floor(std::min(ax, bx) - r)));
+    const int x1 = std::min(w_ - 1, static_cast<int>(std::ceil(std::max(ax, bx) + r)));
+    const int y0 = std::max(0, static_cast<int>(std::floor(std::min(ay, by) - r)));
+    const int y1 = std::min(h_ - 1, static_cast<int>(std::ceil(std::max(ay, by) + r)));
+    const double dx = bx - ax, dy = by - ay, len2 = dx * dx + dy * dy;
+    for (int py = y0; py <= y1; ++py)
+      for (int px = x0; px <= x1; ++px) {
+        // Distance from the pixel centre to the segment; coverage falls off over one pixel.
+        const double t =
+            len2 > 0 ? std::clamp(((px - ax) * dx + (py - ay) * dy) / len2, 0.0, 1.0) : 0.0;
+        const double ex = px - (ax + t * dx), ey = py - (ay + t * dy);
+        const double c = std::clamp(thick / 2 + 0.5 - std::sqrt(ex * ex + ey * ey), 0.0, 1.0);
+        float &a = a_[static_cast<std::size_t>(py) * w_ + px];
+        a = std::max(a, static_cast<float>(c));
+      }
+  }
+  float at(int px, int py) const { return a_[static_cast<std::size_t>(py) * w_ + px]; }
+
+private:
+  int w_, h_;
+  std::vector<float> a_;
+};
+
+} // namespace
+
+void write_line_plot_png(const std::filesystem::path &path, const double *x, const double *y,
+                         std::int64_t n, bool overwrite, int width, int height) {
+  const std::string name = detail::display(path);
+  if (n < 2)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}: a line plot needs at least 2 points, got {}", name, n));
+  if (width < 64 || height < 64 || width > 8192 || height > 8192)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}: plot size {} x {} pixels; each side must be 64 .. 8192", name,
+                            width, height));
+  double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i]) || !std::isfinite(y[i]))
+      throw Error(ErrorCode::non_finite,
+                  fmt::format("{}: non-finite point ({}, {}) at index {}", name, x[i], y[i], i));
+    xmin = std::min(xmin, x[i]);
+    xmax = std::max(xmax, x[i]);
+    ymin = std::min(ymin, y[i]);
+    ymax = std::max(ymax, y[i]);
+  }
+  if (!(xmax > xmin))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}: every x is {}; a line plot needs an x range", name, xmin));
+  const double ylo = std::min(0.0, ymin);
+  const double yhi = ymax > ylo ? ymax + 0.05 * (ymax - ylo) : ylo + 1;
+
+  // The axes box, with margins that leave room for the ticks outside it.
+  const int left = std::max(12, width / 12), right = width - 1 - std::max(8, width / 40);
+  const int top = std::max(8, height / 30), bottom = height - 1 - std::max(12, height / 12);
+  std::vector<png_byte> rgb(std::size_t(3) * width * height, 255);
+  const auto ink = [&](int px, int py) {
+    if (px >= 0 && px < width && py >= 0 && py < height)
+      for (int c = 0; c < 3; ++c)
+        rgb[std::size_t(3) * (std::size_t(py) * width + px) + c] = 0;
+  };
+  for (int px = left; px <= right; ++px) {
+    ink(px, top);
+    ink(px, bottom);
+  }
+  for (int py = top; py <= bottom; ++py) {
+    ink(left, py);
+    ink(right, py);
+  }
+  const int tick = std::max(3, std::min(width, height) / 80);
+  for (int t = 0; t <= 10; ++t) {
+    const int tx = left + (right - left) * t / 10, ty = bottom - (bottom - top) * t / 10;
+    for (int s = 1; s <= tick; ++s) {
+      ink(tx, bottom + s);
+      ink(left - s, ty);
+    }
+  }
+
+  Coverage cover(width, height);
+  const double thick = std::max(1.5, std::min(width, height) / 250.0);
+  const auto px_of = [&](double v) { return left + (v - xmin) / (xmax - xmin) * (right - left); };
+  const auto py_of = [&](double v) { return bottom - (v - ylo) / (yhi - ylo) * (bottom - top); };
+  for (std::int64_t i = 1; i < n; ++i)
+    cover.segment(px_of(x[i - 1]), py_of(y[i - 1]), px_of(x[i]), py_of(y[i]), thick);
+  // The curve in a strong blue over the white page; the box stays black where they cross.
+  static constexpr double blue[3] = {31, 119, 180};
+  for (int py = 0; py < height; ++py)
+    for (int px = 0; px < width; ++px) {
+      const float a = cover.at(px, py);
+      if (a <= 0)
+        continue;
+      png_byte *p = rgb.data() + std::size_t(3) * (std::size_t(py) * width + px);
+      for (int c = 0; c < 3; ++c)
+        p[c] =
+            static_cast<png_byte>(std::lround(std::min<double>(p[c], (1 - a) * 255 + a * blue[c])));
+    }
+  write_rgb_png(path, overwrite, width, height, rgb);
+}
+
+} // namespace ksum::io
