@@ -142,6 +142,9 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     Backend backend = opt.backend;
     if (backend == Backend::automatic)
       backend = gpus().empty() ? Backend::cpu : Backend::cuda;
+    else if (backend == Backend::cuda && !fgt::gpu_available())
+      throw Error(ErrorCode::unsupported,
+                  "backend gpu: this build of ksum has no CUDA backend or no GPU is visible");
 
     GaussMethod method = opt.method;
     if (n == 0 || m == 0) {

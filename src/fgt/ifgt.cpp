@@ -79,7 +79,7 @@ IfgtPlan build_ifgt(const double *src, std::int64_t n, int d, std::int64_t clust
   while (k < n) {
     double far = -1;
     std::int64_t at = 0;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (n > 200000)
     {
       double f = -1;
       std::int64_t a = 0;
@@ -99,7 +99,7 @@ IfgtPlan build_ifgt(const double *src, std::int64_t n, int d, std::int64_t clust
       break; // the radius falls too slowly: refused below, the direct sum or the FGT is better
     plan.centers.insert(plan.centers.end(), src + at * d, src + at * d + d);
     const double *c = plan.centers.data() + k * d;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > 200000)
     for (std::int64_t i = 0; i < n; ++i) {
       const double r2 = d2(i, c);
       if (r2 < dist[i])

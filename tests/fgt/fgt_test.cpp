@@ -6,6 +6,7 @@
 #include "fgt/fgt_series.hpp"
 #include "support/expect_error.hpp"
 
+#include <ksum/device.hpp>
 #include <ksum/fgt.hpp>
 
 #include <cmath>
@@ -307,6 +308,13 @@ TEST(GaussTransform, RefusesBadInputWithAClearMessage) {
   GaussTransform<double> tiny(o);
   expect_error([&] { tiny.set_points(ksum::test::random_points(10, 2, 1, 1e10, 2e10)); },
                ErrorCode::invalid_argument, "overflows");
+  if (ksum::gpus().empty()) {
+    GaussOptions g;
+    g.backend = ksum::Backend::cuda;
+    GaussTransform<double> gpu(g);
+    expect_error([&] { gpu.set_points(ksum::test::random_points(10, 2, 1)); },
+                 ErrorCode::unsupported, "no CUDA backend or no GPU");
+  }
   expect_error([] { ksum::parse_gauss_method("fast"); }, ErrorCode::invalid_argument,
                "valid: auto, direct, fgt, ifgt");
 }
