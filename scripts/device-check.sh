@@ -19,6 +19,10 @@
 #          tol 1e-6 hybrid (tuned) and CPU-only scaling 1…16 threads, FMM2D (fmm2dpy wheel in
 #          .bench-data/wheels) on the same points and cores, the static θ/Nlevels sweep
 #   sim    the three simulations of seed 004 Paper IV §5, CPU-only and hybrid (table 6.1)
+#   fgt    fast Gauss transform: ctest -R "Fgt|Gauss|Kde" (GPU and CPU), seed 002 tables 4–5
+#          (Hermite evaluation, GPU float and CPU 1/2/4 threads up to N = 409600), the end-to-end
+#          FGT vs the direct GPU sum (d = 3, N = M = 1e7, h = 0.1, tol 1e-6, float), the GPU
+#          crossover map at N = 1e5, and the KeOps peer (pykeops wheels carried in .whl/)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +84,9 @@ if want gpu; then
   fi
   for peer in torch keops; do # one process each: a crash of one peer does not hide the other
     echo >> "$summary"
+    # KeOps 2.3 crashes in its first nvrtc compile on this image unless the system libstdc++
+    # is loaded first (bench/peers/keops_gauss.py).
+    LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6 \
     CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1 timeout 240 \
       python3 -X faulthandler bench/peers/gpu_direct_peers.py --peers $peer \
       --ksum-json "$OUT/bench_gpu.json" --out "$OUT/peers_$peer.md" > "$OUT/peers_$peer.log" 2>&1
@@ -228,6 +235,43 @@ np.savez(d + ".npz", sources=np.load(d + "/sources.npy"), strengths=q[:, 0] + 1j
     done; } >> "$summary"
   # One archive: the device tool fetches a limited number of files.
   tar -C "$OUT" -czf "$OUT/fmm2d.tar.gz" fmm2d && rm -rf "$OUT/fmm2d"
+fi
+
+if want fgt; then
+  mkdir -p "$OUT/fgt"
+  fg=$build/bench/fgt_bench
+  ctest --test-dir $build -R "Fgt|Gauss|Kde" -j 4 --output-on-failure > "$OUT/fgt/tests.log" 2>&1 || rc=1
+  timeout 150 $fg hermite --d 2 --p 5,9,12 --n 25600,102400,409600,1638400,6553600 \
+    --clusters 64 --threads 1,2,4 --cpu-max-n 409600 --cpu-reps 1 --gpu --single --reps 3 \
+    --json "$OUT/fgt/hermite.json" > "$OUT/fgt/hermite.md" 2>&1 || rc=1
+  timeout 150 $fg e2e --d 3 --n 1e7 --h 0.1 --tol 1e-6 --backend gpu --direct-targets 1e6 \
+    --precision f32 --reps 3 --json "$OUT/fgt/e2e.json" > "$OUT/fgt/e2e.md" 2>&1 || rc=1
+  # One run per cell (set-up + execute; the IFGT runs on the CPU): the map, not the digits.
+  timeout 120 $fg crossover --d 1,2,3,4,5,6 --h 0.01,0.03,0.1,0.3,1 --n 1e5 --tol 1e-6 \
+    --backend gpu --precision f32 --reps 1 --json "$OUT/fgt/crossover.json" \
+    > "$OUT/fgt/crossover.md" 2>&1 || rc=1
+  if ls .whl/pykeops-*.whl > /dev/null 2>&1 && [[ ! -d /tmp/ksum-peers/pykeops ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-peers .whl/*.whl
+  fi
+  # The KeOps peer: N = M = 1e5, 1e6, 1e7 (above 1e6 targets timed on 1e6 and scaled) and the
+  # crossover cells. A peer that cannot run is reported, not fatal.
+  ksum_json=()
+  for j in e2e crossover; do [[ -f "$OUT/fgt/$j.json" ]] && ksum_json+=(--ksum-json "$OUT/fgt/$j.json"); done
+  PYTHONPATH=/tmp/ksum-peers${PYTHONPATH:+:$PYTHONPATH} CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} \
+    PYTHONUNBUFFERED=1 timeout 300 python3 -X faulthandler bench/peers/keops_gauss.py --d 3 \
+    --h 0.1 --sizes 1e5 1e6 1e7 --max-targets 1e6 "${ksum_json[@]}" --crossover \
+    --out "$OUT/fgt/keops.md" --json "$OUT/fgt/keops.json" > "$OUT/fgt/keops.log" 2>&1
+  keops_rc=$?
+  { echo; echo "fast Gauss transform tests (ctest -R \"Fgt|Gauss|Kde\"): $(grep -E 'tests passed|tests failed' "$OUT/fgt/tests.log" | tail -n1)"
+    grep -E "\(Failed\)|\*\*\*Failed|Timeout" "$OUT/fgt/tests.log" | head -n 10
+    echo; grep -vE '^(PPS|seed 002 C2050 =)' "$OUT/fgt/hermite.md" | grep -E '^(Hermite|\||GPU not run)'
+    echo; grep -E '^(Gauss|\||fp64)' "$OUT/fgt/e2e.md" || tail -n 3 "$OUT/fgt/e2e.md"
+    echo; echo "crossover (GPU, f32, N = M = 1e5, tol 1e-6):"
+    sed -n '/^speed-up map/,$p' "$OUT/fgt/crossover.md" | grep -E '^\|' || tail -n 3 "$OUT/fgt/crossover.md"
+    echo; cat "$OUT/fgt/keops.md" 2>/dev/null ||
+      echo "KeOps peer did not run (exit $keops_rc): $(tail -n 3 "$OUT/fgt/keops.log" | tr '\n' ' ')"
+  } >> "$summary"
+  tar -C "$OUT" -czf "$OUT/fgt.tar.gz" fgt && rm -rf "$OUT/fgt"
 fi
 
 if want sim; then

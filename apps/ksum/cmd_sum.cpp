@@ -1,4 +1,5 @@
-// ksum sum: the direct kernel sum of files of points and weights.
+// ksum sum: the kernel sum of files of points and weights: direct, the FMM, or for the gaussian
+// kernel the fast Gauss transform.
 #include "common.hpp"
 
 #include <ksum/direct.hpp>
@@ -96,10 +97,9 @@ template <class T> void run_harmonic(const SumArgs &a) {
   note(fmt::format("ksum sum: harmonic N={} M={} on {} ({}), {}: sum {:.3f} s, total {:.3f} s "
                    "-> {}",
                    src.rows(), u.size(), to_string(plan.backend()), sizeof(T) == 4 ? "f32" : "f64",
-                   o.method == Method::direct
-                       ? std::string("direct")
-                       : fmt::format("fmm tol={} θ={} levels={} p={}", a.tol, st.theta, st.levels,
-                                     st.order),
+                   o.method == Method::direct ? std::string("direct")
+                                              : fmt::format("fmm tol={} θ={} levels={} p={}", a.tol,
+                                                            st.theta, st.levels, st.order),
                    t_sum, seconds_since(t0), a.output));
 }
 
@@ -153,11 +153,13 @@ template <class T> void run_sum(const SumArgs &a) {
   const double pairs = static_cast<double>(plan.num_targets()) *
                        static_cast<double>(plan.num_sources() - (a.targets.empty() ? 1 : 0));
   const auto &st = plan.stats();
-  const std::string how =
-      st.method == Method::fmm
-          ? fmt::format("fmm tol={} order={} depth={} boxes={}, setup {:.3f} s", a.tol,
-                        st.fmm_order, st.tree_depth, st.tree_boxes, st.seconds_setup)
-          : std::string("direct");
+  std::string how = "direct";
+  if (st.method == Method::fmm)
+    how = fmt::format("fmm tol={} order={} depth={} boxes={}, setup {:.3f} s", a.tol, st.fmm_order,
+                      st.tree_depth, st.tree_boxes, st.seconds_setup);
+  else if (st.method == Method::fgt)
+    how = fmt::format("fgt h={:.6g} tol={} p={} boxes={} bound={:.2e}, setup {:.3f} s", 1 / a.eps,
+                      a.tol, st.fmm_order, st.tree_boxes, st.estimated_error, st.seconds_setup);
   note(fmt::format("ksum sum: {} eps={} d={} N={} M={} rhs={}{} on {} ({}), {}: sum {:.3f} s "
                    "({:.3g} pairs/s), total {:.3f} s -> {}",
                    a.kernel, a.eps, plan.dimension(), plan.num_sources(), plan.num_targets(),
@@ -172,8 +174,8 @@ template <class T> void run_sum(const SumArgs &a) {
 void register_sum(CLI::App &app) {
   static SumArgs a;
   auto *cmd = app.add_subcommand(
-      "sum", "Kernel sum u(x_i) = sum_j w_j K(|x_i - y_j|) over files of points: direct, or "
-             "the fast multipole method in 3D");
+      "sum", "Kernel sum u(x_i) = sum_j w_j K(|x_i - y_j|) over files of points: direct, the "
+             "fast multipole method (2D/3D), or the fast Gauss transform (gaussian kernel)");
   cmd->footer("Files are CSV (optional header line) or NumPy .npy, by extension. Without "
               "--targets the targets are the sources and the self term j = i is left out.\n"
               "Example: ksum sum --kernel laplace --sources pts.csv --weights q.csv -o u.csv\n"
@@ -181,6 +183,8 @@ void register_sum(CLI::App &app) {
               "--weights q.csv -o u.csv\n"
               "Fast (2D): ksum sum --kernel log --method fmm --tol 1e-8 --sources xy.csv "
               "--weights q.csv -o u.csv\n"
+              "Fast Gauss transform (any d, bandwidth h = 1/eps): ksum sum --kernel gaussian "
+              "--eps 10 --method fgt --tol 1e-8 --sources pts.csv --weights q.csv -o u.csv\n"
               "Vortex velocities: ksum sum --kernel harmonic --method fmm --sources xy.csv "
               "--weights gamma_re_im.csv -o u.csv");
   cmd->add_option("--kernel", a.kernel,
@@ -198,12 +202,16 @@ void register_sum(CLI::App &app) {
       ->required();
   cmd->add_flag("--gradient", a.gradient, "Also write the gradient (d more columns per rhs)");
   cmd->add_option("--method", a.method,
-                  "direct (every pair), fmm (fast multipole method to --tol: 3D, or 2D log/harmonic), or auto (the "
-                  "FMM where a cost model timed on this machine predicts it faster)")
-      ->check(CLI::IsMember({"direct", "fmm", "auto"}))
+                  "direct|fmm|fgt|auto: direct (every pair), fmm (fast multipole method to --tol: "
+                  "3D, or 2D log/harmonic), fgt (the fast Gauss transform: gaussian kernel only, "
+                  "any dimension, bandwidth h = 1/eps, i.e. exp(-|x-y|^2/h^2)), or auto (the FMM "
+                  "where a cost model timed on this machine predicts it faster; never fgt)")
+      ->check(CLI::IsMember({"direct", "fmm", "fgt", "auto"}))
       ->capture_default_str();
   cmd->add_option("--tol", a.tol,
-                  "FMM: relative error wanted (3D f64: 1e-11 .. 0.1; 2D f64: 1e-13 .. 0.1; f32: 1e-6 .. 0.1)")
+                  "fmm: relative error wanted (3D f64: 1e-11 .. 0.1; 2D f64: 1e-13 .. 0.1; f32: "
+                  "1e-6 .. 0.1). fgt: absolute error per target relative to sum_j |w_j|, "
+                  "|u_i - exact| <= tol * sum_j |w_j| (f64: 1e-12 .. 0.5; f32: 1e-6 .. 0.5)")
       ->capture_default_str();
   cmd->add_option("--fmm-order", a.fmm_order,
                   "FMM: Chebyshev nodes per axis (2 .. 16); 0: chosen from --tol")

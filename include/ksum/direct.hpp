@@ -1,6 +1,7 @@
 #pragma once
 // Kernel summation: u_r(x_i) = Σ_j w_{j,r} K(|x_i − y_j|), optionally with ∇ₓu_r, either exactly
-// (the direct sum, any dimension) or, in 3D, by the fast multipole method to a relative tolerance.
+// (the direct sum, any dimension) or, in 3D, by the fast multipole method to a relative tolerance,
+// or, for the gaussian kernel in any dimension, by the fast Gauss transform to an absolute one.
 // A plan: construct with options → set_points() (validates and uploads the geometry, builds the
 // tree) → execute(weights) as often as needed.
 #include <ksum/kernels.hpp>
@@ -21,19 +22,22 @@ std::string_view to_string(Backend b);
 
 // direct: every pair, exact to rounding. fmm: the 3D fast multipole method (Chebyshev
 // interpolation, any kernel of the catalogue); the relative l2 error of u is at most `tolerance`.
+// fgt: the gaussian kernel only, by the fast Gauss transform (ksum::GaussTransform, method fgt,
+// bandwidth h = 1/eps); `tolerance` is then the absolute error per target relative to Σ_j |w_j|.
 // automatic: the FMM where a cost model measured on this machine predicts it faster than the direct
-// sum (3D only).
-enum class Method { direct, fmm, automatic };
-Method parse_method(std::string_view name); // "direct", "fmm" or "auto"
+// sum (3D only); it never picks fgt.
+enum class Method { direct, fmm, automatic, fgt };
+Method parse_method(std::string_view name); // "direct", "fmm", "fgt" or "auto"
 std::string_view to_string(Method m);
 
 // What the plan did (filled by set_points and execute).
 struct SumStats {
   Method method = Method::direct; // the method in use (resolved from automatic)
-  int fmm_order = 0;              // Chebyshev nodes per axis and box
+  int fmm_order = 0;              // Chebyshev nodes per axis and box; fgt: series terms p per axis
   int tree_depth = 0;
-  std::int64_t tree_boxes = 0;
-  double estimated_error = 0; // the FMM's sampled interpolation error for its order
+  std::int64_t tree_boxes = 0; // fgt: occupied boxes (sources and targets)
+  // The FMM's sampled interpolation error for its order; fgt: the proven bound on |u − û| / Σ|w|.
+  double estimated_error = 0;
   double seconds_setup = 0, seconds_execute = 0;
   // FMM set-up: the tree (codes, radix sort, boxes, lists) and the M2L operators (and uploads).
   double seconds_tree = 0, seconds_sort = 0, seconds_operators = 0;
@@ -47,7 +51,7 @@ struct DirectOptions {
   bool gradient = false;                // also compute ∇ₓu (d columns per right-hand side)
   Backend backend = Backend::automatic; // automatic: the GPU when one is present, else the CPU
   int threads = 0;                      // CPU threads; 0: OpenMP's default
-  std::vector<int> devices{};           // empty: all visible
+  std::vector<int> devices{};           // empty: all visible (fgt: the first one listed, or 0)
   // Bytes of device memory one GPU may use; 0: 90 % of its free memory. Inputs larger than this are
   // streamed in chunks (tests set it small to exercise that path).
   std::int64_t device_memory_limit = 0;
@@ -56,6 +60,9 @@ struct DirectOptions {
   Method method = Method::direct;
   // FMM: the relative l2 error of u wanted (1e-11 … 0.1 in double precision, 1e-6 … 0.1 in float,
   // where the results carry about 7 digits).
+  // fgt: the absolute error per target relative to the weights, |û_i − u_i| ≤ tolerance · Σ_j |w_j|
+  // for every target and right-hand side (the fast Gauss transform's guarantee; 1e-12 … 0.5 in
+  // double precision, 1e-6 … 0.5 in float).
   double tolerance = 1e-6;
   int fmm_order = 0;              // FMM: Chebyshev order p (2 … 16); 0: from the tolerance
   std::int64_t fmm_leaf_size = 0; // FMM: most points of either kind per leaf box; 0: from p

@@ -9,6 +9,7 @@
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/fgt.hpp>
 #include <ksum/fmm2d.hpp>
 
 #include <chrono>
@@ -45,10 +46,12 @@ Method parse_method(std::string_view name) {
     return Method::direct;
   if (name == "fmm")
     return Method::fmm;
+  if (name == "fgt")
+    return Method::fgt;
   if (name == "auto")
     return Method::automatic;
   throw Error(ErrorCode::invalid_argument,
-              fmt::format("unknown method '{}'; valid: direct, fmm, auto", name));
+              fmt::format("unknown method '{}'; valid: direct, fmm, fgt, auto", name));
 }
 
 std::string_view to_string(Method m) {
@@ -59,6 +62,8 @@ std::string_view to_string(Method m) {
     return "fmm";
   case Method::automatic:
     return "auto";
+  case Method::fgt:
+    return "fgt";
   }
   return "?";
 }
@@ -78,8 +83,9 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
   std::int64_t n = 0, m = 0, d = 0;
   Table<T> src, tgt; // scaled copies; tgt is empty when self
   std::unique_ptr<detail::CudaDirect<T>> cuda;
-  std::unique_ptr<fmm::BbFmm> fmm; // set when the FMM serves the plan
-  std::unique_ptr<Fmm2d<T>> fmm2; // set when the 2D FMM serves the plan (log kernel)
+  std::unique_ptr<fmm::BbFmm> fmm;          // set when the FMM serves the plan
+  std::unique_ptr<Fmm2d<T>> fmm2;           // set when the 2D FMM serves the plan (log kernel)
+  std::unique_ptr<GaussTransform<T>> gauss; // set when the fast Gauss transform serves the plan
   SumStats stats;
 
   detail::DirectProblem<T> problem(const T *w, std::int64_t nrhs) const {
@@ -136,6 +142,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     tgt = Table<T>();
     backend = chosen;
     fmm.reset();
+    gauss.reset();
     fmm2 = std::move(f);
     const auto &fs = fmm2->stats();
     stats = SumStats{.method = Method::fmm,
@@ -144,6 +151,45 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                      .tree_boxes = (std::int64_t(1) << (2 * fs.levels)) / 3,
                      .seconds_setup = seconds_since(t_setup),
                      .seconds_tree = fs.seconds_partition};
+  }
+
+  // The gaussian kernel exp(−(ε r)²) is the Gauss transform's exp(−r²/h²) with h = 1/ε. Its self
+  // mode counts the pair i = j (exp(0) = 1), which execute() takes out again: û_i −= w_i.
+  static GaussOptions gauss_options(const DirectOptions &o) {
+    GaussOptions g;
+    g.bandwidth = 1 / o.eps;
+    g.tolerance = o.tolerance;
+    g.method = GaussMethod::fgt;
+    g.backend = o.backend;
+    g.threads = o.threads;
+    g.device = o.devices.empty() ? 0 : o.devices.front();
+    g.progress = o.progress;
+    return g;
+  }
+
+  void set_fgt(const Table<T> &sources, const Table<T> *targets,
+               std::chrono::steady_clock::time_point t_setup) {
+    auto g = std::make_unique<GaussTransform<T>>(gauss_options(opt));
+    if (targets)
+      g->set_points(sources, *targets);
+    else
+      g->set_points(sources);
+    self = targets == nullptr;
+    n = sources.rows();
+    d = sources.cols();
+    m = targets ? targets->rows() : n;
+    src = Table<T>();
+    tgt = Table<T>();
+    fmm.reset();
+    fmm2.reset();
+    gauss = std::move(g);
+    const auto &gs = gauss->stats();
+    backend = gs.backend;
+    stats = SumStats{.method = Method::fgt,
+                     .fmm_order = gs.order,
+                     .tree_boxes = gs.boxes,
+                     .estimated_error = gs.error_bound,
+                     .seconds_setup = seconds_since(t_setup)};
   }
 
   // Validates and prepares everything in locals and commits only when nothing has thrown, so a
@@ -160,6 +206,10 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     check_finite(sources, "sources");
     if (targets)
       check_finite(*targets, "targets");
+    if (opt.method == Method::fgt) {
+      set_fgt(sources, targets, std::chrono::steady_clock::now());
+      return;
+    }
     const std::int64_t dim = sources.cols();
     Backend chosen = opt.backend;
     if (chosen == Backend::automatic)
@@ -212,6 +262,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       backend = chosen;
       fmm = std::move(f);
       fmm2.reset();
+      gauss.reset();
       const auto &fs = fmm->stats();
       stats = SumStats{.method = Method::fmm,
                        .fmm_order = fs.order,
@@ -252,6 +303,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     backend = chosen;
     fmm.reset();
     fmm2.reset();
+    gauss.reset();
     if (backend == Backend::cuda) {
       try {
         cuda->set_geometry(problem(nullptr, 0));
@@ -272,9 +324,20 @@ DirectSum<T>::DirectSum(DirectOptions options) : impl_(std::make_unique<Impl>())
   if (options.threads < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("threads must be >= 0 (0: default), got {}", options.threads));
+  if (options.method == Method::fgt) {
+    if (options.kernel != Kernel::gaussian)
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("method fgt is the fast Gauss transform: it serves the gaussian "
+                              "kernel only; kernel {} needs method direct (or fmm in 2D/3D)",
+                              kernel_info(options.kernel).name));
+    if (options.gradient)
+      throw Error(ErrorCode::unsupported,
+                  "method fgt computes values only; use method direct for the gradient");
+    GaussTransform<T> check(Impl::gauss_options(options)); // its tolerance range and threads
+  }
   const double min_tol = std::is_same_v<T, float> ? 1e-6 : 1e-11;
   if (!(options.tolerance >= min_tol && options.tolerance <= 0.1) &&
-      options.method != Method::direct)
+      options.method != Method::direct && options.method != Method::fgt)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("tolerance {} is outside what the FMM reaches in {}: use {} … 0.1{}",
                             options.tolerance, std::is_same_v<T, float> ? "float32" : "float64",
@@ -321,7 +384,13 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   const auto t_exec = std::chrono::steady_clock::now();
   const auto p = im.problem(weights.data(), weights.cols());
   Table<T> out(im.m, p.out_cols());
-  if (im.fmm2) {
+  if (im.gauss) {
+    out = im.gauss->execute(weights);
+    if (im.self)
+      for (std::int64_t r = 0; r < weights.cols(); ++r)
+        for (std::int64_t i = 0; i < im.n; ++i)
+          out(i, r) -= weights(i, r);
+  } else if (im.fmm2) {
     // Two right-hand sides per complex pass: u = −Re Σ q log(z − z_j) per column.
     im.stats.seconds_upward = im.stats.seconds_downward = im.stats.seconds_near = 0;
     for (std::int64_t r = 0; r < weights.cols(); r += 2) {

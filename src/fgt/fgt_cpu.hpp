@@ -52,9 +52,4 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
 void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
                  const std::function<void(double)> &progress);
 
-// The exact sum over every pair (scaled, point-major), for method direct on the CPU and as the
-// tests' second opinion.
-void direct_gauss(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
-                  const double *q, double *out, int threads);
-
 } // namespace ksum::fgt

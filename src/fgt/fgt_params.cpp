@@ -92,7 +92,7 @@ std::int64_t graded_terms(int p, int d) {
 
 RouteCost best_route(double ns, double mt, double nb_s, double nb_t, std::int64_t terms, int d,
                      int p, bool series_ok) {
-  RouteCost best{Route::direct, ns * mt * Costs::direct_pair(d)};
+  RouteCost best{Route::direct, mt * (ns * Costs::direct_in_box(d) + Costs::direct_row)};
   if (!series_ok)
     return best;
   const double form = Costs::form(terms, d, p), eval = Costs::eval(terms, d, p);
@@ -171,7 +171,7 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p
   neighbours = std::min(neighbours, boxes);
   const double ns = double(e.n) / boxes, mt = double(e.m) / boxes;
   const auto r = best_route(ns, mt, neighbours, neighbours, g.terms, d, g.p, g.p > 0);
-  g.cost = boxes * neighbours * r.cost + double(e.n + e.m) * (2.0 * d + 30);
+  g.cost = boxes * neighbours * (r.cost + Costs::box_pair) + double(e.n + e.m) * (2.0 * d + 30);
   return g;
 }
 
@@ -221,8 +221,8 @@ IfgtChoice choose_ifgt(const Extent &e, double eps, int order) {
     c.bound = bound_ifgt(c.p, c.rx, c.rx + R);
     const double reach =
         d_eff > 0 ? k * std::min(1.0, ball_volume(d_eff, R + 2 * c.rx) / volume) : double(k);
-    c.cost = double(e.n) * k * 3.0 * d + double(e.n) * Costs::form(c.terms, d, c.p) +
-             double(e.m) * (k * 3.0 * d + reach * Costs::eval(c.terms, d, c.p));
+    c.cost = double(e.n) * k * 3.0 * d + double(e.n) * Costs::ifgt_eval(c.terms, d) +
+             double(e.m) * (k * 3.0 * d + reach * Costs::ifgt_eval(c.terms, d));
     if (c.cost < best.cost)
       best = c;
   }
@@ -230,7 +230,7 @@ IfgtChoice choose_ifgt(const Extent &e, double eps, int order) {
 }
 
 double direct_cost(const Extent &e) {
-  return double(e.n) * double(e.m) * Costs::direct_pair(e.d);
+  return double(e.n) * double(e.m) * Costs::direct_pair(e.d) * Costs::plain_direct_share;
 }
 
 } // namespace ksum::fgt

@@ -51,6 +51,16 @@ struct Costs {
     return 2.0 * terms + 3.0 * d * p + 20.0 * d;
   }
   static double translate(std::int64_t terms, int d, int p) { return 2.0 * d * p * terms; }
+  // Per interacting pair of boxes: finding it, storing it, and the loop set-up around it; per
+  // target row of a direct pair; a pair inside the FGT's short direct loops (measured ~2x the
+  // plain sum's).
+  static constexpr double box_pair = 400;
+  static constexpr double direct_row = 50;
+  static double direct_in_box(int d) { return 2 * direct_pair(d); }
+  // The plain direct sum is vectorised (and tiled on the GPU): half a scalar pair's cost.
+  static constexpr double plain_direct_share = 0.5;
+  // IFGT: the graded monomials cost one multiply per term on top of the dot product.
+  static double ifgt_eval(std::int64_t terms, int d) { return 3.0 * terms + 3.0 * d + 20; }
 };
 
 // The cheapest route for a pair of boxes with ns sources and mt targets, whose source box has

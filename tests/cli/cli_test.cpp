@@ -81,6 +81,64 @@ TEST_F(Cli, SumByTheFmmMeetsItsToleranceAndRefusesWhatItCannotDo) {
                  105, "--method: fast not in");
 }
 
+TEST_F(Cli, SumByTheFastGaussTransformMeetsItsToleranceAndRefusesOtherKernels) {
+  // ksum sum --kernel gaussian --method fgt: exp(−(eps r)²) = exp(−r²/h²) with h = 1/eps, to
+  // |u_i − exact| ≤ tol · Σ|w| (self term left out as for every ksum sum without --targets).
+  const std::int64_t n = 2000;
+  const double eps = 6.0, tol = 1e-7;
+  const auto p = ksum::test::random_points(n, 3, 51);
+  const auto t = ksum::test::random_points(700, 3, 52);
+  const auto w = ksum::test::random_points(n, 1, 53, -1, 1);
+  ksum::io::write_table(path("p.npy"), p);
+  ksum::io::write_table(path("t.npy"), t);
+  ksum::io::write_table(path("w.npy"), w);
+  double l1 = 0;
+  for (std::int64_t j = 0; j < n; ++j)
+    l1 += std::abs(w(j, 0));
+  const auto max_error = [&](const ksum::Table<double> &tgt, const ksum::Table<double> &u,
+                             bool self) {
+    double worst = 0;
+    for (std::int64_t i = 0; i < tgt.rows(); i += 37) {
+      long double s = 0;
+      for (std::int64_t j = 0; j < n; ++j) {
+        if (self && i == j)
+          continue;
+        long double r2 = 0;
+        for (int k = 0; k < 3; ++k)
+          r2 += ((long double)tgt(i, k) - p(j, k)) * ((long double)tgt(i, k) - p(j, k));
+        s += w(j, 0) * std::exp(-(long double)eps * eps * r2);
+      }
+      worst = std::max(worst, std::abs(u(i, 0) - double(s)) / l1);
+    }
+    return worst;
+  };
+  auto r = ksum("sum --kernel gaussian --eps 6 --method fgt --tol 1e-7 --sources " + path("p.npy") +
+                " --weights " + path("w.npy") + " --backend cpu -o " + path("u.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("fgt h=0.166667 tol=1e-07 p="), std::string::npos) << r.output;
+  const auto u = ksum::io::read_table(path("u.npy"));
+  ASSERT_EQ(u.rows(), n);
+  EXPECT_LE(max_error(p, u, true), tol);
+  r = ksum("sum --kernel gaussian --eps 6 --method fgt --tol 1e-7 --sources " + path("p.npy") +
+           " --targets " + path("t.npy") + " --weights " + path("w.npy") + " --backend cpu -o " +
+           path("ut.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto ut = ksum::io::read_table(path("ut.npy"));
+  ASSERT_EQ(ut.rows(), 700);
+  EXPECT_LE(max_error(t, ut, false), tol);
+
+  expect_failure("sum --kernel laplace --method fgt --sources " + path("p.npy") + " --weights " +
+                     path("w.npy") + " -o " + path("v.npy"),
+                 1, "method fgt is the fast Gauss transform: it serves the gaussian kernel only");
+  expect_failure("sum --kernel gaussian --method fgt --gradient --sources " + path("p.npy") +
+                     " --weights " + path("w.npy") + " -o " + path("v.npy"),
+                 1, "use method direct for the gradient");
+  expect_failure("sum --kernel gaussian --method fgt --tol 1e-13 --sources " + path("p.npy") +
+                     " --weights " + path("w.npy") + " -o " + path("v.npy"),
+                 1, "tolerance 1e-13");
+  EXPECT_FALSE(fs::exists(dir / "v.npy"));
+}
+
 TEST_F(Cli, SumIn2DByTheFmmLogAndHarmonicKernels) {
   // ksum sum --kernel log --method fmm (seed 004 Paper IV's FMM) against the fp64 reference, and
   // the harmonic kernel with complex weights as two columns against its definition.

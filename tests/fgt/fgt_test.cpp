@@ -137,8 +137,9 @@ void check(const Case &c, std::int64_t n, std::int64_t m, std::uint64_t seed) {
                         << to_string(s.method) << " p " << s.order << " routes " << s.pairs_direct
                         << "/" << s.pairs_hermite << "/" << s.pairs_taylor << "/"
                         << s.pairs_translate;
-  if (c.method != GaussMethod::automatic)
+  if (c.method != GaussMethod::automatic) {
     EXPECT_EQ(s.method, c.method);
+  }
 }
 
 TEST(GaussTransform, FgtMeetsItsToleranceInOneToFourDimensions) {

@@ -87,6 +87,10 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
 
   void validate_options() {
     const auto &o = opt;
+    if (o.method == Method::fgt)
+      throw Error(ErrorCode::unsupported,
+                  "fmm2d: method fgt is the fast Gauss transform (gaussian kernel, "
+                  "ksum::GaussTransform); use fmm, direct or auto");
     const double lo = std::is_same_v<T, float> ? 1e-6 : 1e-13;
     if (!(o.tolerance >= lo && o.tolerance <= 0.1))
       throw Error(ErrorCode::invalid_argument,
