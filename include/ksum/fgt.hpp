@@ -54,7 +54,9 @@ struct GaussStats {
   std::int64_t boxes = 0; // fgt: occupied boxes (sources and targets); ifgt: clusters
   // fgt: interacting pairs of boxes by kind (seed 002 §2.2's four interactions)
   std::int64_t pairs_direct = 0, pairs_hermite = 0, pairs_taylor = 0, pairs_translate = 0;
-  double predicted_direct = 0, predicted_fgt = 0, predicted_ifgt = 0; // cost model (flop units)
+  // The cost model's predictions (CPU flop units; divided by 50 where the GPU runs the method:
+  // the direct sum and the FGT, not the IFGT).
+  double predicted_direct = 0, predicted_fgt = 0, predicted_ifgt = 0;
   double seconds_setup = 0, seconds_execute = 0;
 };
 
