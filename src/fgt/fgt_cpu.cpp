@@ -115,41 +115,6 @@ BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threa
   return s;
 }
 
-// Box offsets o with Σ ((|o_k| − 1)₊ s_k)² < R², or empty when there are more of them than
-// `limit` (then every source box is tested instead).
-std::vector<std::int64_t> neighbour_offsets(const FgtGrid &g, int d, std::int64_t limit) {
-  std::vector<std::int64_t> reach(d);
-  double span = 1;
-  for (int k = 0; k < d; ++k) {
-    reach[k] = g.side[k] > 0
-                   ? std::min<std::int64_t>(g.count[k] - 1, std::int64_t(g.cutoff / g.side[k]) + 1)
-                   : 0;
-    span *= 2.0 * reach[k] + 1;
-  }
-  std::vector<std::int64_t> out;
-  if (span > double(limit))
-    return out;
-  std::vector<std::int64_t> o(d);
-  for (int k = 0; k < d; ++k)
-    o[k] = -reach[k];
-  for (;;) {
-    double r2 = 0;
-    for (int k = 0; k < d; ++k) {
-      const double gap = double(std::max<std::int64_t>(std::abs(o[k]) - 1, 0)) * g.side[k];
-      r2 += gap * gap;
-    }
-    if (r2 < g.cutoff * g.cutoff)
-      out.insert(out.end(), o.begin(), o.end());
-    int k = d - 1;
-    while (k >= 0 && o[k] == reach[k])
-      o[k] = -reach[k], --k;
-    if (k < 0)
-      break;
-    ++o[k];
-  }
-  return out;
-}
-
 } // namespace
 
 FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,

@@ -106,6 +106,41 @@ RouteCost best_route(double ns, double mt, double nb_s, double nb_t, std::int64_
   return best;
 }
 
+// Box offsets o with Σ ((|o_k| − 1)₊ s_k)² < R², or empty when there are more of them than
+// `limit` (then every source box is tested instead).
+std::vector<std::int64_t> neighbour_offsets(const FgtGrid &g, int d, std::int64_t limit) {
+  std::vector<std::int64_t> reach(d);
+  double span = 1;
+  for (int k = 0; k < d; ++k) {
+    reach[k] = g.side[k] > 0
+                   ? std::min<std::int64_t>(g.count[k] - 1, std::int64_t(g.cutoff / g.side[k]) + 1)
+                   : 0;
+    span *= 2.0 * reach[k] + 1;
+  }
+  std::vector<std::int64_t> out;
+  if (span > double(limit))
+    return out;
+  std::vector<std::int64_t> o(d);
+  for (int k = 0; k < d; ++k)
+    o[k] = -reach[k];
+  for (;;) {
+    double r2 = 0;
+    for (int k = 0; k < d; ++k) {
+      const double gap = double(std::max<std::int64_t>(std::abs(o[k]) - 1, 0)) * g.side[k];
+      r2 += gap * gap;
+    }
+    if (r2 < g.cutoff * g.cutoff)
+      out.insert(out.end(), o.begin(), o.end());
+    int k = d - 1;
+    while (k >= 0 && o[k] == reach[k])
+      o[k] = -reach[k], --k;
+    if (k < 0)
+      break;
+    ++o[k];
+  }
+  return out;
+}
+
 FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p,
                  std::int64_t limit_terms) {
   FgtGrid g;
@@ -138,36 +173,15 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p
   g.terms = g.p > 0 ? ipow_saturated(g.p, d) : 0;
   g.bound = g.p > 0 ? bound_translate(g.p, half.data(), d) : 0;
 
-  // Neighbours within the cutoff: box offsets o with Σ ((|o_k| − 1)₊ s_k)² < R².
-  std::vector<std::int64_t> reach(d);
+  // Neighbours within the cutoff (the box count of the offsets when they are few enough to list).
   double span = 1;
-  for (int k = 0; k < d; ++k) {
-    reach[k] = g.side[k] > 0
-                   ? std::min<std::int64_t>(g.count[k] - 1, std::int64_t(g.cutoff / g.side[k]) + 1)
-                   : 0;
-    span *= 2.0 * reach[k] + 1;
-  }
-  double neighbours = span;
-  if (span <= 2e5) {
-    neighbours = 0;
-    std::vector<std::int64_t> o(d);
-    for (int k = 0; k < d; ++k)
-      o[k] = -reach[k];
-    for (;;) {
-      double r2 = 0;
-      for (int k = 0; k < d; ++k) {
-        const double gap = std::max<std::int64_t>(std::abs(o[k]) - 1, 0) * g.side[k];
-        r2 += gap * gap;
-      }
-      neighbours += r2 < g.cutoff * g.cutoff;
-      int k = d - 1;
-      while (k >= 0 && o[k] == reach[k])
-        o[k] = -reach[k], --k;
-      if (k < 0)
-        break;
-      ++o[k];
-    }
-  }
+  for (int k = 0; k < d; ++k)
+    span *= g.side[k] > 0 ? 2.0 * std::min<double>(double(g.count[k] - 1),
+                                                   std::floor(g.cutoff / g.side[k]) + 1) +
+                                1
+                          : 1.0;
+  const auto listed = neighbour_offsets(g, d, 200000);
+  double neighbours = listed.empty() ? span : double(listed.size() / std::size_t(d));
   neighbours = std::min(neighbours, boxes);
   const double ns = double(e.n) / boxes, mt = double(e.m) / boxes;
   const auto r = best_route(ns, mt, neighbours, neighbours, g.terms, d, g.p, g.p > 0);

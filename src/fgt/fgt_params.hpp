@@ -91,6 +91,9 @@ struct FgtGrid {
 // limit_p, limit_terms: the largest p and p^d an engine handles (the GPU's are smaller).
 FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p = max_order,
                  std::int64_t limit_terms = max_terms);
+// Box offsets o (d per offset) with Σ ((|o_k| − 1)₊ s_k)² < R², or empty when there are more
+// than `limit` candidates (then every box is tested instead).
+std::vector<std::int64_t> neighbour_offsets(const FgtGrid &g, int d, std::int64_t limit);
 FgtGrid choose_fgt(const Extent &e, double eps, int order, int limit_p = max_order,
                    std::int64_t limit_terms = max_terms); // the cheapest ρ by the model
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csetjmp>
 #include <fmt/format.h>
+#include <functional>
 #include <png.h>
 #include <vector>
 
@@ -30,6 +31,38 @@ std::array<unsigned char, 3> colour(double t) {
   return rgb;
 }
 
+// Writes a w × h RGB image through libpng, row by row from the top: fill(py, row) writes the 3w
+// bytes of image row py (so a large image never sits in memory whole).
+void write_rgb_png(const std::filesystem::path &path, bool overwrite, std::int64_t w,
+                   std::int64_t h, const std::function<void(std::int64_t, png_byte *)> &fill) {
+  const std::string name = detail::display(path);
+  std::vector<png_byte> row(static_cast<std::size_t>(3 * w));
+  detail::write_atomically(path, overwrite, [&](std::FILE *out) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png ? png_create_info_struct(png) : nullptr;
+    if (!info) {
+      png_destroy_write_struct(&png, nullptr);
+      throw Error(ErrorCode::io, fmt::format("{}: cannot initialise libpng", name));
+    }
+    // libpng reports errors by longjmp: only plain data lives between here and the writes.
+    if (setjmp(png_jmpbuf(png))) {
+      png_destroy_write_struct(&png, &info);
+      throw Error(ErrorCode::io, fmt::format("{}: libpng failed while writing", name));
+    }
+    png_init_io(png, out);
+    png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
+                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (std::int64_t py = 0; py < h; ++py) {
+      fill(py, row.data());
+      png_write_row(png, row.data());
+    }
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+  });
+}
+
 } // namespace
 
 void write_heatmap_png(const std::filesystem::path &path, const double *values, std::int64_t nx,
@@ -52,37 +85,15 @@ void write_heatmap_png(const std::filesystem::path &path, const double *values, 
   if (w > 20000 || h > 20000)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{}: image of {} x {} pixels is too large", name, w, h));
-  std::vector<png_byte> row(static_cast<std::size_t>(3 * w));
-  detail::write_atomically(path, overwrite, [&](std::FILE *out) {
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-    png_infop info = png ? png_create_info_struct(png) : nullptr;
-    if (!info) {
-      png_destroy_write_struct(&png, nullptr);
-      throw Error(ErrorCode::io, fmt::format("{}: cannot initialise libpng", name));
+  const double span = hi > lo ? hi - lo : 1.0;
+  write_rgb_png(path, overwrite, w, h, [&](std::int64_t py, png_byte *row) {
+    const std::int64_t iy = ny - 1 - py / pixel; // image rows run downwards, y upwards
+    for (std::int64_t px = 0; px < w; ++px) {
+      const double v = values[px / pixel + nx * iy];
+      const auto c =
+          std::isfinite(v) ? colour((v - lo) / span) : std::array<unsigned char, 3>{255, 255, 255};
+      std::copy(c.begin(), c.end(), row + 3 * px);
     }
-    // libpng reports errors by longjmp: only plain data lives between here and the writes.
-    if (setjmp(png_jmpbuf(png))) {
-      png_destroy_write_struct(&png, &info);
-      throw Error(ErrorCode::io, fmt::format("{}: libpng failed while writing", name));
-    }
-    png_init_io(png, out);
-    png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
-                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    const double span = hi > lo ? hi - lo : 1.0;
-    for (std::int64_t py = 0; py < h; ++py) {
-      const std::int64_t iy = ny - 1 - py / pixel; // image rows run downwards, y upwards
-      for (std::int64_t px = 0; px < w; ++px) {
-        const double v = values[px / pixel + nx * iy];
-        const auto c = std::isfinite(v) ? colour((v - lo) / span)
-                                        : std::array<unsigned char, 3>{255, 255, 255};
-        std::copy(c.begin(), c.end(), row.begin() + 3 * px);
-      }
-      png_write_row(png, row.data());
-    }
-    png_write_end(png, nullptr);
-    png_destroy_write_struct(&png, &info);
   });
 }
 
@@ -91,34 +102,6 @@ void write_heatmap_png(const std::filesystem::path &path, const double *values, 
 // Line plots (the 1D --plot of `ksum kde`): a small rasteriser into an RGB buffer, then libpng.
 namespace ksum::io {
 namespace {
-
-// Writes a finished w × h RGB image (rows top to bottom) through libpng.
-void write_rgb_png(const std::filesystem::path &path, bool overwrite, int w, int h,
-                   const std::vector<png_byte> &rgb) {
-  const std::string name = detail::display(path);
-  detail::write_atomically(path, overwrite, [&](std::FILE *out) {
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-    png_infop info = png ? png_create_info_struct(png) : nullptr;
-    if (!info) {
-      png_destroy_write_struct(&png, nullptr);
-      throw Error(ErrorCode::io, fmt::format("{}: cannot initialise libpng", name));
-    }
-    // libpng reports errors by longjmp: only plain data lives between here and the writes.
-    if (setjmp(png_jmpbuf(png))) {
-      png_destroy_write_struct(&png, &info);
-      throw Error(ErrorCode::io, fmt::format("{}: libpng failed while writing", name));
-    }
-    png_init_io(png, out);
-    png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
-                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int py = 0; py < h; ++py)
-      png_write_row(png, const_cast<png_byte *>(rgb.data() + std::size_t(3) * w * py));
-    png_write_end(png, nullptr);
-    png_destroy_write_struct(&png, &info);
-  });
-}
 
 // Coverage of an anti-aliased polyline of width `thick` pixels. Each pixel keeps the largest
 // coverage of any segment, so joints where two segments overlap are not drawn darker.
@@ -222,7 +205,9 @@ void write_line_plot_png(const std::filesystem::path &path, const double *x, con
         p[c] =
             static_cast<png_byte>(std::lround(std::min<double>(p[c], (1 - a) * 255 + a * blue[c])));
     }
-  write_rgb_png(path, overwrite, width, height, rgb);
+  write_rgb_png(path, overwrite, width, height, [&](std::int64_t py, png_byte *row) {
+    std::copy_n(rgb.data() + std::size_t(3) * width * py, std::size_t(3) * width, row);
+  });
 }
 
 } // namespace ksum::io
