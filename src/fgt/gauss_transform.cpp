@@ -72,7 +72,9 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     detail::uninit_vector<double> z(static_cast<std::size_t>(rows * cols));
     const double inv = 1 / opt.bandwidth;
     std::int64_t bad = rows * cols;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
+#pragma omp parallel for num_threads(threads) schedule(static)                                     \
+    reduction(min                                                                                  \
+              : bad) if (rows * cols > 1000000)
     for (std::int64_t i = 0; i < rows; ++i)
       for (std::int64_t k = 0; k < cols; ++k) {
         const double v = double(t(i, k)) * inv;
@@ -120,18 +122,22 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     e.m = m;
     e.lo.assign(d, std::numeric_limits<double>::infinity());
     e.hi.assign(d, -std::numeric_limits<double>::infinity());
+    // One parallel pass (per-thread bounds, merged) where the points are many.
     const auto widen = [&](const double *z, std::int64_t rows) {
-      for (std::int64_t k = 0; k < d; ++k) {
-        double lo = e.lo[k], hi = e.hi[k];
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min                       \
-                                                                         : lo) reduction(max       \
-                                                                                         : hi)
-        for (std::int64_t i = 0; i < rows; ++i) {
-          lo = std::min(lo, z[i * d + k]);
-          hi = std::max(hi, z[i * d + k]);
+#pragma omp parallel num_threads(threads) if (rows * d > 1000000)
+      {
+        std::vector<double> lo(e.lo), hi(e.hi);
+#pragma omp for schedule(static) nowait
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t k = 0; k < d; ++k) {
+            lo[k] = std::min(lo[k], z[i * d + k]);
+            hi[k] = std::max(hi[k], z[i * d + k]);
+          }
+#pragma omp critical
+        for (std::int64_t k = 0; k < d; ++k) {
+          e.lo[k] = std::min(e.lo[k], lo[k]);
+          e.hi[k] = std::max(e.hi[k], hi[k]);
         }
-        e.lo[k] = lo;
-        e.hi[k] = hi;
       }
     };
     widen(zs.data(), n);
