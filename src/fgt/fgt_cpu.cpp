@@ -57,22 +57,23 @@ BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threa
   BoxSet s;
   s.order.resize(static_cast<std::size_t>(n));
   if (total <= std::max<double>(4.0 * n, 1 << 20)) {
-    // A stable counting sort with one histogram per thread over contiguous ranges of points.
+    // A stable counting sort: one histogram per chunk of points (chunks, not threads, so that
+    // it is right whatever number of threads OpenMP grants), at most ~2n counters in all.
     const std::int64_t boxes = std::int64_t(total);
-    const int nth = std::max(1, std::min<int>(threads, int(n / 200000) + 1));
-    std::vector<std::vector<std::int64_t>> hist(nth);
-#pragma omp parallel num_threads(nth)
-    {
-      const int t = omp_get_thread_num();
+    const int chunks = int(std::clamp<std::int64_t>(std::min<std::int64_t>(threads, n / 100000 + 1),
+                                                    1, std::max<std::int64_t>(1, 2 * n / boxes)));
+    std::vector<std::vector<std::int64_t>> hist(chunks);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < chunks; ++t) {
       auto &h = hist[t];
       h.assign(static_cast<std::size_t>(boxes), 0);
-      for (std::int64_t i = n * t / nth; i < n * (t + 1) / nth; ++i)
+      for (std::int64_t i = n * t / chunks; i < n * (t + 1) / chunks; ++i)
         ++h[keys[i]];
     }
     std::int64_t at = 0;
     for (std::int64_t b = 0; b < boxes; ++b) {
       const std::int64_t first = at;
-      for (int t = 0; t < nth; ++t) {
+      for (int t = 0; t < chunks; ++t) {
         const std::int64_t c = hist[t][b];
         hist[t][b] = at;
         at += c;
@@ -82,11 +83,10 @@ BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threa
         s.begin.push_back(first);
       }
     }
-#pragma omp parallel num_threads(nth)
-    {
-      const int t = omp_get_thread_num();
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < chunks; ++t) {
       auto &h = hist[t];
-      for (std::int64_t i = n * t / nth; i < n * (t + 1) / nth; ++i)
+      for (std::int64_t i = n * t / chunks; i < n * (t + 1) / chunks; ++i)
         s.order[h[keys[i]]++] = i;
     }
   } else {

@@ -39,6 +39,17 @@ template <class T, class V> void put(DeviceArray<T> &d, const V &h) {
   d.upload(v.data(), n);
 }
 
+// The sorted points of a box set relative to their box centres, in precision T.
+template <class T> void put_relative(DeviceArray<T> &dst, const BoxSet &b, int d) {
+  detail::uninit_vector<T> v(b.pts.size());
+#pragma omp parallel for schedule(dynamic, 64) if (b.pts.size() > 100000)
+  for (std::int64_t box = 0; box < b.boxes(); ++box)
+    for (std::int64_t i = b.begin[box]; i < b.begin[box + 1]; ++i)
+      for (int k = 0; k < d; ++k)
+        v[i * d + k] = static_cast<T>(b.pts[i * d + k] - b.center[box * d + k]);
+  dst.upload(v.data(), std::int64_t(v.size()));
+}
+
 template <std::floating_point T> class FgtGpuImpl final : public FgtGpu<T> {
 public:
   explicit FgtGpuImpl(int device) : dev_(device) {
@@ -62,10 +73,10 @@ public:
     m_ = Tg.begin.back();
     src_order_ = S.order;
     tgt_order_ = Tg.order;
-    put(src_, S.pts);
+    put_relative(src_, S, plan.d);
     put(scen_, S.center);
     put(sbeg_, S.begin);
-    put(tgt_, Tg.pts);
+    put_relative(tgt_, Tg, plan.d);
     put(tcen_, Tg.center);
     put(tbeg_, Tg.begin);
     put(pbeg_, plan.pair_begin);
@@ -145,7 +156,8 @@ private:
   cudaStream_t stream_ = nullptr;
   std::int64_t n_ = 0, m_ = 0;
   detail::uninit_vector<std::int64_t> src_order_, tgt_order_;
-  DeviceArray<T> src_, scen_, tgt_, tcen_, q_, A_, B_, out_;
+  DeviceArray<T> src_, tgt_, q_, A_, B_, out_;
+  DeviceArray<double> scen_, tcen_;
   DeviceArray<std::int64_t> sbeg_, tbeg_, pbeg_, psrc_, tiles_;
   DeviceArray<std::uint8_t> route_;
   DeviceArray<std::int32_t> hslot_, tslot_, hboxes_, tboxes_;

@@ -12,9 +12,14 @@ inline constexpr std::int64_t kGpuMaxTerms = 4096;
 template <class T> struct GpuFgtArgs {
   int d = 0, p = 0;
   std::int64_t terms = 0;
-  const T *src = nullptr, *q = nullptr, *src_center = nullptr; // sorted sources
+  // Points are stored relative to the centre of their own box, so that float keeps its digits
+  // far from the origin; box centres stay in double and only their differences (a few h at
+  // most) are rounded to T.
+  const T *src = nullptr, *q = nullptr; // sorted sources
+  const double *src_center = nullptr;
   const std::int64_t *src_begin = nullptr;
-  const T *tgt = nullptr, *tgt_center = nullptr; // sorted targets
+  const T *tgt = nullptr; // sorted targets
+  const double *tgt_center = nullptr;
   const std::int64_t *tgt_begin = nullptr;
   const std::int64_t *pair_begin = nullptr, *pair_src = nullptr; // per target box
   const std::uint8_t *route = nullptr;                           // fgt::Route per pair

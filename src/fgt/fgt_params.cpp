@@ -112,9 +112,11 @@ std::vector<std::int64_t> neighbour_offsets(const FgtGrid &g, int d, std::int64_
   std::vector<std::int64_t> reach(d);
   double span = 1;
   for (int k = 0; k < d; ++k) {
-    reach[k] = g.side[k] > 0
-                   ? std::min<std::int64_t>(g.count[k] - 1, std::int64_t(g.cutoff / g.side[k]) + 1)
-                   : 0;
+    // In double: cutoff / side overflows int64 for a spread below ~1e-18 h.
+    reach[k] =
+        g.side[k] > 0
+            ? std::int64_t(std::min(double(g.count[k] - 1), std::floor(g.cutoff / g.side[k]) + 1))
+            : 0;
     span *= 2.0 * reach[k] + 1;
   }
   std::vector<std::int64_t> out;

@@ -44,13 +44,14 @@ template <class T> void gpu_case(int d, double h, double tol, bool self, std::ui
       std::to_string(stats.pairs_taylor) + "/" + std::to_string(stats.pairs_translate);
   EXPECT_EQ(stats.backend, ksum::Backend::cuda) << what;
   EXPECT_LE(ksum::test::gauss_error(src, tgt, q, h, got), tol + rounding) << what;
-  // CPU vs GPU: the same routes, so only rounding (of T on the GPU) separates them.
+  // CPU vs GPU: the GPU's plan keeps p ≤ 16 and p^d ≤ 4096, so its grid may differ from the
+  // CPU's; both meet the tolerance, so they agree to twice it plus rounding.
   double l1 = 0, worst = 0;
   for (std::int64_t j = 0; j < q.rows(); ++j)
     l1 += std::abs(q(j, 0));
   for (std::int64_t i = 0; i < got.rows(); ++i)
     worst = std::max(worst, std::abs(double(got(i, 0)) - double(cpu(i, 0))) / l1);
-  EXPECT_LE(worst, 2 * rounding) << what;
+  EXPECT_LE(worst, 2 * (tol + rounding)) << what;
 }
 
 TEST(FgtGpu, MatchesTheReferenceAndTheCpuInFloatAndDouble) {
@@ -61,6 +62,26 @@ TEST(FgtGpu, MatchesTheReferenceAndTheCpuInFloatAndDouble) {
       gpu_case<double>(d, h, 1e-9, d == 2, 20 + d);
     }
   gpu_case<double>(4, 0.6, 1e-6, false, 30);
+}
+
+// Far from the origin float keeps its digits: the GPU stores points relative to their box.
+TEST(FgtGpu, FloatKeepsItsAccuracyFarFromTheOrigin) {
+  KSUM_REQUIRE_GPU();
+  for (double offset : {100.0, 10000.0}) {
+    auto src = ksum::test::random_points(20000, 2, 91, offset, offset + 0.05);
+    src = ksum::test::rounded<float>(src);
+    const auto q = ksum::test::rounded<float>(ksum::test::random_points(20000, 1, 92, -1, 1));
+    GaussOptions o;
+    o.bandwidth = 0.01;
+    o.tolerance = 1e-5;
+    o.method = GaussMethod::fgt;
+    o.backend = ksum::Backend::cuda;
+    GaussTransform<float> plan(o);
+    plan.set_points(src.cast<float>());
+    const auto got = plan.execute(q.cast<float>());
+    EXPECT_EQ(plan.stats().backend, ksum::Backend::cuda);
+    EXPECT_LE(ksum::test::gauss_error(src, src, q, 0.01, got), 1e-5 + 3e-6) << "offset " << offset;
+  }
 }
 
 TEST(FgtGpu, PlansBeyondTheKernelsRunOnTheCpu) {

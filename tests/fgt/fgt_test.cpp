@@ -1,6 +1,7 @@
 // The fast Gauss transform against the fp64 direct sum: the series identities, the error bounds,
 // the guarantee |Ĝ − G| ≤ tol · Σ|q| over dimensions, bandwidths and tolerances, and the
 // contract (bad input, degenerate sizes and bandwidths).
+#include "fgt/fgt_cpu.hpp"
 #include "fgt/fgt_params.hpp"
 #include "fgt/fgt_reference.hpp"
 #include "fgt/fgt_series.hpp"
@@ -9,6 +10,7 @@
 #include <ksum/device.hpp>
 #include <ksum/fgt.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
@@ -254,6 +256,54 @@ TEST(GaussTransform, DegenerateSizesAndBandwidths) {
     p.set_points(src);
     EXPECT_LE(ksum::test::gauss_error(src, src, w, h, p.execute(w)), 1e-6) << "h " << h;
   }
+}
+
+// An axis whose spread is tiny but not 0 (1e-20 h): the neighbour reach cutoff / side must not
+// overflow (it once did, and every pair was dropped).
+TEST(GaussTransform, TinyNonZeroSpreadAlongAnAxis) {
+  Table<double> two(2, 1);
+  two(1, 0) = 1e-20;
+  GaussOptions o;
+  o.method = GaussMethod::fgt;
+  o.backend = ksum::Backend::cpu;
+  GaussTransform<double> plan(o);
+  plan.set_points(two);
+  const auto u = plan.execute(Table<double>(2, 1, 1.0));
+  EXPECT_NEAR(u(0, 0), 2.0, 1e-12);
+  EXPECT_NEAR(u(1, 0), 2.0, 1e-12);
+  auto flat = ksum::test::random_points(3000, 2, 71);
+  for (std::int64_t i = 0; i < flat.rows(); ++i)
+    flat(i, 1) = (i % 2) * 1e-20;
+  const auto q = weights(3000, 1, 72, false);
+  for (auto method : {GaussMethod::automatic, GaussMethod::fgt}) {
+    o.method = method;
+    o.bandwidth = 0.1;
+    GaussTransform<double> p(o);
+    p.set_points(flat);
+    EXPECT_LE(ksum::test::gauss_error(flat, flat, q, 0.1, p.execute(q)), 1e-6) << to_string(method);
+  }
+}
+
+// The counting sort splits the points into chunks above 100,000 points: the plan (the order of
+// the points in their boxes) must not depend on the number of threads.
+TEST(GaussTransform, BoxSortIsTheSameForAnyThreadCount) {
+  const auto pts = ksum::test::random_points(250000, 2, 81);
+  std::vector<double> z(250000 * 2);
+  for (std::int64_t i = 0; i < 250000; ++i)
+    for (int k = 0; k < 2; ++k)
+      z[i * 2 + k] = pts(i, k) * 20;
+  fgt::Extent e{2, 250000, 250000, {0.0, 0.0}, {20.0, 20.0}};
+  const auto grid = fgt::fgt_grid(e, 0.5, 1e-6, 0);
+  const auto one = fgt::build_fgt(z.data(), 250000, nullptr, 250000, 2, e, grid, 1);
+  const auto four = fgt::build_fgt(z.data(), 250000, nullptr, 250000, 2, e, grid, 4);
+  ASSERT_EQ(one.src.order.size(), four.src.order.size());
+  EXPECT_TRUE(std::equal(one.src.order.begin(), one.src.order.end(), four.src.order.begin()));
+  EXPECT_EQ(one.src.begin, four.src.begin);
+  for (std::size_t i = 1; i < one.src.order.size(); ++i) // stable: rows ascending in each box
+    if (one.src.order[i] < one.src.order[i - 1]) {
+      const auto b = std::upper_bound(one.src.begin.begin(), one.src.begin.end(), std::int64_t(i));
+      ASSERT_EQ(*(b - 1), std::int64_t(i)) << "rows out of order inside a box at " << i;
+    }
 }
 
 TEST(GaussTransform, TenDimensionsNeverBlowUpTheTerms) {

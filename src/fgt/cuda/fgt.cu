@@ -55,10 +55,11 @@ __device__ __forceinline__ void digits(int idx, int d, int p, int *dig) {
 
 // Adds Σ_s q_s Π_k g_s[k][α_k] over the staged sources to acc[α] for the α this thread owns;
 // g is staged per source as d rows of p values. mode 0: g = uⁿ/n! (Hermite), 1: h_n(u)/n!
-// (Taylor), with u = x − centre.
+// (Taylor), with u = x − shift (points are relative to their box centre; shift is the expansion
+// centre relative to it).
 template <class T>
 __device__ void accumulate_sources(const GpuFgtArgs<T> &a, std::int64_t s0, std::int64_t s1,
-                                   const T *centre, int mode, T *acc, T *g, T *qs) {
+                                   const T *shift, int mode, T *acc, T *g, T *qs) {
   const int d = a.d, p = a.p;
   const int P = int(a.terms);
   for (std::int64_t c0 = s0; c0 < s1; c0 += kChunk) {
@@ -66,7 +67,7 @@ __device__ void accumulate_sources(const GpuFgtArgs<T> &a, std::int64_t s0, std:
     __syncthreads();
     for (int task = threadIdx.x; task < cnt * d; task += blockDim.x) {
       const int s = task / d, k = task % d;
-      const T u = a.src[(c0 + s) * d + k] - centre[k];
+      const T u = a.src[(c0 + s) * d + k] - shift[k];
       T *gg = g + (s * d + k) * p;
       if (mode == 0) {
         scaled_powers(u, p, gg);
@@ -105,8 +106,8 @@ template <class T> __global__ void k_hermite(GpuFgtArgs<T> a) {
   T *A = a.A + std::int64_t(blockIdx.x) * a.terms;
   for (int alpha = threadIdx.x; alpha < a.terms; alpha += blockDim.x)
     A[alpha] = 0;
-  accumulate_sources(a, a.src_begin[box], a.src_begin[box + 1], a.src_center + box * a.d, 0, A, g,
-                     qs);
+  const T zero[kGpuMaxDim] = {0, 0, 0, 0};
+  accumulate_sources(a, a.src_begin[box], a.src_begin[box + 1], zero, 0, A, g, qs);
 }
 
 // Taylor coefficients of one target box: sources of its Taylor pairs directly, and the Hermite
@@ -122,23 +123,26 @@ template <class T> __global__ void k_taylor(GpuFgtArgs<T> a) {
   T *g = hv + d * (2 * p - 1); // kChunk × d × p
   T *qs = g + kChunk * d * p;  // kChunk
   const int box = a.taylor_boxes[blockIdx.x];
-  const T *c = a.tgt_center + box * d;
+  const double *c = a.tgt_center + box * d;
   T *B = a.B + std::int64_t(blockIdx.x) * P;
   for (int beta = threadIdx.x; beta < P; beta += blockDim.x)
     B[beta] = 0;
   for (std::int64_t at = a.pair_begin[box]; at < a.pair_begin[box + 1]; ++at) {
     const std::uint8_t route = a.route[at];
     const std::int64_t sb = a.pair_src[at];
+    const double *s = a.src_center + sb * d;
     if (route == kTaylor) {
-      accumulate_sources(a, a.src_begin[sb], a.src_begin[sb + 1], c, 1, B, g, qs);
+      T shift[kGpuMaxDim] = {0, 0, 0, 0};
+      for (int k = 0; k < d; ++k)
+        shift[k] = T(c[k] - s[k]);
+      accumulate_sources(a, a.src_begin[sb], a.src_begin[sb + 1], shift, 1, B, g, qs);
     } else if (route == kTranslate) {
-      const T *s = a.src_center + sb * d;
       const T *A = a.A + std::int64_t(a.hermite_slot[sb]) * P;
       __syncthreads();
       for (int i = threadIdx.x; i < P; i += blockDim.x)
         buf0[i] = A[i];
       if (threadIdx.x < d)
-        hermite_functions(c[threadIdx.x] - s[threadIdx.x], 2 * p - 1,
+        hermite_functions(T(c[threadIdx.x] - s[threadIdx.x]), 2 * p - 1,
                           hv + threadIdx.x * (2 * p - 1));
       __syncthreads();
       for (int task = threadIdx.x; task < d * p * p; task += blockDim.x) {
@@ -199,7 +203,7 @@ template <class T> __global__ void k_eval(GpuFgtArgs<T> a) {
     __syncthreads();
     if (valid) {
       for (int k = 0; k < d; ++k) {
-        const T tau = y[k] - a.tgt_center[box * d + k];
+        const T tau = y[k];
         T pw = 1;
         for (int n = 0; n < p; ++n, pw *= tau)
           f[kGpuMaxDim - d + k][n] = pw;
@@ -216,14 +220,19 @@ template <class T> __global__ void k_eval(GpuFgtArgs<T> a) {
       for (int i = threadIdx.x; i < P; i += blockDim.x)
         coef[i] = A[i];
       if (threadIdx.x < d)
-        ctr[threadIdx.x] = a.src_center[sb * d + threadIdx.x];
+        ctr[threadIdx.x] =
+            T(a.tgt_center[box * d + threadIdx.x] - a.src_center[sb * d + threadIdx.x]);
       __syncthreads();
       if (valid) {
         for (int k = 0; k < d; ++k)
-          hermite_functions(y[k] - ctr[k], p, f[kGpuMaxDim - d + k]);
+          hermite_functions(y[k] + ctr[k], p, f[kGpuMaxDim - d + k]);
         acc += contract(coef, f, d, p);
       }
     } else if (route == kDirect) {
+      __syncthreads(); // ctr may still be read for the previous pair
+      if (threadIdx.x < d)
+        ctr[threadIdx.x] =
+            T(a.tgt_center[box * d + threadIdx.x] - a.src_center[sb * d + threadIdx.x]);
       const std::int64_t s0 = a.src_begin[sb], s1 = a.src_begin[sb + 1];
       for (std::int64_t c0 = s0; c0 < s1; c0 += kThreads) {
         const int cnt = int(lmin(kThreads, s1 - c0));
@@ -237,7 +246,7 @@ template <class T> __global__ void k_eval(GpuFgtArgs<T> a) {
           for (int s = 0; s < cnt; ++s) {
             T r2 = 0;
             for (int k = 0; k < d; ++k) {
-              const T dz = y[k] - pts[s * d + k];
+              const T dz = y[k] + ctr[k] - pts[s * d + k];
               r2 += dz * dz;
             }
             acc += qs[s] * expo(-r2);
