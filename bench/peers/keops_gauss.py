@@ -17,9 +17,7 @@ ratios KeOps time / ksum time for the matching (d, N).
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 # KeOps 2.3's JIT compiler library crashes (SIGSEGV in its first nvrtc compile) in the PyTorch 2.11
 # / CUDA 13 image unless the system libstdc++ is loaded first (seen on the H100 image): re-run
@@ -32,17 +30,7 @@ if os.path.exists(_LIBSTDCXX) and _LIBSTDCXX not in os.environ.get("LD_PRELOAD",
 
 import torch  # noqa: E402
 
-
-def timed(fn, reps):
-    fn()  # warm-up: compiles the formula on first use
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+from gpu_direct_peers import timed  # noqa: E402  (warm-up, then the synchronised median)
 
 
 def keops_gauss(y, x, q, h):
