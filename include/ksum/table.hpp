@@ -38,42 +38,97 @@ template <class T> class Table {
 public:
   Table() = default;
   Table(std::int64_t rows, std::int64_t cols, T fill = T(0))
-      : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols), fill) {}
+      : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols), fill),
+        ptr_(data_.data()) {}
   Table(std::int64_t rows, std::int64_t cols, Uninitialized)
-      : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols)) {}
+      : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols)),
+        ptr_(data_.data()) {}
+
+  // A read-only view of rows × cols values the caller owns, stored column by column (a
+  // Fortran-ordered rows × cols array, or a C-ordered cols × rows one): no copy is made, and the
+  // memory must outlive the view. Copying a view makes an owning copy, so a plan that keeps its
+  // input never holds on to the caller's memory (the Python bindings pass NumPy arrays this way).
+  static Table borrow(const T *data, std::int64_t rows, std::int64_t cols) {
+    Table t;
+    t.rows_ = rows;
+    t.cols_ = cols;
+    t.ptr_ = const_cast<T *>(data);
+    t.borrowed_ = true;
+    return t;
+  }
+
+  Table(const Table &o)
+      : names(o.names), rows_(o.rows_), cols_(o.cols_), data_(o.ptr_, o.ptr_ + o.size()),
+        ptr_(data_.data()) {}
+  Table &operator=(const Table &o) {
+    if (this != &o) {
+      Table copy(o);
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  // Moving keeps what the source was: a view stays a view of the same memory.
+  Table(Table &&o) noexcept
+      : names(std::move(o.names)), rows_(o.rows_), cols_(o.cols_), data_(std::move(o.data_)),
+        ptr_(o.borrowed_ ? o.ptr_ : data_.data()), borrowed_(o.borrowed_) {
+    o.reset();
+  }
+  Table &operator=(Table &&o) noexcept {
+    if (this != &o) {
+      names = std::move(o.names);
+      rows_ = o.rows_;
+      cols_ = o.cols_;
+      data_ = std::move(o.data_);
+      borrowed_ = o.borrowed_;
+      ptr_ = borrowed_ ? o.ptr_ : data_.data();
+      o.reset();
+    }
+    return *this;
+  }
 
   std::int64_t rows() const noexcept { return rows_; }
   std::int64_t cols() const noexcept { return cols_; }
   bool empty() const noexcept { return rows_ == 0 || cols_ == 0; }
+  bool borrowed() const noexcept { return borrowed_; } // a view of the caller's memory
 
-  T &operator()(std::int64_t row, std::int64_t col) { return data_[col * rows_ + row]; }
-  const T &operator()(std::int64_t row, std::int64_t col) const { return data_[col * rows_ + row]; }
+  T &operator()(std::int64_t row, std::int64_t col) { return ptr_[col * rows_ + row]; }
+  const T &operator()(std::int64_t row, std::int64_t col) const { return ptr_[col * rows_ + row]; }
 
   std::span<T> col(std::int64_t c) {
-    return {data_.data() + c * rows_, static_cast<std::size_t>(rows_)};
+    return {ptr_ + c * rows_, static_cast<std::size_t>(rows_)};
   }
   std::span<const T> col(std::int64_t c) const {
-    return {data_.data() + c * rows_, static_cast<std::size_t>(rows_)};
+    return {ptr_ + c * rows_, static_cast<std::size_t>(rows_)};
   }
-  T *data() noexcept { return data_.data(); }
-  const T *data() const noexcept { return data_.data(); }
+  T *data() noexcept { return ptr_; }
+  const T *data() const noexcept { return ptr_; }
 
   // Optional column names (from a CSV header); empty when the source had none.
   std::vector<std::string> names;
 
   // The same values in another precision.
   template <class U> Table<U> cast() const {
-    Table<U> out(rows_, cols_);
-    for (std::size_t k = 0; k < data_.size(); ++k)
-      out.data()[k] = static_cast<U>(data_[k]);
+    Table<U> out(rows_, cols_, Uninitialized{});
+    for (std::size_t k = 0; k < size(); ++k)
+      out.data()[k] = static_cast<U>(ptr_[k]);
     out.names = names;
     return out;
   }
 
 private:
+  std::size_t size() const noexcept { return static_cast<std::size_t>(rows_ * cols_); }
+  void reset() noexcept {
+    rows_ = cols_ = 0;
+    data_.clear();
+    ptr_ = nullptr;
+    borrowed_ = false;
+  }
+
   std::int64_t rows_ = 0;
   std::int64_t cols_ = 0;
   detail::uninit_vector<T> data_;
+  T *ptr_ = nullptr;
+  bool borrowed_ = false;
 };
 
 } // namespace ksum

@@ -258,4 +258,38 @@ template std::unique_ptr<CudaDirect<float>> make_cuda_direct<float>(const std::v
 template std::unique_ptr<CudaDirect<double>> make_cuda_direct<double>(const std::vector<int> &,
                                                                       std::int64_t);
 
+template <class T> void device_direct(const DirectProblem<T> &p, T *out, int device) {
+  check(cudaSetDevice(device), device, "cudaSetDevice");
+  const std::int64_t cpr = p.cols_per_rhs();
+  if (p.m == 0)
+    return;
+  if (p.n == 0) {
+    for (std::int64_t c = 0; c < p.out_cols(); ++c)
+      check(cudaMemsetAsync(out + c * p.m, 0, p.m * sizeof(T), nullptr), device, "cudaMemset");
+  }
+  for (std::int64_t r0 = 0; r0 < p.nrhs && p.n > 0; r0 += tile_max_rhs) {
+    TileArgs<T> a;
+    a.src = p.src;
+    a.n = p.n;
+    a.src_ld = p.n;
+    a.w = p.w + r0 * p.n;
+    a.w_ld = p.n;
+    a.tgt = p.tgt;
+    a.m = p.m;
+    a.tgt_ld = p.m;
+    a.out = out + r0 * cpr * p.m;
+    a.out_ld = p.m;
+    a.d = static_cast<int>(p.d);
+    a.nrhs = static_cast<int>(std::min<std::int64_t>(tile_max_rhs, p.nrhs - r0));
+    a.gradient = p.gradient;
+    a.self = p.self;
+    a.grad_scale = p.grad_scale;
+    launch_direct_tiles<T>(p.kernel, a, nullptr);
+  }
+  check(cudaStreamSynchronize(nullptr), device, "direct sum on device arrays");
+}
+
+template void device_direct<float>(const DirectProblem<float> &, float *, int);
+template void device_direct<double>(const DirectProblem<double> &, double *, int);
+
 } // namespace ksum::detail

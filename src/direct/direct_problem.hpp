@@ -30,6 +30,13 @@ using Progress = std::function<void(double)>;
 template <class T>
 void cpu_direct(const DirectProblem<T> &p, T *out, int threads, const Progress &progress);
 
+// The direct sum on arrays already in one GPU's memory (the Python bindings' path for CuPy and
+// PyTorch arrays, which never visit the host): p's pointers and `out` (m × out_cols(),
+// column-major) are device pointers of GPU `device`, coordinates scaled as above. Runs on the
+// legacy default stream, which orders it after the caller's pending work there, and returns when
+// it is done. Throws Error(unsupported) in a build without CUDA.
+template <class T> void device_direct(const DirectProblem<T> &p, T *out, int device);
+
 // The GPU engine: created for a device list, keeps the geometry on the devices between executions
 // when it fits, streams it in chunks when it does not, splits the targets over the devices.
 template <class T> class CudaDirect {

@@ -1,0 +1,13 @@
+#pragma once
+// One registration function per module of the library (python/src/bind_*.cpp).
+#include "arrays.hpp"
+
+#include <nanobind/nanobind.h>
+
+namespace ksum::py {
+void bind_direct(nanobind::module_ &m);
+void bind_fmm2d(nanobind::module_ &m);
+void bind_fgt(nanobind::module_ &m);
+void bind_rbf(nanobind::module_ &m);
+void bind_apps(nanobind::module_ &m);
+} // namespace ksum::py
