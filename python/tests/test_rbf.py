@@ -1,0 +1,162 @@
+"""RBFInterpolator (SciPy parity), PUMInterpolator, deform_mesh, Simulation."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ksum
+from conftest import rel_l2
+
+si = pytest.importorskip("scipy.interpolate")
+
+# Shape parameters keep the 300-point systems well conditioned (cond < ~1e8): flatter kernels
+# make two correct dense solvers differ by cond x rounding, which is not what parity tests.
+CASES = [  # kernel, epsilon, degree, smoothing
+    ("thin_plate_spline", None, None, 0.0),
+    ("thin_plate_spline", None, 2, 1e-3),
+    ("cubic", None, None, 0.0),
+    ("linear", None, None, 0.0),
+    ("quintic", None, None, 0.0),
+    ("multiquadric", 6.0, None, 0.0),
+    ("multiquadric", 3.0, 1, 0.1),
+    ("inverse_multiquadric", 3.0, None, 0.0),
+    ("inverse_quadratic", 4.0, -1, 0.0),
+    ("gaussian", 12.0, None, 0.0),
+    ("gaussian", 4.0, -1, 1e-2),
+]
+
+
+def field(y):
+    return np.sin(3 * y[:, 0]) * np.cos(2 * y[:, 1]) + y[:, 0] ** 2
+
+
+@pytest.mark.parametrize("kernel,epsilon,degree,smoothing", CASES)
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_scipy_parity(rng, kernel, epsilon, degree, smoothing, ndim):
+    y = rng.random((300, ndim))
+    d = field(y)
+    x = rng.random((200, ndim))
+    kw = dict(kernel=kernel, epsilon=epsilon, degree=degree, smoothing=smoothing)
+    ours = ksum.RBFInterpolator(y, d, **kw)(x)
+    theirs = si.RBFInterpolator(y, d, **kw)(x)
+    assert ours.shape == theirs.shape
+    assert np.max(np.abs(ours - theirs)) <= 1e-8 * np.max(np.abs(theirs))
+
+
+def test_scipy_parity_shapes_and_complex(rng):
+    y = rng.random((150, 2))
+    d = np.stack([field(y), np.cos(y[:, 1])], axis=1).reshape(150, 2, 1)
+    x = rng.random((40, 2))
+    ours = ksum.RBFInterpolator(y, d)(x)
+    theirs = si.RBFInterpolator(y, d)(x)
+    assert ours.shape == theirs.shape == (40, 2, 1)
+    assert np.max(np.abs(ours - theirs)) <= 1e-8 * np.max(np.abs(theirs))
+    dc = field(y) + 1j * np.cos(y[:, 0])
+    oc = ksum.RBFInterpolator(y, dc, kernel="cubic")(x)
+    tc = si.RBFInterpolator(y, dc, kernel="cubic")(x)
+    assert oc.dtype.kind == "c" and np.max(np.abs(oc - tc)) <= 1e-8 * np.max(np.abs(tc))
+
+
+def test_scipy_errors_are_scipys(rng):
+    y = rng.random((20, 2))
+    d = field(y)
+    with pytest.raises(ValueError, match="`epsilon` must be specified"):
+        ksum.RBFInterpolator(y, d, kernel="gaussian")
+    with pytest.raises(ValueError, match="first axis of `d`"):
+        ksum.RBFInterpolator(y, d[:10])
+    with pytest.raises(ValueError, match="At least 6 data points"):
+        ksum.RBFInterpolator(y[:4], d[:4], degree=2)
+    with pytest.raises(ValueError, match="second axis of `x`"):
+        ksum.RBFInterpolator(y, d)(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="kernel"):
+        ksum.RBFInterpolator(y, d, kernel="spline")
+    with pytest.warns(UserWarning, match="degree"):
+        try:
+            ksum.RBFInterpolator(y, d, kernel="quintic", degree=1)
+        except ksum.Error:
+            pass  # ksum may refuse the ill-posed system after the warning
+
+
+def test_large_problem_goes_iterative(rng):
+    # beyond dense_max_n ksum solves iteratively in O(n) memory (SciPy would go dense)
+    y = rng.random((3000, 2))
+    d = np.exp(y[:, 0]) * np.sin(2 * y[:, 1])
+    f = ksum.RBFInterpolator(y, d, kernel="multiquadric", epsilon=30.0, dense_max_n=1000,
+                             tol=1e-10, backend="cpu")
+    assert f.stats["solver"] in ("fgp", "krylov")
+    assert f.stats["residual_rel"] < 1e-9
+    dense = ksum.RBFInterpolator(y, d, kernel="multiquadric", epsilon=30.0, solver="dense",
+                                 backend="cpu")
+    x = rng.random((100, 2))
+    assert np.max(np.abs(f(x) - dense(x))) < 1e-6
+
+
+def test_neighbors_uses_pum(rng):
+    y = rng.random((4000, 2))
+    d = field(y)
+    f = ksum.RBFInterpolator(y, d, neighbors=30, kernel="thin_plate_spline")
+    x = 0.1 + 0.8 * rng.random((50, 2))
+    assert f.method == "pum"
+    assert np.max(np.abs(f(x) - field(x))) < 1e-3
+
+
+def test_pum_interpolator(rng):
+    x = rng.random((20000, 2))
+    f = np.exp(x[:, 0]) * np.cos(3 * x[:, 1])
+    pum = ksum.PUMInterpolator(x, f, kernel="matern4", eps="loocv", backend="cpu")
+    t = rng.random((500, 2))
+    ref = np.exp(t[:, 0]) * np.cos(3 * t[:, 1])
+    assert np.max(np.abs(pum(t) - ref)) < 1e-4
+    assert pum.stats["patches"] > 0 and pum.stats["eps_min"] > 0
+    with pytest.raises(ValueError, match="outside"):
+        pum(np.array([[2.0, 2.0]]))
+    ext = ksum.PUMInterpolator(x, f, eps=3.0, extrapolate=True, backend="cpu")
+    assert np.isfinite(ext(np.array([[1.05, 0.5]]))).all()
+    with pytest.raises(ValueError, match="loocv"):
+        ksum.PUMInterpolator(x, f, eps="auto")
+
+
+def grid_mesh():
+    g = np.linspace(-1, 1, 31)
+    X, Y = np.meshgrid(g, g)
+    xy = np.c_[X.ravel(), Y.ravel()]
+    r = np.hypot(xy[:, 0], xy[:, 1])
+    inner = np.flatnonzero(r < 0.3)
+    outer = np.flatnonzero(np.abs(xy).max(1) == 1)
+    return xy, inner, outer
+
+
+def test_deform_translation_is_reproduced_exactly():
+    xy, inner, outer = grid_mesh()
+    new, stats = ksum.deform_mesh(xy, np.r_[inner, outer], (), translate=(0.1, -0.05),
+                                  backend="cpu")
+    assert np.allclose(new, xy + [0.1, -0.05], atol=1e-9)
+    assert stats["moving"] == len(inner) + len(outer)
+
+
+def test_deform_rotation(rng):
+    xy, inner, outer = grid_mesh()
+    new, stats = ksum.deform_mesh(xy, inner, outer, rotate=10.0, backend="cpu")
+    c, s = np.cos(np.radians(10)), np.sin(np.radians(10))
+    rot = xy[inner] @ np.array([[c, s], [-s, c]])
+    assert np.allclose(new[inner], rot, atol=1e-12)
+    assert np.allclose(new[outer], xy[outer], atol=1e-12)
+    moved = np.setdiff1d(np.arange(len(xy)), np.r_[inner, outer])
+    assert np.all(np.isfinite(new[moved])) and stats["boundary_residual"] < 1e-8
+    with pytest.raises(ValueError, match="exactly one motion"):
+        ksum.deform_mesh(xy, inner, outer)
+    with pytest.raises(ValueError):
+        ksum.deform_mesh(xy, [len(xy) + 5], outer, translate=(1, 0))
+
+
+def test_simulation_kh_conserves_circulation():
+    sim = ksum.Simulation("kh", n=2000, tol=1e-8)
+    g0 = sim.snapshot()["strength"].sum()
+    sim.step(3)
+    snap = sim.snapshot()
+    assert sim.time == pytest.approx(3 * sim.dt)
+    assert snap["z"].shape == (sim.size,) and np.all(np.isfinite(snap["velocity"]))
+    assert snap["strength"].sum() == pytest.approx(g0, abs=1e-12)
+    assert sim.picture().ndim == 2
+    with pytest.raises(ValueError):
+        ksum.Simulation("tornado")
