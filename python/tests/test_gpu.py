@@ -133,4 +133,5 @@ def test_pum_and_global_on_gpu(rng):
     y = x[:2000]
     a = ksum.RBFInterpolator(y, f[:2000], kernel="gaussian", epsilon=20.0, backend="gpu")
     b = ksum.RBFInterpolator(y, f[:2000], kernel="gaussian", epsilon=20.0, backend="cpu")
-    assert np.max(np.abs(a(t) - b(t))) < 1e-8
+    # cuSOLVER and LAPACK agree to cond(A) x rounding (cond ~1e9 for this Gaussian system)
+    assert np.max(np.abs(a(t) - b(t))) < 1e-6
