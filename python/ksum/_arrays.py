@@ -184,6 +184,30 @@ def host_index(a, name):
 
 # --- GPU arrays (CuPy, PyTorch) -----------------------------------------------------------------
 
+def from_jax(a):
+    """A JAX GPU array as a CuPy array (or PyTorch tensor) on the same memory, through DLPack:
+    ksum computes on that and hands the result back to JAX the same way (to_jax)."""
+    try:
+        import cupy
+        return cupy.from_dlpack(a)
+    except ImportError:
+        pass
+    try:
+        import torch
+        return torch.from_dlpack(a)
+    except ImportError:
+        raise UnsupportedError("JAX arrays: ksum needs CuPy or PyTorch installed to hold its GPU "
+                               "buffers", "unsupported") from None
+
+
+def to_jax(a):
+    import jax.dlpack
+    if framework(a) == "torch":
+        return jax.dlpack.from_dlpack(a.contiguous())
+    import cupy
+    return jax.dlpack.from_dlpack(cupy.ascontiguousarray(a))
+
+
 def device_id(a):
     fw = framework(a)
     if fw == "torch":
@@ -242,6 +266,9 @@ def device_empty(like, shape, dtype):
 def to_device_like(host, like):
     """A host array copied to the device and framework of ``like``."""
     fw = framework(like)
+    if fw == "jax":
+        import jax
+        return jax.device_put(host, next(iter(like.devices())))
     if fw == "torch":
         import torch
         return torch.from_numpy(np.ascontiguousarray(host)).to(like.device)

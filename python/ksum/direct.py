@@ -58,7 +58,8 @@ class DirectSum:
     Fortran-ordered (or transposes of C-ordered (d, n) arrays) in the plan's precision are read
     in place; others are copied once (``ksum.config.warn_on_copy`` reports it). CuPy arrays and
     PyTorch CUDA tensors are summed on their GPU (method 'direct') with no host round trip, and
-    the result comes back as the same kind of array on the same device. The computation releases
+    the result comes back as the same kind of array on the same device (JAX arrays too, through
+    DLPack with CuPy or PyTorch holding ksum's buffers). The computation releases
     the GIL. One plan object may be used from several threads (calls are serialised).
 
     Example
@@ -88,6 +89,7 @@ class DirectSum:
         self._lock = threading.Lock()
         self._plans = {}
         self._points = None
+        self._jax = False
         _ksum.coord_scale(self.kernel, self.eps)  # validates the kernel name now
 
     def _make(self, dtype, gradient):
@@ -121,6 +123,10 @@ class DirectSum:
         if self.backend == "cpu":
             raise InputError("backend='cpu' with sources in GPU memory: use backend 'auto' or "
                              "'gpu', or pass NumPy arrays", "invalid_argument")
+        self._jax = A.framework(sources) == "jax"
+        if self._jax:  # JAX arrays: viewed as CuPy/PyTorch arrays through DLPack, no copy
+            sources = A.from_jax(sources)
+            targets = None if targets is None else A.from_jax(targets)
         dtype = np.float32 if str(sources.dtype).endswith("float32") else np.float64
         c = _ksum.coord_scale(self.kernel, self.eps)
         src = A.device_columns(sources, "sources", dtype, c)
@@ -130,7 +136,7 @@ class DirectSum:
                 raise InputError("targets: sources are in GPU memory, targets are not; pass both "
                                  "on the same device", "invalid_argument")
             tgt = A.device_columns(targets, "targets", dtype, c, cols=src.shape[0])
-        self._points = ("device", dtype, src, tgt, sources)
+        self._points = ("device", dtype, src, tgt, src)
 
     @property
     def stats(self):
@@ -174,13 +180,19 @@ class DirectSum:
         if not A.is_gpu_array(weights):
             raise InputError("weights: the points are in GPU memory, the weights are not; pass "
                              "them on the same device", "invalid_argument")
+        vector = weights.ndim == 1
+        if self._jax:
+            weights = A.from_jax(weights)
         w = A.device_columns(weights, "weights", dtype, vector_ok=True)
         d, m = src.shape[0], (tgt if tgt is not None else src).shape[1]
         nrhs = w.shape[0]
         out = A.device_empty(like, (nrhs * (1 + d * gradient), m), dtype)
         fn = _ksum.device_sum_f32 if dtype == np.float32 else _ksum.device_sum_f64
         fn(self.kernel, self.eps, gradient, src, tgt, w, out)
-        return _format(out, nrhs, d, gradient, weights.ndim == 1)
+        res = _format(out, nrhs, d, gradient, vector)
+        if self._jax:  # back to JAX through DLPack (a device copy makes the views contiguous)
+            return tuple(A.to_jax(r) for r in res) if gradient else A.to_jax(res)
+        return res
 
     def _call_staged(self, weights, gradient):
         # The FMM and the FGT plans read host memory: GPU arrays go through the host once.

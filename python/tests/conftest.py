@@ -1,8 +1,13 @@
 """Shared fixtures and fp64 references for the Python tests (the C++ tests' tolerances)."""
+import os
+
 import numpy as np
 import pytest
 
 import ksum
+
+# JAX would otherwise take 75 % of the GPU's memory at its first use, starving CuPy and PyTorch.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def _gpu_count():

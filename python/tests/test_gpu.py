@@ -135,3 +135,20 @@ def test_pum_and_global_on_gpu(rng):
     b = ksum.RBFInterpolator(y, f[:2000], kernel="gaussian", epsilon=20.0, backend="cpu")
     # cuSOLVER and LAPACK agree to cond(A) x rounding (cond ~1e9 for this Gaussian system)
     assert np.max(np.abs(a(t) - b(t))) < 1e-6
+
+
+def test_jax_arrays_in_place(rng):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    if not (frameworks()):
+        pytest.skip("needs CuPy or PyTorch to hold ksum's GPU buffers")
+    x = rng.random((2000, 3))
+    w = rng.standard_normal(2000)
+    gx = jax.device_put(jnp.asarray(x), jax.devices("gpu")[0])
+    gw = jax.device_put(jnp.asarray(w), jax.devices("gpu")[0])
+    u = ksum.DirectSum("gaussian", 2.0).set_points(gx)(gw)
+    assert type(u).__module__.split(".")[0] in ("jax", "jaxlib")
+    assert rel_l2(np.asarray(u), direct_reference("gaussian", 2.0, x, None, w)[:, 0]) < 1e-12
