@@ -1,6 +1,9 @@
 """The applications: RBF mesh deformation of node arrays and the particle simulations of seed
 004 Paper IV on the 2D FMM."""
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
@@ -23,7 +26,7 @@ class DeformResult:
         return f"DeformResult(nodes shape {self.nodes.shape}, stats={self.stats})"
 
 
-def deform_mesh(nodes, moving, fixed=(), *, displacement=None, translate=None, rotate=None,
+def deform_mesh(nodes: ArrayLike, moving: ArrayLike, fixed: ArrayLike = (), *, displacement=None, translate=None, rotate=None,
                 axis=(0.0, 0.0, 1.0), about=(0.0, 0.0, 0.0), scale=None, method="global",
                 kernel="tps", eps=1.0, degree=None, solver="auto", tol=1e-10, steps=1,
                 backend="auto", threads=0):
@@ -108,7 +111,7 @@ class Simulation:
                                           str(autotune))
         self.scenario = str(scenario)
 
-    def step(self, count=1):
+    def step(self, count: int = 1) -> "Simulation":
         if int(count) < 0:
             raise InputError(f"step count {count} is negative", "invalid_argument")
         self._sim.step(int(count))
@@ -140,6 +143,6 @@ class Simulation:
         return f"Simulation({self._sim.describe()}, t = {self.time:g})"
 
 
-def simulate(scenario="kh", steps=10, **options):
+def simulate(scenario: str = "kh", steps: int = 10, **options) -> Simulation:
     """Runs ``steps`` steps of :class:`Simulation` (scenario, **options) and returns it."""
     return Simulation(scenario, **options).step(steps)

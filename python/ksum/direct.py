@@ -1,10 +1,13 @@
 """Kernel sums: the direct sum (CPU, GPU, and GPU arrays in place), the 3D FMM, and fmm3dpy's
 ``lfmm3d`` call."""
+from __future__ import annotations
+
 import math
 import threading
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
@@ -74,9 +77,10 @@ class DirectSum:
 
     _method = "direct"
 
-    def __init__(self, kernel="laplace", eps=1.0, *, backend="auto", precision="auto",
-                 method=None, tol=1e-6, threads=0, devices=None, fmm_order=0, leaf_size=0,
-                 device_memory_limit=0):
+    def __init__(self, kernel: str = "laplace", eps: float = 1.0, *, backend: str = "auto",
+                 precision: str = "auto", method: str | None = None, tol: float = 1e-6,
+                 threads: int = 0, devices: list[int] | None = None, fmm_order: int = 0,
+                 leaf_size: int = 0, device_memory_limit: int = 0) -> None:
         self.kernel = str(kernel)
         self.eps = float(eps)
         self.backend = str(backend)
@@ -97,7 +101,7 @@ class DirectSum:
         return cls(self.kernel, self.eps, gradient, self.backend, self.method, self.tol,
                    self.threads, self.devices, *self._extra)
 
-    def set_points(self, sources, targets=None):
+    def set_points(self, sources: ArrayLike, targets: ArrayLike | None = None) -> "DirectSum":
         """Sets the sources (n, d) and the targets (m, d); without targets the targets are the
         sources and the self term j = i is left out. Returns the plan."""
         with self._lock:
@@ -151,7 +155,7 @@ class DirectSum:
             return plan.backend
         return "gpu" if self._points and self._points[0] == "device" else None
 
-    def __call__(self, weights, gradient=False):
+    def __call__(self, weights: ArrayLike, gradient: bool = False):
         """Sums with weights (n,) or (n, r). Returns u of shape (m,) or (m, r); with
         ``gradient=True`` the pair (u, grad) with grad (m, d) or (m, r, d), the gradient with
         respect to the target point."""
@@ -226,12 +230,13 @@ class FMM3D(DirectSum):
 
     _method = "fmm"
 
-    def __init__(self, kernel="laplace", eps=1.0, *, tol=1e-6, **kwargs):
+    def __init__(self, kernel: str = "laplace", eps: float = 1.0, *, tol: float = 1e-6,
+                 **kwargs) -> None:
         super().__init__(kernel, eps, tol=tol, **kwargs)
 
 
-def kernel_sum(sources, weights, targets=None, *, kernel="laplace", eps=1.0, gradient=False,
-               **options):
+def kernel_sum(sources: ArrayLike, weights: ArrayLike, targets: ArrayLike | None = None, *,
+               kernel: str = "laplace", eps: float = 1.0, gradient: bool = False, **options):
     """One-shot ``DirectSum(kernel, eps, **options).set_points(sources, targets)(weights,
     gradient)``.
 
@@ -275,8 +280,10 @@ def _fmm_tol(eps, dtype):
     return min(tol, _FMM_TOL[1])
 
 
-def lfmm3d(eps, sources, charges=None, dipvec=None, targets=None, pg=1, pgt=0, nd=1, *,
-           backend="auto", precision="float64", threads=0):
+def lfmm3d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
+           dipvec: ArrayLike | None = None, targets: ArrayLike | None = None, pg: int = 1,
+           pgt: int = 0, nd: int = 1, *, backend: str = "auto", precision: str = "float64",
+           threads: int = 0) -> FMMOutput:
     """fmm3dpy's ``lfmm3d`` on ksum's FMM: same argument names, shapes and outputs.
 
     pot(x) = sum_j charges_j / (4 pi |x - x_j|) (the self term left out at the sources),

@@ -1,7 +1,10 @@
 """The adaptive 2D FMM (complex points and strengths) and fmm2dpy's ``cfmm2d`` call."""
+from __future__ import annotations
+
 import threading
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
@@ -30,9 +33,10 @@ class FMM2D:
     >>> u = ksum.FMM2D("harmonic", tol=1e-8).set_points(z)(np.ones(10000))
     """
 
-    def __init__(self, kernel="harmonic", *, tol=1e-6, backend="cpu", precision="float64",
-                 method="fmm", theta=0.5, levels=0, order=0, threads=0, gpu_m2l=False,
-                 core_radius=0.0):
+    def __init__(self, kernel: str = "harmonic", *, tol: float = 1e-6, backend: str = "cpu",
+                 precision: str = "float64", method: str = "fmm", theta: float = 0.5,
+                 levels: int = 0, order: int = 0, threads: int = 0, gpu_m2l: bool = False,
+                 core_radius: float = 0.0) -> None:
         dtype = A.resolve_precision(precision)
         cls = _ksum.Fmm2dF32 if dtype == np.float32 else _ksum.Fmm2dF64
         self._dtype = dtype
@@ -42,7 +46,7 @@ class FMM2D:
         self._lock = threading.Lock()
         self._n = None
 
-    def set_points(self, sources, targets=None):
+    def set_points(self, sources: ArrayLike, targets: ArrayLike | None = None) -> "FMM2D":
         with self._lock:
             s = A.host_complex(sources, "sources", self._dtype)
             t = None if targets is None else A.host_complex(targets, "targets", self._dtype)
@@ -50,7 +54,7 @@ class FMM2D:
             self._n = s.shape[0]
             return self
 
-    def __call__(self, strengths):
+    def __call__(self, strengths: ArrayLike) -> np.ndarray:
         """strengths (n,) complex (or real) -> u (m,) complex."""
         if self._n is None:
             raise InputError("set_points() must be called before summing", "invalid_argument")
@@ -66,8 +70,10 @@ class FMM2D:
         return self._plan.stats
 
 
-def cfmm2d(eps, sources, charges=None, dipstr=None, dipvec=None, targets=None, pg=1, pgt=0,
-           nd=1, *, backend="cpu", threads=0):
+def cfmm2d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
+           dipstr: ArrayLike | None = None, dipvec: ArrayLike | None = None,
+           targets: ArrayLike | None = None, pg: int = 1, pgt: int = 0, nd: int = 1, *,
+           backend: str = "cpu", threads: int = 0) -> FMMOutput:
     """fmm2dpy's ``cfmm2d`` on ksum's 2D FMM (charges only).
 
     pot(z) = sum_j c_j log(z - z_j), grad = pot'(z) = sum_j c_j / (z - z_j), the self term left

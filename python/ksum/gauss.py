@@ -1,9 +1,12 @@
 """The Gauss transform (direct, FGT, IFGT) and kernel density estimation, including a
 ``scipy.stats.gaussian_kde`` drop-in."""
+from __future__ import annotations
+
 import math
 import threading
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
@@ -36,7 +39,8 @@ class GaussTransform:
         self._plan = None
         self._lock = threading.Lock()
 
-    def set_points(self, sources, targets=None):
+    def set_points(self, sources: ArrayLike,
+                   targets: ArrayLike | None = None) -> "GaussTransform":
         with self._lock:
             dtype = A.resolve_precision(self.precision, sources)
             src = A.host_matrix(sources, "sources", dtype)
@@ -48,7 +52,7 @@ class GaussTransform:
             self._plan, self._dtype = plan, dtype
             return self
 
-    def __call__(self, weights):
+    def __call__(self, weights: ArrayLike) -> np.ndarray:
         """weights (n,) or (n, r) -> (m,) or (m, r)."""
         if self._plan is None:
             raise InputError("set_points() must be called before summing", "invalid_argument")
@@ -62,8 +66,10 @@ class GaussTransform:
         return self._plan.stats if self._plan is not None else {}
 
 
-def gauss_transform(sources, weights, targets=None, h=1.0, tol=1e-6, *, method="auto",
-                    backend="auto", precision="auto", threads=0):
+def gauss_transform(sources: ArrayLike, weights: ArrayLike, targets: ArrayLike | None = None,
+                    h: float = 1.0, tol: float = 1e-6, *, method: str = "auto",
+                    backend: str = "auto", precision: str = "auto",
+                    threads: int = 0) -> np.ndarray:
     """One-shot :class:`GaussTransform`: sum_j w_j exp(-|y_i - x_j|^2 / h^2) at the targets
     (the sources when targets is None; every pair counts, i = j included).
 
@@ -109,7 +115,7 @@ class KDE:
         self._opts = (float(tol), str(method), str(backend), int(threads))
         self.info = None
 
-    def __call__(self, points):
+    def __call__(self, points: ArrayLike) -> np.ndarray:
         """points (m, d) -> densities (m,)."""
         pts = A.host_matrix(points, "points", self._dtype, cols=self.data.shape[1],
                             allow_int=True)
@@ -233,7 +239,7 @@ class gaussian_kde:
         from numpy.linalg import solve
         return solve(self.cho_cov, x)
 
-    def evaluate(self, points):
+    def evaluate(self, points: ArrayLike) -> np.ndarray:
         points = np.atleast_2d(np.asarray(points))
         d, m = points.shape
         if d != self.d:

@@ -1,10 +1,13 @@
 """RBF interpolation: a drop-in for ``scipy.interpolate.RBFInterpolator`` on ksum's global
 solvers (dense, FGP, GMRES), and the partition-of-unity interpolant with LOOCV shapes."""
+from __future__ import annotations
+
 import math
 import threading
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
@@ -54,7 +57,8 @@ class RBFInterpolator:
 
     ksum's keywords: ``method`` 'auto' | 'global' | 'pum'; ``solver`` 'auto' | 'dense' | 'fgp' |
     'krylov'; ``tol`` (iterative solvers' relative residual, default 1e-10); ``backend``;
-    ``matvec`` 'direct' | 'fmm' (3D). With method 'auto' and no neighbors, ksum solves one global
+    ``matvec`` 'auto' | 'direct' | 'fmm': how the iterative solvers and the evaluation multiply
+    by the kernel matrix ('auto': the 3D FMM where a cost model predicts it faster, else exact). With method 'auto' and no neighbors, ksum solves one global
     interpolant: densely up to ``dense_max_n`` points (6000; what SciPy does), beyond that by the
     FGP Krylov method or preconditioned GMRES with O(n) memory, where SciPy's dense n x n system
     runs out of memory. With ``neighbors`` set, ksum's local method is the partition of unity
@@ -71,9 +75,10 @@ class RBFInterpolator:
     (10,)
     """
 
-    def __init__(self, y, d, neighbors=None, smoothing=0.0, kernel="thin_plate_spline",
-                 epsilon=None, degree=None, *, method="auto", solver="auto", tol=1e-10,
-                 backend="auto", matvec="direct", dense_max_n=6000, max_iterations=300,
+    def __init__(self, y: ArrayLike, d: ArrayLike, neighbors: int | None = None,
+                 smoothing: float | ArrayLike = 0.0, kernel: str = "thin_plate_spline",
+                 epsilon: float | None = None, degree: int | None = None, *, method="auto", solver="auto", tol=1e-10,
+                 backend="auto", matvec="auto", dense_max_n=6000, max_iterations=300,
                  threads=0, eps_loocv=False):
         y = np.asarray(y)
         if y.ndim != 2:
@@ -163,7 +168,7 @@ class RBFInterpolator:
         """What the solver did (solver, iterations, residual, timings)."""
         return self._plan.stats
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         """Values at x (m, ndim): shape (m,) + d.shape[1:]."""
         x = np.asarray(x)
         if x.ndim != 2:
@@ -199,7 +204,8 @@ class PUMInterpolator:
     (5,)
     """
 
-    def __init__(self, points, values, *, kernel="matern4", eps=1.0, degree=-1,
+    def __init__(self, points: ArrayLike, values: ArrayLike, *, kernel: str = "matern4",
+                 eps: float | str = 1.0, degree: int = -1,
                  eps_range=(0.1, 100.0), patch_density=1.0, min_patch_points=0,
                  extrapolate=False, merge_duplicates=False, backend="auto", threads=0):
         loocv = isinstance(eps, str)
@@ -222,7 +228,7 @@ class PUMInterpolator:
         """Patches, points per patch, the chosen shape parameters, timings."""
         return self._plan.stats
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         xx = A.host_matrix(x, "x", np.float64, cols=self._dim, allow_int=True)
         with self._lock:
             out = self._plan.evaluate(xx)
