@@ -23,6 +23,10 @@
 #          (Hermite evaluation, GPU float and CPU 1/2/4 threads up to N = 409600), the end-to-end
 #          FGT vs the direct GPU sum (d = 3, N = M = 1e7, h = 0.1, tol 1e-6, float), the GPU
 #          crossover map at N = 1e5, and the KeOps peer (pykeops wheels carried in .whl/)
+#   python the Python package (built into $build/python when nanobind is found; wheels the image
+#          lacks travel in .whl/py): pytest python/tests (GPU tests included), the Python-call
+#          overhead (bench/python/overhead.py) and the peers on the same points (bench/python/
+#          peers.py: FMM3D wheel and source build in .bench-data, SciPy, KeOps)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +55,23 @@ rc=0
   echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n1)"
   echo "- CPU: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 } > "$summary"
+
+# Python packages for the python section travel as wheels in .whl/py, installed into
+# /tmp/ksum-py before the configure so that CMake's python3 finds nanobind (python/CMakeLists.txt
+# asks `python3 -m nanobind --cmake_dir`). nanobind always (the version the module is developed
+# with; it is only needed to build); pytest and its needs only where the image lacks them, so
+# that the image's pytest plugins keep the pytest they were installed with.
+if ls .whl/py/nanobind-*.whl > /dev/null 2>&1; then
+  py_need=(.whl/py/nanobind-*.whl)
+  for m in pytest iniconfig pluggy packaging pygments; do
+    python3 -c "import $m" 2> /dev/null || py_need+=(.whl/py/$m-*.whl)
+  done
+  if (( ${#py_need[@]} )); then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-py \
+      "${py_need[@]}" > "$OUT/pip-py.log" 2>&1 || echo "pip install of ${py_need[*]} failed" >&2
+  fi
+  export PYTHONPATH=/tmp/ksum-py${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 if ! { cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKSUM_USE_CUDA=ON \
          -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $build -j "$jobs"; } > "$OUT/build.log" 2>&1; then
@@ -286,6 +307,56 @@ if want sim; then
     for s in kh galaxy cylinder; do for b in cpu gpu; do
       echo "- $s $b: $(tail -n 1 "$OUT/sim/${s}_$b.log")"; done; done; } >> "$summary"
   tar -C "$OUT" -czf "$OUT/sim.tar.gz" sim && rm -rf "$OUT/sim"
+fi
+
+if want python; then
+  mkdir -p "$OUT/python"
+  t_py=$(date +%s)
+  if ls $build/python/ksum/_ksum*.so > /dev/null 2>&1; then
+    # The peers' packages: KeOps from .whl/ (as the gpu and fgt sections), fmm3dpy from
+    # .bench-data/wheels (as the fmm section); FMM3D built from source in .bench-data/fmm3d.
+    if ls .whl/pykeops-*.whl > /dev/null 2>&1 && [[ ! -d /tmp/ksum-peers/pykeops ]]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-peers \
+        .whl/*.whl > "$OUT/python/pip.log" 2>&1
+    fi
+    if ls .bench-data/wheels/fmm3dpy-*.whl > /dev/null 2>&1 && [[ ! -d /tmp/ksum-peers/fmm3dpy ]]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ksum-peers \
+        .bench-data/wheels/fmm3dpy-*.whl >> "$OUT/python/pip.log" 2>&1
+    fi
+    pyp=$build/python:/tmp/ksum-py:/tmp/ksum-peers${PYTHONPATH:+:$PYTHONPATH}
+    # shellcheck disable=SC2086  # KSUM_PYTEST_ARGS / KSUM_PEERS_ARGS: extra words, split
+    PYTHONPATH=$pyp PYTHONUNBUFFERED=1 timeout 240 python3 -m pytest -q -p no:cacheprovider \
+      ${KSUM_PYTEST_ARGS:-} python/tests > "$OUT/python/pytest.log" 2>&1 || rc=1
+    py_line=$(grep -E '(passed|failed|skipped|deselected|error|no tests ran)' \
+      "$OUT/python/pytest.log" | tail -n1)
+    { echo; echo "- Python tests (pytest python/tests, GPU tests included):" \
+        "${py_line:-no summary line: $(tail -n 2 "$OUT/python/pytest.log" | tr '\n' ' ')}"
+      grep -E '^(FAILED|ERROR) ' "$OUT/python/pytest.log" | head -n 20; echo; } >> "$summary"
+    PYTHONPATH=$pyp PYTHONUNBUFFERED=1 timeout 90 python3 bench/python/overhead.py \
+      --json "$OUT/python/overhead.json" --out "$OUT/python/overhead.md" \
+      > "$OUT/python/overhead.log" 2>&1 || rc=1
+    cat "$OUT/python/overhead.md" >> "$summary" 2> /dev/null ||
+      echo "Python overhead benchmark failed: $(tail -n 3 "$OUT/python/overhead.log" | tr '\n' ' ')" >> "$summary"
+    echo >> "$summary"
+    # The peers in two processes, KeOps alone (peers.py preloads the system libstdc++ for it; a
+    # crash in its compiler then loses only its table). Each rewrites its Markdown and JSON after
+    # every part, so a time limit keeps the parts done.
+    for part in fmm3d,rbf,kde keops; do
+      name=peers_${part//,/_}
+      PYTHONPATH=$pyp PYTHONUNBUFFERED=1 timeout $([[ $part == keops ]] && echo 150 || echo 270) \
+        python3 -X faulthandler bench/python/peers.py --only $part ${KSUM_PEERS_ARGS:-} \
+        --json "$OUT/python/$name.json" --out "$OUT/python/$name.md" > "$OUT/python/$name.log" 2>&1
+      peers_rc=$?
+      { echo; grep -v '^# ksum Python peers' "$OUT/python/$name.md" 2> /dev/null
+        (( peers_rc == 0 )) || echo "- peers.py --only $part: exit $peers_rc (124: time limit):" \
+          "$(tail -n 3 "$OUT/python/$name.log" | tr '\n' ' ')"; } >> "$summary"
+    done
+  else
+    echo "- python: the module was not built (nanobind not found by CMake: carry" \
+         ".whl/py/nanobind-*.whl; build.log)" >> "$summary"
+  fi
+  echo "- python section: $(( $(date +%s) - t_py )) s" >> "$summary"
+  tar -C "$OUT" -czf "$OUT/python.tar.gz" python && rm -rf "$OUT/python"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"
