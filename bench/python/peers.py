@@ -313,6 +313,11 @@ def part_rbf(a, ksum, C):
     except Exception as e:
         Scipy, scipy_note = None, f"scipy not importable ({type(e).__name__}: {e})"
     rows = []
+    for d in a.rbf_dims:  # warm-up: thread pools, first-call imports, on 100 points
+        yw = np.random.default_rng(0).random((100, d))
+        ksum.RBFInterpolator(yw, test_function(yw))(yw)
+        if Scipy is not None:
+            Scipy(yw, test_function(yw))(yw)
     for d in a.rbf_dims:
         rng = np.random.default_rng(d)
         x = rng.random((int(a.rbf_eval), d))
@@ -383,6 +388,9 @@ def part_kde(a, ksum, C):
     rows = []
     rng = np.random.default_rng(5)
     pts = mixture(rng, int(a.kde_m))
+    ksum.gaussian_kde(mixture(rng, 100))(pts[:, :100])  # warm-up
+    if Scipy is not None:
+        Scipy(mixture(rng, 100))(pts[:, :100])
     for n in [int(s) for s in a.kde_n]:
         data = mixture(rng, n)
         r = {"n": n, "m": pts.shape[1], "d": 2}
