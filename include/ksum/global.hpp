@@ -123,4 +123,36 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+// The local RBF interpolant of SciPy's RBFInterpolator with `neighbors`: at each evaluation point
+// x, the interpolant (kernel, ε, polynomial degree, smoothing as in GlobalRbfOptions) of the k data
+// points nearest to x, solved there (one small dense LU per point). Not one global function: it
+// jumps where the neighbour set changes. Memory O(n + k²) per thread; time O(m k³).
+struct LocalRbfOptions {
+  Kernel kernel = Kernel::tps;
+  double eps = 1.0;
+  int degree = GlobalRbfOptions::kernel_default_degree; // −1 none; default: the kernel's minimum
+  double smoothing = 0.0;                               // ρ ≥ 0, entering as in GlobalRbfOptions
+  std::int64_t neighbors = 50;                          // k (at most the number of points)
+  int threads = 0;                                      // 0: OpenMP's default
+};
+
+class LocalRbfInterpolant {
+public:
+  explicit LocalRbfInterpolant(LocalRbfOptions options);
+  ~LocalRbfInterpolant();
+  LocalRbfInterpolant(LocalRbfInterpolant &&) noexcept;
+  LocalRbfInterpolant &operator=(LocalRbfInterpolant &&) noexcept;
+
+  // points: N × d, values: N × c. Builds the k-d tree. Errors: non-finite input, mismatched rows,
+  // fewer neighbours than polynomial terms (as SciPy words it), k < 1.
+  void set_data(const Table<double> &points, const Table<double> &values);
+  // M × d → M × c. A singular local system is Error(invalid_argument) naming the point.
+  Table<double> evaluate(const Table<double> &points) const;
+  const LocalRbfOptions &options() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 } // namespace ksum

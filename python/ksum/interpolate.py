@@ -55,15 +55,17 @@ class RBFInterpolator:
     epsilon scaling phi(epsilon r) and polynomial rules; ``__call__(x)`` returns SciPy's shapes
     (m,) + d.shape[1:]. Complex data are interpolated as real and imaginary parts.
 
-    ksum's keywords: ``method`` 'auto' | 'global' | 'pum'; ``solver`` 'auto' | 'dense' | 'fgp' |
-    'krylov'; ``tol`` (iterative solvers' relative residual, default 1e-10); ``backend``;
-    ``matvec`` 'auto' | 'direct' | 'fmm': how the iterative solvers and the evaluation multiply
-    by the kernel matrix ('auto': the 3D FMM where a cost model predicts it faster, else exact). With method 'auto' and no neighbors, ksum solves one global
+    ksum's keywords: ``method`` 'auto' | 'global' | 'local' | 'pum'; ``solver`` 'auto' | 'dense' |
+    'fgp' | 'krylov'; ``tol`` (iterative solvers' relative residual, default 1e-10);
+    ``backend``; ``matvec`` 'auto' | 'direct' | 'fmm': how the iterative solvers and the
+    evaluation multiply by the kernel matrix ('auto': the 3D FMM where a cost model predicts it
+    faster, else exact). With method 'auto' and no neighbors, ksum solves one global
     interpolant: densely up to ``dense_max_n`` points (6000; what SciPy does), beyond that by the
     FGP Krylov method or preconditioned GMRES with O(n) memory, where SciPy's dense n x n system
-    runs out of memory. With ``neighbors`` set, ksum's local method is the partition of unity
-    (method 'pum'), not SciPy's per-point nearest-neighbour systems: values then differ from
-    SciPy's by the local approximation error of either.
+    runs out of memory. With ``neighbors`` set, method 'auto' is 'local': SciPy's definition (at
+    each evaluation point the interpolant of its k nearest data points), solved in C++ threads;
+    method 'pum' is ksum's partition of unity instead (one smooth interpolant, linear cost, values
+    that differ from SciPy's by the local approximation error).
 
     Example
     -------
@@ -118,7 +120,7 @@ class RBFInterpolator:
                               "effect if `degree` is below the minimum.", UserWarning,
                               stacklevel=2)
         nmonos = _monomials(ndim, degree)
-        if neighbors is None and nmonos > ny:
+        if nmonos > (ny if neighbors is None else min(int(neighbors), ny)):
             raise InputError(f"At least {nmonos} data points are required when `degree` is "
                              f"{degree} and the number of dimensions is {ndim}.",
                              "invalid_argument")
@@ -136,7 +138,9 @@ class RBFInterpolator:
             raise InputError(f"`smoothing` must be non-negative and finite, got {smoothing}",
                              "invalid_argument")
         if method == "auto":
-            method = "global" if neighbors is None else "pum"
+            method = "global" if neighbors is None else "local"
+        if method == "local" and neighbors is None:
+            raise InputError("method 'local' needs `neighbors`", "invalid_argument")
         self.y, self.d = y, d
         self.neighbors, self.smoothing, self.kernel = neighbors, smoothing, kernel
         self.epsilon, self.powers = epsilon, None
@@ -147,6 +151,9 @@ class RBFInterpolator:
             self._plan = _ksum.GlobalRbf(kk, epsilon, degree, smoothing, str(solver), float(tol),
                                          int(max_iterations), int(dense_max_n), str(backend),
                                          int(threads), str(matvec), 0.0, 40, 100)
+        elif method == "local":
+            self._plan = _ksum.LocalRbf(kk, epsilon, degree, smoothing, int(neighbors),
+                                        int(threads))
         elif method == "pum":
             if smoothing:
                 raise UnsupportedError("smoothing with method 'pum' is not supported",
@@ -157,7 +164,7 @@ class RBFInterpolator:
             self._plan = _ksum.Pum(kk, degree, epsilon, bool(eps_loocv), 0.1, 100.0, 1.0, 0,
                                    False, True, int(threads), str(backend))
         else:
-            raise InputError(f"method '{method}': expected 'auto', 'global' or 'pum'",
+            raise InputError(f"method '{method}': expected 'auto', 'global', 'local' or 'pum'",
                              "invalid_argument")
         self._lock = threading.Lock()
         self._ndim = ndim
@@ -165,8 +172,8 @@ class RBFInterpolator:
 
     @property
     def stats(self):
-        """What the solver did (solver, iterations, residual, timings)."""
-        return self._plan.stats
+        """What the solver did (solver, iterations, residual, timings); {} for 'local'."""
+        return getattr(self._plan, "stats", {})
 
     def __call__(self, x: ArrayLike) -> np.ndarray:
         """Values at x (m, ndim): shape (m,) + d.shape[1:]."""

@@ -155,11 +155,52 @@ void bind_pum(nb::module_ &m) {
       });
 }
 
+void bind_local(nb::module_ &m) {
+  using Plan = LocalRbfInterpolant;
+  nb::class_<Plan>(m, "LocalRbf")
+      .def(
+          "__init__",
+          [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,
+             double smoothing, std::int64_t neighbors, int threads) {
+            LocalRbfOptions o;
+            o.kernel = parse_kernel(kernel);
+            o.eps = eps;
+            o.degree = degree ? *degree : GlobalRbfOptions::kernel_default_degree;
+            o.smoothing = smoothing;
+            o.neighbors = neighbors;
+            o.threads = threads;
+            new (self) Plan(o);
+          },
+          nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
+          nb::arg("neighbors"), nb::arg("threads"))
+      .def(
+          "set_data",
+          [](Plan &p, HostMatrix<double> points, HostMatrix<double> values) {
+            const Table<double> x = view(points), f = view(values);
+            nb::gil_scoped_release release;
+            p.set_data(x, f);
+          },
+          nb::arg("points").noconvert(), nb::arg("values").noconvert())
+      .def(
+          "evaluate",
+          [](const Plan &p, HostMatrix<double> points) {
+            const Table<double> x = view(points);
+            Table<double> out;
+            {
+              nb::gil_scoped_release release;
+              out = p.evaluate(x);
+            }
+            return to_numpy(std::move(out));
+          },
+          nb::arg("points").noconvert());
+}
+
 } // namespace
 
 void bind_rbf(nb::module_ &m) {
   bind_global(m);
   bind_pum(m);
+  bind_local(m);
 }
 
 } // namespace ksum::py

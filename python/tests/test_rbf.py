@@ -91,10 +91,35 @@ def test_large_problem_goes_iterative(rng):
     assert np.max(np.abs(f(x) - dense(x))) < 1e-6
 
 
-def test_neighbors_uses_pum(rng):
+@pytest.mark.parametrize("kernel,epsilon,degree,smoothing", [
+    ("thin_plate_spline", None, None, 0.0), ("cubic", None, None, 1e-3),
+    ("multiquadric", 8.0, None, 0.0), ("gaussian", 15.0, -1, 0.0), ("quintic", None, None, 0.0)])
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_neighbors_scipy_parity(rng, kernel, epsilon, degree, smoothing, ndim):
+    y = rng.random((2000, ndim))
+    d = np.stack([field(y), y[:, 1]], axis=1)
+    x = rng.random((300, ndim))
+    kw = dict(neighbors=30, kernel=kernel, epsilon=epsilon, degree=degree, smoothing=smoothing)
+    f = ksum.RBFInterpolator(y, d, **kw)
+    assert f.method == "local"
+    theirs = si.RBFInterpolator(y, d, **kw)(x)
+    assert np.max(np.abs(f(x) - theirs)) <= 1e-8 * np.max(np.abs(theirs))
+
+
+def test_neighbors_errors(rng):
+    y = rng.random((50, 2))
+    with pytest.raises(ValueError, match="At least 6 data points"):
+        ksum.RBFInterpolator(y, field(y), neighbors=4, degree=2)
+    dup = np.r_[y, y[:1]]
+    f = ksum.RBFInterpolator(dup, field(dup), neighbors=10)
+    with pytest.raises(ValueError, match="singular"):
+        f(y[:1] + 1e-9)
+
+
+def test_neighbors_pum_option(rng):
     y = rng.random((4000, 2))
     d = field(y)
-    f = ksum.RBFInterpolator(y, d, neighbors=30, kernel="thin_plate_spline")
+    f = ksum.RBFInterpolator(y, d, neighbors=30, method="pum")
     x = 0.1 + 0.8 * rng.random((50, 2))
     assert f.method == "pum"
     assert np.max(np.abs(f(x) - field(x))) < 1e-3
