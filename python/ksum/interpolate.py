@@ -57,9 +57,9 @@ class RBFInterpolator:
 
     ksum's keywords: ``method`` 'auto' | 'global' | 'local' | 'pum'; ``solver`` 'auto' | 'dense' |
     'fgp' | 'krylov'; ``tol`` (iterative solvers' relative residual, default 1e-10);
-    ``backend``; ``matvec`` 'auto' | 'direct' | 'fmm': how the iterative solvers and the
-    evaluation multiply by the kernel matrix ('auto': the 3D FMM where a cost model predicts it
-    faster, else exact). With method 'auto' and no neighbors, ksum solves one global
+    ``backend``; ``matvec`` 'direct' | 'fmm' | 'auto': how the iterative solvers and the
+    evaluation multiply by the kernel matrix (default exact; 'fmm' for large 3D problems; 'auto'
+    lets a cost model choose, which measures this machine once per process, about 3 s). With method 'auto' and no neighbors, ksum solves one global
     interpolant: densely up to ``dense_max_n`` points (6000; what SciPy does), beyond that by the
     FGP Krylov method or preconditioned GMRES with O(n) memory, where SciPy's dense n x n system
     runs out of memory. With ``neighbors`` set, method 'auto' is 'local': SciPy's definition (at
@@ -80,7 +80,7 @@ class RBFInterpolator:
     def __init__(self, y: ArrayLike, d: ArrayLike, neighbors: int | None = None,
                  smoothing: float | ArrayLike = 0.0, kernel: str = "thin_plate_spline",
                  epsilon: float | None = None, degree: int | None = None, *, method="auto", solver="auto", tol=1e-10,
-                 backend="auto", matvec="auto", dense_max_n=6000, max_iterations=300,
+                 backend="auto", matvec="direct", dense_max_n=6000, max_iterations=300,
                  threads=0, eps_loocv=False):
         y = np.asarray(y)
         if y.ndim != 2:
