@@ -84,6 +84,9 @@ public:
   // weights: one row per source, one column per right-hand side. Returns one row per target; per
   // right-hand side r its column r, or with the gradient the 1 + d columns u_r, ∂₁u_r, …, ∂_d u_r.
   Table<T> execute(const Table<T> &weights);
+  // The same with or without the gradient for this call only, whatever options().gradient says
+  // (method direct; the FMM and the FGT compute values only and refuse gradient = true).
+  Table<T> execute(const Table<T> &weights, bool gradient);
 
   Backend backend() const;          // the backend in use (resolved from automatic)
   std::int64_t dimension() const;   // d

@@ -3,8 +3,7 @@
 // on the CPU's threads with the near field optionally on the GPU at the same time.
 //
 //   harmonic: u(z_i) = Σ_j q_j / (z_i − z_j)         (complex strengths; Biot–Savart, 2D gravity)
-//   log:      u(z_i) = Σ_j q_j log(z_i − z_j)         (its real part is Σ_j Re(q_j) log|z_i − z_j|
-//                                                       for real strengths)
+//   log:      u(z_i) = Σ_j q_j log|z_i − z_j|         (complex q_j: two real sums at once)
 //
 // Points and strengths are complex numbers x + iy. A plan: construct with options → set_points()
 // (the pyramid tree and its connectivity) → execute(strengths) as often as needed. Simulations

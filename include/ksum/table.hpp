@@ -41,8 +41,8 @@ public:
       : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols), fill),
         ptr_(data_.data()) {}
   Table(std::int64_t rows, std::int64_t cols, Uninitialized)
-      : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols)),
-        ptr_(data_.data()) {}
+      : rows_(rows), cols_(cols), data_(static_cast<std::size_t>(rows * cols)), ptr_(data_.data()) {
+  }
 
   // A read-only view of rows × cols values the caller owns, stored column by column (a
   // Fortran-ordered rows × cols array, or a C-ordered cols × rows one): no copy is made, and the
@@ -94,9 +94,7 @@ public:
   T &operator()(std::int64_t row, std::int64_t col) { return ptr_[col * rows_ + row]; }
   const T &operator()(std::int64_t row, std::int64_t col) const { return ptr_[col * rows_ + row]; }
 
-  std::span<T> col(std::int64_t c) {
-    return {ptr_ + c * rows_, static_cast<std::size_t>(rows_)};
-  }
+  std::span<T> col(std::int64_t c) { return {ptr_ + c * rows_, static_cast<std::size_t>(rows_)}; }
   std::span<const T> col(std::int64_t c) const {
     return {ptr_ + c * rows_, static_cast<std::size_t>(rows_)};
   }

@@ -141,9 +141,19 @@ def host_matrix(a, name, dtype, *, layout="rows", cols=None, allow_int=False, ve
     return out
 
 
-def host_complex(a, name, dtype):
+def reject_gpu(**arrays):
+    """Host-only calls: a clear error for GPU arrays before NumPy tries to convert them."""
+    for name, a in arrays.items():
+        if a is not None and is_gpu_array(a):
+            raise UnsupportedError(f"{name} is in GPU memory, but this call runs on host arrays "
+                                   "(copy it to the host, e.g. a.get() or a.cpu().numpy())",
+                                   "unsupported")
+
+
+def host_complex(a, name, dtype, layout="rows", points=True):
     """Complex points or strengths: a 1-D complex array (copied if not complex of the plan's
-    precision), or real (n, 2) / (2, n) coordinates combined into x + iy (a copy)."""
+    precision); points also as real coordinates combined into x + iy (a copy): (n, 2) with
+    layout 'rows', (2, n) with 'columns' (fmm2dpy's). Real strengths: 1-D only."""
     if is_gpu_array(a):
         raise UnsupportedError(f"{name} is in GPU memory; the 2D FMM runs on host arrays "
                                "(its near field still runs on the GPU with backend='gpu')",
@@ -163,11 +173,15 @@ def host_complex(a, name, dtype):
     _check_dtype(arr, name, allow_int=True)
     if arr.ndim == 1:
         return np.ascontiguousarray(arr, dtype=ctype)  # real strengths
-    if arr.ndim == 2 and 2 in arr.shape:
-        xy = arr if arr.shape[0] == 2 else arr.T  # (2, n) as fmm2dpy; (2, 2) read that way too
+    want = "(n, 2)" if layout == "rows" else "(2, n)"
+    if points and arr.ndim == 2 and arr.shape[1 if layout == "rows" else 0] == 2:
+        xy = arr.T if layout == "rows" else arr
         _note_copy(name, "real coordinates combined into complex x + iy")
         return (xy[0] + 1j * xy[1]).astype(ctype)
-    raise InputError(f"{name}: expected complex (n,) or real (n, 2) / (2, n), got shape "
+    if not points:
+        raise InputError(f"{name}: expected a 1-D array (one strength per source), got shape "
+                         f"{arr.shape}", "shape_mismatch")
+    raise InputError(f"{name}: expected complex (n,) or real {want} coordinates, got shape "
                      f"{arr.shape}", "shape_mismatch")
 
 
@@ -239,6 +253,11 @@ def device_columns(a, name, dtype, scale=1.0, *, cols=None, vector_ok=False):
     if cols is not None and a.shape[1] != cols:
         raise InputError(f"{name}: expected shape (n, {cols}), got {tuple(a.shape)}",
                          "shape_mismatch")
+    if fw == "torch":
+        a = a.detach()
+    finite = bool(_all_finite(a))
+    if not finite:
+        raise InputError(f"{name}: non-finite value (NaN or Inf) in the GPU array", "non_finite")
     t = a.T * scale if scale != 1.0 else a.T
     if fw == "torch":
         t = t.contiguous()
@@ -250,6 +269,26 @@ def device_columns(a, name, dtype, scale=1.0, *, cols=None, vector_ok=False):
     if t.data.ptr == a.data.ptr:
         t = t.copy()
     return t
+
+
+def _all_finite(a):
+    """All entries finite: one reduction on the device (and one sync)."""
+    if framework(a) == "torch":
+        import torch
+        return torch.isfinite(a).all().item()
+    import cupy
+    return bool(cupy.isfinite(a).all())
+
+
+def sync_current_stream(like):
+    """Waits for the work queued on the caller's current stream (ksum launches on the legacy
+    default stream, which does not wait for non-blocking streams)."""
+    if framework(like) == "torch":
+        import torch
+        torch.cuda.current_stream(like.device).synchronize()
+    else:
+        import cupy
+        cupy.cuda.get_current_stream().synchronize()
 
 
 def device_empty(like, shape, dtype):

@@ -2,6 +2,8 @@
 004 Paper IV on the 2D FMM."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -48,6 +50,7 @@ def deform_mesh(nodes: ArrayLike, moving: ArrayLike, fixed: ArrayLike = (), *, d
     >>> inner = np.flatnonzero(r < 0.25); outer = np.flatnonzero(np.abs(xy).max(1) == 1)
     >>> new, stats = ksum.deform_mesh(xy, inner, outer, rotate=10.0, backend="cpu")
     """
+    A.reject_gpu(nodes=nodes, moving=moving, fixed=fixed, displacement=displacement)
     x = np.asarray(nodes)
     if x.ndim != 2 or x.shape[1] not in (2, 3):
         raise InputError(f"nodes: expected shape (n, 2) or (n, 3), got {x.shape}",
@@ -110,16 +113,20 @@ class Simulation:
                                           str(method), float(tol), str(backend), int(threads),
                                           str(autotune))
         self.scenario = str(scenario)
+        self._lock = threading.Lock()  # calls release the GIL: one at a time on the state
 
     def step(self, count: int = 1) -> "Simulation":
-        if int(count) < 0:
-            raise InputError(f"step count {count} is negative", "invalid_argument")
-        self._sim.step(int(count))
+        count = int(count)
+        if not 0 <= count < 2**31:
+            raise InputError(f"step count {count}: expected 0 … 2^31 - 1", "invalid_argument")
+        with self._lock:
+            self._sim.step(count)
         return self
 
     @property
     def time(self):
-        return self._sim.time
+        with self._lock:
+            return self._sim.time
 
     @property
     def dt(self):
@@ -127,20 +134,25 @@ class Simulation:
 
     @property
     def size(self):
-        return self._sim.size
+        with self._lock:
+            return self._sim.size
 
     def snapshot(self):
-        return self._sim.snapshot()
+        with self._lock:
+            return self._sim.snapshot()
 
     def picture(self):
-        nx, ny, values = self._sim.picture()
+        with self._lock:
+            nx, ny, values = self._sim.picture()
         return values.reshape(ny, nx)
 
     def diagnostics(self):
-        return self._sim.diagnostics()
+        with self._lock:
+            return self._sim.diagnostics()
 
     def __repr__(self):
-        return f"Simulation({self._sim.describe()}, t = {self.time:g})"
+        with self._lock:
+            return f"Simulation({self._sim.describe()}, t = {self._sim.time:g})"
 
 
 def simulate(scenario: str = "kh", steps: int = 10, **options) -> Simulation:

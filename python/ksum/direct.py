@@ -91,21 +91,21 @@ class DirectSum:
         self.devices = list(devices or [])
         self._extra = (int(fmm_order), int(leaf_size), int(device_memory_limit))
         self._lock = threading.Lock()
-        self._plans = {}
+        self._plan = None
         self._points = None
         self._jax = False
         _ksum.coord_scale(self.kernel, self.eps)  # validates the kernel name now
 
-    def _make(self, dtype, gradient):
+    def _make(self, dtype):
         cls = _ksum.DirectSumF32 if dtype == np.float32 else _ksum.DirectSumF64
-        return cls(self.kernel, self.eps, gradient, self.backend, self.method, self.tol,
+        return cls(self.kernel, self.eps, False, self.backend, self.method, self.tol,
                    self.threads, self.devices, *self._extra)
 
     def set_points(self, sources: ArrayLike, targets: ArrayLike | None = None) -> "DirectSum":
         """Sets the sources (n, d) and the targets (m, d); without targets the targets are the
         sources and the self term j = i is left out. Returns the plan."""
         with self._lock:
-            self._plans = {}
+            self._plan = None
             if A.is_gpu_array(sources):
                 self._set_device(sources, targets)
                 return self
@@ -113,11 +113,10 @@ class DirectSum:
             src = A.host_matrix(sources, "sources", dtype)
             tgt = None if targets is None else A.host_matrix(targets, "targets", dtype,
                                                              cols=src.shape[1])
-            plan = self._make(dtype, False)
-            plan.set_points(src, tgt)
-            # The arrays stay referenced (not copied) for a gradient plan built on first use.
-            self._points = ("host", dtype, src, tgt)
-            self._plans[False] = plan
+            plan = self._make(dtype)
+            plan.set_points(src, tgt)  # the plan keeps its own (scaled) copy of the geometry
+            self._points = ("host", dtype, src.shape[1])
+            self._plan = plan
             return self
 
     def _set_device(self, sources, targets):
@@ -145,14 +144,12 @@ class DirectSum:
     @property
     def stats(self):
         """What the plan did: method, FMM order, tree, timings (seconds)."""
-        plan = self._plans.get(False) or self._plans.get(True)
-        return plan.stats if plan is not None else {}
+        return self._plan.stats if self._plan is not None else {}
 
     @property
     def backend_in_use(self):
-        plan = self._plans.get(False) or self._plans.get(True)
-        if plan is not None:
-            return plan.backend
+        if self._plan is not None:
+            return self._plan.backend
         return "gpu" if self._points and self._points[0] == "device" else None
 
     def __call__(self, weights: ArrayLike, gradient: bool = False):
@@ -161,6 +158,8 @@ class DirectSum:
         respect to the target point."""
         if self._points is None:
             raise InputError("set_points() must be called before summing", "invalid_argument")
+        if not isinstance(gradient, (bool, np.bool_)):
+            raise TypeError(f"gradient: expected True or False, got {gradient!r}")
         gradient = bool(gradient)
         with self._lock:
             kind = self._points[0]
@@ -168,16 +167,11 @@ class DirectSum:
                 return self._call_device(weights, gradient)
             if kind == "device-staged":
                 return self._call_staged(weights, gradient)
-            _, dtype, src, tgt = self._points
-            plan = self._plans.get(gradient)
-            if plan is None:
-                plan = self._make(dtype, gradient)
-                plan.set_points(src, tgt)
-                self._plans[gradient] = plan
+            _, dtype, d = self._points
             w = A.host_matrix(weights, "weights", dtype, vector_ok=True)
             vector = np.ndim(weights) == 1
-            raw = plan.execute(w).T
-            return _format(raw, w.shape[1], src.shape[1], gradient, vector)
+            raw = self._plan.execute(w, gradient).T
+            return _format(raw, w.shape[1], d, gradient, vector)
 
     def _call_device(self, weights, gradient):
         _, dtype, src, tgt, like = self._points
@@ -192,6 +186,7 @@ class DirectSum:
         nrhs = w.shape[0]
         out = A.device_empty(like, (nrhs * (1 + d * gradient), m), dtype)
         fn = _ksum.device_sum_f32 if dtype == np.float32 else _ksum.device_sum_f64
+        A.sync_current_stream(out)  # our copies above were queued on the caller's stream
         fn(self.kernel, self.eps, gradient, src, tgt, w, out)
         res = _format(out, nrhs, d, gradient, vector)
         if self._jax:  # back to JAX through DLPack (a device copy makes the views contiguous)
@@ -281,14 +276,16 @@ def _fmm_tol(eps, dtype):
 
 
 def lfmm3d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
-           dipvec: ArrayLike | None = None, targets: ArrayLike | None = None, pg: int = 1,
+           dipvec: ArrayLike | None = None, targets: ArrayLike | None = None,
+           pg: int | None = None,
            pgt: int = 0, nd: int = 1, *, backend: str = "auto", precision: str = "float64",
            threads: int = 0) -> FMMOutput:
     """fmm3dpy's ``lfmm3d`` on ksum's FMM: same argument names, shapes and outputs.
 
     pot(x) = sum_j charges_j / (4 pi |x - x_j|) (the self term left out at the sources),
     grad = its gradient. sources (3, n), charges (n,) or (nd, n), targets (3, m). pg / pgt:
-    1 potential, 2 potential and gradient, at the sources / targets. Returns an
+    1 potential, 2 potential and gradient, at the sources / targets (pg not given: 1, or 0 when
+    pgt asks for targets only, as fmm3dpy). Returns an
     :class:`FMMOutput` with ``pot`` (n,) or (nd, n), ``grad`` (3, n) or (nd, 3, n), ``pottarg``,
     ``gradtarg``. Dipoles and Hessians (pg = 3) are not supported: they raise
     ``ksum.UnsupportedError``.
@@ -311,6 +308,9 @@ def lfmm3d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
     if charges is None:
         raise InputError("lfmm3d: charges are required (ksum has no dipole-only mode)",
                          "invalid_argument")
+    A.reject_gpu(sources=sources, charges=charges, targets=targets)
+    if pg is None:
+        pg = 0 if pgt else 1
     for name, v in (("pg", pg), ("pgt", pgt)):
         if v not in (0, 1, 2, 3):
             raise InputError(f"lfmm3d: {name} = {v}: expected 0, 1 or 2", "invalid_argument")

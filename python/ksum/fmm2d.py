@@ -17,10 +17,10 @@ __all__ = ["FMM2D", "cfmm2d"]
 class FMM2D:
     """The adaptive 2D fast multipole method (seed 004 Paper IV) as a plan.
 
-    kernel 'harmonic': u(z_i) = sum_j q_j / (z_i - z_j); 'log': u(z_i) = sum_j q_j log(z_i - z_j)
-    (its real part is sum_j q_j log|z_i - z_j| for real q). Points are complex x + iy, (n,)
-    complex arrays (read in place when complex of the plan's precision), or real (n, 2) / (2, n)
-    coordinates (combined into complex: a copy). The self term is left out.
+    kernel 'harmonic': u(z_i) = sum_j q_j / (z_i - z_j); 'log': u(z_i) = sum_j q_j log|z_i - z_j|
+    (complex strengths q_j allowed). Points are complex x + iy, (n,) complex arrays (read in place
+    when complex of the plan's precision), or real (n, 2) coordinates (combined into complex: a
+    copy); strengths (n,) complex or real. The self term is left out.
 
     tol: max_i |u_i - exact| <= tol * max |exact| (1e-13 ... 0.1 in float64). backend 'gpu' runs
     the near field on the GPU concurrently with the CPU's far field.
@@ -50,6 +50,8 @@ class FMM2D:
         with self._lock:
             s = A.host_complex(sources, "sources", self._dtype)
             t = None if targets is None else A.host_complex(targets, "targets", self._dtype)
+            if s.ndim != 1 or (t is not None and t.ndim != 1):
+                raise InputError("points: expected complex (n,) or real (n, 2)", "shape_mismatch")
             self._plan.set_points(s, t)
             self._n = s.shape[0]
             return self
@@ -59,7 +61,7 @@ class FMM2D:
         if self._n is None:
             raise InputError("set_points() must be called before summing", "invalid_argument")
         with self._lock:
-            q = A.host_complex(strengths, "strengths", self._dtype)
+            q = A.host_complex(strengths, "strengths", self._dtype, points=False)
             if q.ndim != 1:
                 raise InputError(f"strengths: expected shape ({self._n},), got {q.shape}",
                                  "shape_mismatch")
@@ -72,15 +74,14 @@ class FMM2D:
 
 def cfmm2d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
            dipstr: ArrayLike | None = None, dipvec: ArrayLike | None = None,
-           targets: ArrayLike | None = None, pg: int = 1, pgt: int = 0, nd: int = 1, *,
+           targets: ArrayLike | None = None, pg: int | None = None, pgt: int = 0, nd: int = 1, *,
            backend: str = "cpu", threads: int = 0) -> FMMOutput:
     """fmm2dpy's ``cfmm2d`` on ksum's 2D FMM (charges only).
 
-    pot(z) = sum_j c_j log(z - z_j), grad = pot'(z) = sum_j c_j / (z - z_j), the self term left
-    out at the sources. sources (2, n), charges complex (n,) or (nd, n), targets (2, m); pg / pgt
-    1: pot, 2: pot and grad. The real part of pot is sum_j Re(c_j) log|z - z_j| - Im(c_j)
-    arg(z - z_j); its imaginary part is defined up to the branch of the logarithm (2 pi
-    multiples of the charges), as in any FMM of the complex log.
+    pot(z) = sum_j c_j log|z - z_j| (complex charges c_j), grad = sum_j c_j / (z - z_j) (the
+    complex derivative of sum_j c_j log(z - z_j), FMM2D's convention), the self term left out at
+    the sources. sources (2, n), charges complex (n,) or (nd, n), targets (2, m); pg / pgt 1: pot,
+    2: pot and grad. When pg is not given it is 1, or 0 when pgt asks for targets only.
 
     Example
     -------
@@ -96,6 +97,9 @@ def cfmm2d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
                                "unsupported")
     if charges is None:
         raise InputError("cfmm2d: charges are required", "invalid_argument")
+    A.reject_gpu(sources=sources, charges=charges, targets=targets)
+    if pg is None:
+        pg = 0 if pgt else 1
     for name, v in (("pg", pg), ("pgt", pgt)):
         if v not in (0, 1, 2, 3):
             raise InputError(f"cfmm2d: {name} = {v}: expected 0, 1 or 2", "invalid_argument")
@@ -110,20 +114,23 @@ def cfmm2d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
     if src.ndim != 2 or src.shape[0] != 2:
         raise InputError(f"cfmm2d: sources must have shape (2, n), got {src.shape}",
                          "shape_mismatch")
-    z = A.host_complex(src, "sources", np.float64)
+    z = A.host_complex(src, "sources", np.float64, layout="columns")
     q = np.asarray(charges)
     nd = int(nd)
-    qs = [q] if nd == 1 else [q[k] for k in range(nd)]
     if nd > 1 and (q.ndim != 2 or q.shape[0] != nd):
         raise InputError(f"cfmm2d: nd = {nd} needs charges of shape ({nd}, n), got {q.shape}",
                          "shape_mismatch")
+    if nd == 1 and q.ndim != 1:
+        raise InputError(f"cfmm2d: charges must have shape (n,) (or (nd, n) with nd > 1), got "
+                         f"{q.shape}", "shape_mismatch")
+    qs = [q] if nd == 1 else [q[k] for k in range(nd)]
     zt = None
     if pgt:
         t = np.asarray(targets)
         if t.ndim != 2 or t.shape[0] != 2:
             raise InputError(f"cfmm2d: targets must have shape (2, m), got {t.shape}",
                              "shape_mismatch")
-        zt = A.host_complex(t, "targets", np.float64)
+        zt = A.host_complex(t, "targets", np.float64, layout="columns")
     tol = min(max(float(eps), 1e-13), 0.1)
     out = FMMOutput()
 

@@ -151,6 +151,7 @@ class gaussian_kde:
 
     def __init__(self, dataset, bw_method=None, weights=None, *, tol=1e-10, method="auto",
                  backend="auto"):
+        A.reject_gpu(dataset=dataset, weights=weights)
         self.dataset = np.atleast_2d(np.asarray(dataset, dtype=float))
         if self.dataset.size <= 1:
             raise InputError("`dataset` input should have multiple elements.", "empty_input")
@@ -240,6 +241,7 @@ class gaussian_kde:
         return solve(self.cho_cov, x)
 
     def evaluate(self, points: ArrayLike) -> np.ndarray:
+        A.reject_gpu(points=points)
         points = np.atleast_2d(np.asarray(points))
         d, m = points.shape
         if d != self.d:

@@ -82,6 +82,7 @@ class RBFInterpolator:
                  epsilon: float | None = None, degree: int | None = None, *, method="auto", solver="auto", tol=1e-10,
                  backend="auto", matvec="direct", dense_max_n=6000, max_iterations=300,
                  threads=0, eps_loocv=False):
+        A.reject_gpu(y=y, d=d)
         y = np.asarray(y)
         if y.ndim != 2:
             raise InputError("`y` must be a 2-dimensional array.", "shape_mismatch")
@@ -89,6 +90,9 @@ class RBFInterpolator:
             raise TypeError("`y` must be real")
         ny, ndim = y.shape
         d = np.asarray(d)
+        if d.ndim == 0:
+            raise InputError("`d` must have at least one dimension (one value per data point)",
+                             "shape_mismatch")
         if d.shape[0] != ny:
             raise InputError(f"Expected the first axis of `d` to have length {ny}.",
                              "shape_mismatch")
@@ -113,6 +117,13 @@ class RBFInterpolator:
             degree = int(degree)
             if degree < -1:
                 raise InputError("`degree` must be at least -1.", "invalid_argument")
+            if degree < min_degree and neighbors is None and method in ("auto", "global"):
+                # SciPy warns and solves a system that may be singular; ksum's global solvers
+                # refuse it.
+                raise InputError(f"`degree` {degree} is below {min_degree}, the minimum for "
+                                 f"`kernel` '{kernel}': ksum's global interpolant needs it for a "
+                                 "unique solution (SciPy only warns); use degree >= "
+                                 f"{min_degree}", "invalid_argument")
             if -1 < degree < min_degree:
                 warnings.warn(f"`degree` should not be below {min_degree} except -1 when "
                               f"`kernel` is '{kernel}'. The interpolant may not be uniquely "
@@ -177,6 +188,7 @@ class RBFInterpolator:
 
     def __call__(self, x: ArrayLike) -> np.ndarray:
         """Values at x (m, ndim): shape (m,) + d.shape[1:]."""
+        A.reject_gpu(x=x)
         x = np.asarray(x)
         if x.ndim != 2:
             raise InputError("`x` must be a 2-dimensional array.", "shape_mismatch")
@@ -215,6 +227,7 @@ class PUMInterpolator:
                  eps: float | str = 1.0, degree: int = -1,
                  eps_range=(0.1, 100.0), patch_density=1.0, min_patch_points=0,
                  extrapolate=False, merge_duplicates=False, backend="auto", threads=0):
+        A.reject_gpu(points=points, values=values)
         loocv = isinstance(eps, str)
         if loocv and eps != "loocv":
             raise InputError(f"eps '{eps}': expected a number or 'loocv'", "invalid_argument")

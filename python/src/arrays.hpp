@@ -23,7 +23,8 @@ namespace nb = nanobind;
 
 template <class T>
 using HostMatrix = nb::ndarray<const T, nb::ndim<2>, nb::f_contig, nb::device::cpu>;
-template <class T> using HostVector = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+template <class T>
+using HostVector = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 template <class T> using DeviceMatrix = nb::ndarray<T, nb::ndim<2>, nb::c_contig, nb::device::cuda>;
 template <class T> using NumpyMatrix = nb::ndarray<nb::numpy, T, nb::ndim<2>, nb::f_contig>;
 template <class T> using NumpyVector = nb::ndarray<nb::numpy, T, nb::ndim<1>, nb::c_contig>;

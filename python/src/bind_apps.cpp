@@ -1,4 +1,5 @@
-// The applications: RBF mesh deformation of node arrays, and the particle simulations on the 2D FMM.
+// The applications: RBF mesh deformation of node arrays, and the particle simulations on the 2D
+// FMM.
 #include "bindings.hpp"
 
 #include <ksum/deform.hpp>
@@ -41,7 +42,7 @@ nb::tuple deform(HostMatrix<double> nodes, int dim, HostVector<std::int64_t> mov
   Motion mo;
   mo.kind = parse_motion(motion);
   if (displacement)
-    mo.displacement = Table<double>(view(*displacement)); // the motion keeps its own copy
+    mo.displacement = view(*displacement); // read during the call only
   mo.vector = vector;
   mo.angle_degrees = angle;
   mo.axis = axis;
@@ -105,18 +106,19 @@ void bind_apps(nb::module_ &m) {
   m.def("deform_nodes", &deform, nb::arg("nodes").noconvert(), nb::arg("dim"),
         nb::arg("moving").noconvert(), nb::arg("fixed").noconvert(), nb::arg("motion"),
         nb::arg("displacement").noconvert().none(), nb::arg("vector"), nb::arg("angle"),
-        nb::arg("axis"), nb::arg("about"), nb::arg("factor"), nb::arg("method"),
-        nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("solver"),
-        nb::arg("tolerance"), nb::arg("steps"), nb::arg("backend"), nb::arg("threads"));
+        nb::arg("axis"), nb::arg("about"), nb::arg("factor"), nb::arg("method"), nb::arg("kernel"),
+        nb::arg("eps"), nb::arg("degree").none(), nb::arg("solver"), nb::arg("tolerance"),
+        nb::arg("steps"), nb::arg("backend"), nb::arg("threads"));
 
   nb::class_<Simulation>(m, "SimulationCore")
-      .def("step",
-           [](Simulation &s, int count) {
-             nb::gil_scoped_release release;
-             for (int k = 0; k < count; ++k)
-               s.step();
-           },
-           nb::arg("count") = 1)
+      .def(
+          "step",
+          [](Simulation &s, int count) {
+            nb::gil_scoped_release release;
+            for (int k = 0; k < count; ++k)
+              s.step();
+          },
+          nb::arg("count") = 1)
       .def_prop_ro("time", &Simulation::time)
       .def_prop_ro("dt", &Simulation::dt)
       .def_prop_ro("size", &Simulation::size)

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,16 +76,16 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
           nb::arg("sources").noconvert(), nb::arg("targets").noconvert().none())
       .def(
           "execute",
-          [](Plan &p, HostMatrix<T> weights) {
+          [](Plan &p, HostMatrix<T> weights, std::optional<bool> gradient) {
             const Table<T> w = view(weights);
             Table<T> out;
             {
               nb::gil_scoped_release release;
-              out = p.execute(w);
+              out = gradient ? p.execute(w, *gradient) : p.execute(w);
             }
             return to_numpy(std::move(out));
           },
-          nb::arg("weights").noconvert())
+          nb::arg("weights").noconvert(), nb::arg("gradient").none() = nb::none())
       .def_prop_ro("backend", [](const Plan &p) { return std::string(to_string(p.backend())); })
       .def_prop_ro("dimension", &Plan::dimension)
       .def_prop_ro("num_sources", &Plan::num_sources)
@@ -112,6 +113,17 @@ void device_sum(const std::string &kernel, double eps, bool gradient, DeviceMatr
   p.src = src.data();
   p.tgt = tgt ? tgt->data() : src.data();
   p.w = w.data();
+  if (!(eps > 0) || !std::isfinite(eps))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("eps = {}: the shape parameter must be positive and finite", eps));
+  if (p.d < 1 || p.d > detail::gpu_max_dim)
+    throw Error(ErrorCode::unsupported,
+                fmt::format("GPU arrays of dimension {}: the GPU sums 1 … {} dimensions (pass "
+                            "NumPy arrays for the CPU backend)",
+                            p.d, detail::gpu_max_dim));
+  if (k == Kernel::log && p.d != 2)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("the log kernel is the 2D one; these points have dimension {}", p.d));
   const int dev = src.device_id();
   const auto same_device = [&](int id, const char *what) {
     if (id != dev)

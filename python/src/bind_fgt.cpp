@@ -99,8 +99,7 @@ nb::tuple kde(HostMatrix<T> data, std::optional<HostMatrix<T>> weights, HostMatr
   Table<T> out;
   {
     nb::gil_scoped_release release;
-    out = weights ? kernel_density(x, view(*weights), y, o, &info)
-                  : kernel_density(x, y, o, &info);
+    out = weights ? kernel_density(x, view(*weights), y, o, &info) : kernel_density(x, y, o, &info);
   }
   nb::dict d;
   d["sigma"] = info.sigma;

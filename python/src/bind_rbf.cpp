@@ -43,9 +43,8 @@ void bind_global(nb::module_ &m) {
           },
           nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
           nb::arg("solver"), nb::arg("tolerance"), nb::arg("max_iterations"),
-          nb::arg("dense_max_n"), nb::arg("backend"), nb::arg("threads"),
-          nb::arg("matvec_method"), nb::arg("matvec_tolerance"), nb::arg("lset_size"),
-          nb::arg("gmres_restart"))
+          nb::arg("dense_max_n"), nb::arg("backend"), nb::arg("threads"), nb::arg("matvec_method"),
+          nb::arg("matvec_tolerance"), nb::arg("lset_size"), nb::arg("gmres_restart"))
       .def(
           "set_data",
           [](Plan &p, HostMatrix<double> points, HostMatrix<double> values) {

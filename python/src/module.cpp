@@ -43,12 +43,40 @@ const char *error_class(ksum::ErrorCode code) {
   return "Error";
 }
 
+// The enumerator's name, as docs/python.md lists them ("shape_mismatch", "non_finite", ...).
+const char *code_name(ksum::ErrorCode code) {
+  using ksum::ErrorCode;
+  switch (code) {
+  case ErrorCode::invalid_argument:
+    return "invalid_argument";
+  case ErrorCode::io:
+    return "io";
+  case ErrorCode::parse:
+    return "parse";
+  case ErrorCode::non_finite:
+    return "non_finite";
+  case ErrorCode::empty_input:
+    return "empty_input";
+  case ErrorCode::shape_mismatch:
+    return "shape_mismatch";
+  case ErrorCode::unsupported:
+    return "unsupported";
+  case ErrorCode::device:
+    return "device";
+  case ErrorCode::internal:
+    return "internal";
+  case ErrorCode::not_converged:
+    return "not_converged";
+  }
+  return "internal";
+}
+
 void translate(const std::exception_ptr &p, void *) {
   try {
     std::rethrow_exception(p);
   } catch (const ksum::Error &e) {
     nb::object cls = nb::module_::import_("ksum._errors").attr(error_class(e.code()));
-    nb::object err = cls(nb::str(e.what()), nb::str(ksum::to_string(e.code())));
+    nb::object err = cls(nb::str(e.what()), nb::str(code_name(e.code())));
     PyErr_SetObject(cls.ptr(), err.ptr());
   }
 }

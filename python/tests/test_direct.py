@@ -44,6 +44,29 @@ def test_gradient(rng):
     assert np.allclose(plan(w), u)  # the value plan is still there
 
 
+def test_gradient_uses_the_geometry_of_set_points(rng):
+    # the plan keeps its geometry: changing the caller's (zero-copy) array afterwards changes
+    # neither the values nor the gradients
+    x = np.asfortranarray(rng.random((200, 3)))
+    keep = x.copy()
+    w = rng.standard_normal(200)
+    plan = ksum.DirectSum("gaussian", 2.0, backend="cpu").set_points(x)
+    u0 = plan(w)
+    x[:] = 0.0
+    u, g = plan(w, gradient=True)
+    ru, rg = direct_reference("gaussian", 2.0, keep, None, w, gradient=True)
+    assert rel_l2(u, u0) < 1e-14 and rel_l2(u, ru[:, 0]) < 1e-12
+    assert rel_l2(g, rg[:, 0, :]) < 1e-7
+    with pytest.raises(TypeError, match="gradient"):
+        plan(w, gradient="no")
+
+
+def test_fmm_plan_refuses_the_gradient(rng):
+    plan = ksum.FMM3D(tol=1e-6, backend="cpu").set_points(rng.random((3000, 3)))
+    with pytest.raises(ksum.UnsupportedError, match="values only"):
+        plan(np.ones(3000), gradient=True)
+
+
 def test_laplace_gradient_sign(rng):
     # grad of sum_j 1/|x - x_j| points towards the sources: check against the analytic form
     x = rng.random((150, 3))
@@ -174,6 +197,9 @@ def test_lfmm3d_several_densities(rng):
     q = rng.standard_normal((2, 2000))
     out = ksum.lfmm3d(eps=1e-6, sources=src, charges=q, nd=2, backend="cpu")
     assert out.pot.shape == (2, 2000)
+    only = ksum.lfmm3d(eps=1e-6, sources=src, charges=q[0], targets=src[:, :5], pgt=1,
+                       backend="cpu")
+    assert only.pot is None and only.pottarg.shape == (5,)  # pgt alone: targets only
     for k in range(2):
         ref = direct_reference("laplace", 1.0, src.T, None, q[k])[:, 0] / (4 * math.pi)
         assert rel_l2(out.pot[k], ref) < 1e-5

@@ -33,7 +33,7 @@ def test_fmm2d_real_coordinates_and_targets(rng):
     xy = rng.random((1500, 2))
     t = rng.random((2, 300))
     q = rng.standard_normal(1500)
-    u = ksum.FMM2D("harmonic", tol=1e-10).set_points(xy, t)(q)
+    u = ksum.FMM2D("harmonic", tol=1e-10).set_points(xy, t.T)(q)  # (m, 2) rows
     z = xy[:, 0] + 1j * xy[:, 1]
     ref = (q[None, :] / pairwise(z, t[0] + 1j * t[1])).sum(1)
     assert u.shape == (300,)
@@ -43,20 +43,22 @@ def test_fmm2d_real_coordinates_and_targets(rng):
 def test_cfmm2d_matches_fmm2dpy_formula(rng):
     n, m = 2000, 400
     src = rng.random((2, n))
-    c = rng.standard_normal(n) + 0j
+    c = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     tgt = rng.random((2, m))
     out = ksum.cfmm2d(eps=1e-10, sources=src, charges=c, targets=tgt, pg=2, pgt=2)
     z = src[0] + 1j * src[1]
     dz = pairwise(z)
-    ref_pot = np.nansum(c[None, :] * np.log(dz), axis=1)
+    # FMM2D's cfmm2d: pot = sum c_j log|z - z_j| (complex charges), grad = sum c_j / (z - z_j)
+    ref_pot = np.nansum(c[None, :] * np.log(np.abs(dz)), axis=1)
     ref_grad = np.nansum(c[None, :] / dz, axis=1)
     dzt = pairwise(z, tgt[0] + 1j * tgt[1])
     assert out.pot.shape == (n,) and out.grad.shape == (n,) and out.gradtarg.shape == (m,)
-    # real charges: Re pot = sum c log|dz| is branch free
-    assert rel_l2(out.pot.real, ref_pot.real) < 1e-9
+    assert rel_l2(out.pot, ref_pot) < 1e-9
     assert rel_l2(out.grad, ref_grad) < 1e-9
-    assert rel_l2(out.pottarg.real, (c[None, :] * np.log(dzt)).sum(1).real) < 1e-9
+    assert rel_l2(out.pottarg, (c[None, :] * np.log(np.abs(dzt))).sum(1)) < 1e-9
     assert rel_l2(out.gradtarg, (c[None, :] / dzt).sum(1)) < 1e-9
+    only = ksum.cfmm2d(eps=1e-10, sources=src, charges=c, targets=tgt, pgt=1)
+    assert only.pot is None and only.pottarg.shape == (m,)
 
 
 def test_fmm2d_errors(rng):
@@ -67,6 +69,12 @@ def test_fmm2d_errors(rng):
     p = ksum.FMM2D().set_points(rng.random(10) + 0j)
     with pytest.raises(ValueError):
         p(np.ones(9))
+    with pytest.raises(ValueError, match="1-D"):
+        p(np.ones((10, 2)))  # two real right-hand sides are not one complex strength
+    two = ksum.FMM2D("log", tol=1e-12).set_points(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    assert np.allclose(two(np.ones(2)), np.log(np.sqrt(2)))  # (2, 2) read as two (x, y) rows
+    with pytest.raises(ValueError, match="nd = 2"):
+        ksum.cfmm2d(eps=1e-6, sources=rng.random((2, 10)), charges=np.ones(10), nd=2)
     with pytest.raises(ksum.UnsupportedError):
         ksum.cfmm2d(eps=1e-6, sources=rng.random((2, 10)), charges=np.ones(10),
                     dipstr=np.ones(10))

@@ -70,11 +70,8 @@ def test_scipy_errors_are_scipys(rng):
         ksum.RBFInterpolator(y, d)(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="kernel"):
         ksum.RBFInterpolator(y, d, kernel="spline")
-    with pytest.warns(UserWarning, match="degree"):
-        try:
-            ksum.RBFInterpolator(y, d, kernel="quintic", degree=1)
-        except ksum.Error:
-            pass  # ksum may refuse the ill-posed system after the warning
+    with pytest.warns(UserWarning, match="degree"):  # the neighbors path solves it, as SciPy
+        ksum.RBFInterpolator(y, d, kernel="quintic", degree=1, neighbors=15)
 
 
 def test_large_problem_goes_iterative(rng):
@@ -125,6 +122,29 @@ def test_neighbors_pum_option(rng):
     assert np.max(np.abs(f(x) - field(x))) < 1e-3
 
 
+@pytest.mark.parametrize("kernel,epsilon", [("multiquadric", 30.0), ("thin_plate_spline", None)])
+@pytest.mark.parametrize("smoothing", [1e-3, 0.1, 1.0])
+def test_iterative_solvers_with_smoothing(rng, kernel, epsilon, smoothing):
+    # the L-set preconditioner carries the smoothing too: the iteration converges and agrees
+    # with the dense solve (which is SciPy's)
+    y = rng.random((2500, 2))
+    d = field(y)
+    x = rng.random((200, 2))
+    kw = dict(kernel=kernel, epsilon=epsilon, smoothing=smoothing, backend="cpu")
+    it = ksum.RBFInterpolator(y, d, dense_max_n=500, tol=1e-11, **kw)
+    assert it.stats["solver"] in ("fgp", "krylov")
+    dense = ksum.RBFInterpolator(y, d, solver="dense", **kw)
+    assert np.max(np.abs(it(x) - dense(x))) <= 1e-7 * np.max(np.abs(dense(x)))
+
+
+def test_degree_below_minimum_is_refused(rng):
+    y = rng.random((30, 2))
+    with pytest.raises(ValueError, match="below 1"):
+        ksum.RBFInterpolator(y, field(y), kernel="thin_plate_spline", degree=0)
+    with pytest.raises(ValueError, match="at least one dimension"):
+        ksum.RBFInterpolator(y, 1.0)
+
+
 def test_pum_interpolator(rng):
     x = rng.random((20000, 2))
     f = np.exp(x[:, 0]) * np.cos(3 * x[:, 1])
@@ -172,6 +192,27 @@ def test_deform_rotation(rng):
         ksum.deform_mesh(xy, inner, outer)
     with pytest.raises(ValueError):
         ksum.deform_mesh(xy, [len(xy) + 5], outer, translate=(1, 0))
+
+
+def test_simulation_shared_between_threads():
+    import threading
+    sim = ksum.Simulation("kh", n=1000)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(3):
+                sim.step(1)
+                sim.snapshot()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not errors and sim.time == pytest.approx(9 * sim.dt)
+    with pytest.raises(ValueError, match="step count"):
+        sim.step(2 ** 40)
 
 
 def test_simulation_kh_conserves_circulation():

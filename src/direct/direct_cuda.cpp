@@ -259,6 +259,13 @@ template std::unique_ptr<CudaDirect<double>> make_cuda_direct<double>(const std:
                                                                       std::int64_t);
 
 template <class T> void device_direct(const DirectProblem<T> &p, T *out, int device) {
+  // The caller's current device is theirs (PyTorch and CuPy allocate on it): put it back.
+  int previous = 0;
+  check(cudaGetDevice(&previous), device, "cudaGetDevice");
+  struct RestoreDevice {
+    int id;
+    ~RestoreDevice() { cudaSetDevice(id); }
+  } restore{previous};
   check(cudaSetDevice(device), device, "cudaSetDevice");
   const std::int64_t cpr = p.cols_per_rhs();
   if (p.m == 0)

@@ -443,6 +443,25 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   return out;
 }
 
+template <std::floating_point T>
+Table<T> DirectSum<T>::execute(const Table<T> &weights, bool gradient) {
+  auto &im = *impl_;
+  if (gradient == im.opt.gradient)
+    return execute(weights);
+  if (gradient && (im.fmm || im.fmm2 || im.gauss))
+    throw Error(ErrorCode::unsupported,
+                fmt::format("method {} computes values only; use method direct for the gradient",
+                            to_string(im.stats.method)));
+  // The scaled geometry does not depend on the gradient: only the problem's output columns do.
+  struct Restore {
+    bool &flag;
+    bool value;
+    ~Restore() { flag = value; }
+  } restore{im.opt.gradient, im.opt.gradient};
+  im.opt.gradient = gradient;
+  return execute(weights);
+}
+
 template <std::floating_point T> Backend DirectSum<T>::backend() const {
   return impl_->backend;
 }

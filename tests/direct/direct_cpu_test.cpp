@@ -48,6 +48,34 @@ TEST(CpuDirect, SinglePointSelfSumIsZero) {
   EXPECT_EQ(u(0, 0), 0.0); // the only pair is the self pair
 }
 
+TEST(CpuDirect, GradientChosenPerCallMatchesAGradientPlan) {
+  const auto x = random_points(300, 3, 7);
+  Table<double> w(300, 2);
+  for (std::int64_t i = 0; i < 300; ++i) {
+    w(i, 0) = std::sin(0.1 * i);
+    w(i, 1) = 1.0;
+  }
+  DirectSum<double> values({.kernel = Kernel::gaussian, .eps = 2.0, .backend = Backend::cpu});
+  DirectSum<double> grads(
+      {.kernel = Kernel::gaussian, .eps = 2.0, .gradient = true, .backend = Backend::cpu});
+  values.set_points(x);
+  grads.set_points(x);
+  const auto u0 = values.execute(w);
+  const auto g = values.execute(w, true), ref = grads.execute(w);
+  ASSERT_EQ(g.cols(), ref.cols());
+  for (std::int64_t k = 0; k < g.rows() * g.cols(); ++k)
+    EXPECT_EQ(g.data()[k], ref.data()[k]);
+  EXPECT_FALSE(values.options().gradient); // the option is back
+  const auto u1 = values.execute(w, false);
+  for (std::int64_t k = 0; k < u0.rows() * u0.cols(); ++k)
+    EXPECT_EQ(u0.data()[k], u1.data()[k]);
+  DirectSum<double> fmm(
+      {.kernel = Kernel::laplace, .backend = Backend::cpu, .method = Method::fmm});
+  fmm.set_points(random_points(2000, 3, 8));
+  expect_error([&] { fmm.execute(Table<double>(2000, 1, 1.0), true); }, ErrorCode::unsupported,
+               "values only");
+}
+
 TEST(CpuDirect, SinglePointSeparateTarget) {
   DirectSum<double> plan({.kernel = Kernel::multiquadric, .eps = 2.0, .backend = Backend::cpu});
   Table<double> p(1, 2, 0.0), t(1, 2, 0.0), w(1, 1, 3.0);

@@ -328,7 +328,8 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
     st.seconds_solve = seconds_since(t0);
   } else {
     const rbf::LSets sets =
-        rbf::build_lsets(points, {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads});
+        rbf::build_lsets(points, {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
+                                  definiteness_sign(opt.kernel) * opt.smoothing});
     st.lsets = sets.count();
     st.lsets_skipped = sets.skipped;
     if (sets.count() > 0 && sets.skipped == sets.count())

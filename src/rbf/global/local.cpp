@@ -68,9 +68,8 @@ void LocalRbfInterpolant::set_data(const Table<double> &points, const Table<doub
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("values have {} rows, points {}", values.rows(), points.rows()));
   if (points.cols() > rbf::PolyBasis::max_dim)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("dimension {} above the {} supported", points.cols(),
-                            rbf::PolyBasis::max_dim));
+    throw Error(ErrorCode::invalid_argument, fmt::format("dimension {} above the {} supported",
+                                                         points.cols(), rbf::PolyBasis::max_dim));
   detail::check_finite(points, "points");
   detail::check_finite(values, "values");
   const std::int64_t k = std::min<std::int64_t>(im.opt.neighbors, points.rows());

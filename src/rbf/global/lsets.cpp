@@ -270,7 +270,7 @@ private:
 template <class K>
 bool local_lagrange(const K &kf, double c2, const double *pc, std::int64_t stride, std::int64_t n,
                     std::int64_t d, const PolyBasis &basis, double *sq, SetSystem &sys,
-                    double *zeta) {
+                    double *zeta, double diag) {
   constexpr double p0 = kdef::p_offset<K>();
   const std::int64_t m = basis.terms(), size = n + m;
   double *B = sys.reset(size);
@@ -302,6 +302,7 @@ bool local_lagrange(const K &kf, double c2, const double *pc, std::int64_t strid
       bj[i] = static_cast<double>(kf.value(p0 + c2 * bj[i]));
     for (std::int64_t i = j + 1; i < n; ++i)
       B[i * ld + j] = bj[i];
+    bj[j] += diag;
   }
   if (m > 0) {
     // The polynomial in coordinates relative to the set's own point, scaled by the set's radius.
@@ -484,7 +485,7 @@ LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
         // Seed 000 step 5: the local Lagrange function of x_l on L_l.
         double *zeta = &s.zeta[s.ptr[m]];
         const bool ok =
-            local_lagrange(kf, c2, pc.data(), qmax, size, d, basis, sq.data(), sys, zeta);
+            local_lagrange(kf, c2, pc.data(), qmax, size, d, basis, sq.data(), sys, zeta, cfg.diag);
         if (!ok) {
           std::fill(zeta, zeta + size, 0.0);
           ++skipped;

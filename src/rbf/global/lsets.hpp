@@ -43,6 +43,9 @@ struct LSetConfig {
   int poly_degree; // −1: no side conditions
   std::uint64_t seed;
   int threads;
+  // σρ added to the diagonal of every local system, as the smoothed matrix Φ + σρI has it: the
+  // local Lagrange functions then approximate the inverse of the matrix the Krylov solver sees.
+  double diag = 0;
 };
 
 LSets build_lsets(const Table<double> &x, const LSetConfig &cfg);
