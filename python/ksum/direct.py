@@ -120,8 +120,17 @@ class DirectSum:
             return self
 
     def _set_device(self, sources, targets):
-        if self.method not in ("direct",):
-            self._points = ("device-staged", None, sources, targets)
+        if self.method != "direct":
+            # The FMM and the FGT plans read host memory: the points go through the host once,
+            # here; each call then moves only the weights and the result.
+            warnings.warn(f"method '{self.method}' reads host arrays: the GPU arrays are copied "
+                          "to the host and the results back (method 'direct' sums GPU arrays in "
+                          "place)", A.CopyWarning, stacklevel=3)
+            host = DirectSum(self.kernel, self.eps, backend=self.backend,
+                             precision=self.precision, method=self.method, tol=self.tol,
+                             threads=self.threads, devices=self.devices)
+            host.set_points(A.to_host(sources), None if targets is None else A.to_host(targets))
+            self._points = ("device-staged", host)
             return
         if self.backend == "cpu":
             raise InputError("backend='cpu' with sources in GPU memory: use backend 'auto' or "
@@ -139,18 +148,22 @@ class DirectSum:
                 raise InputError("targets: sources are in GPU memory, targets are not; pass both "
                                  "on the same device", "invalid_argument")
             tgt = A.device_columns(targets, "targets", dtype, c, cols=src.shape[0])
-        self._points = ("device", dtype, src, tgt, src)
+        self._points = ("device", dtype, src, tgt)
 
     @property
     def stats(self):
         """What the plan did: method, FMM order, tree, timings (seconds)."""
+        if self._points and self._points[0] == "device-staged":
+            return self._points[1].stats
         return self._plan.stats if self._plan is not None else {}
 
     @property
     def backend_in_use(self):
         if self._plan is not None:
             return self._plan.backend
-        return "gpu" if self._points and self._points[0] == "device" else None
+        if self._points and self._points[0] == "device-staged":
+            return self._points[1].backend_in_use
+        return "gpu" if self._points else None
 
     def __call__(self, weights: ArrayLike, gradient: bool = False):
         """Sums with weights (n,) or (n, r). Returns u of shape (m,) or (m, r); with
@@ -174,7 +187,7 @@ class DirectSum:
             return _format(raw, w.shape[1], d, gradient, vector)
 
     def _call_device(self, weights, gradient):
-        _, dtype, src, tgt, like = self._points
+        _, dtype, src, tgt = self._points
         if not A.is_gpu_array(weights):
             raise InputError("weights: the points are in GPU memory, the weights are not; pass "
                              "them on the same device", "invalid_argument")
@@ -184,7 +197,7 @@ class DirectSum:
         w = A.device_columns(weights, "weights", dtype, vector_ok=True)
         d, m = src.shape[0], (tgt if tgt is not None else src).shape[1]
         nrhs = w.shape[0]
-        out = A.device_empty(like, (nrhs * (1 + d * gradient), m), dtype)
+        out = A.device_empty(src, (nrhs * (1 + d * gradient), m), dtype)
         fn = _ksum.device_sum_f32 if dtype == np.float32 else _ksum.device_sum_f64
         A.sync_current_stream(out)  # our copies above were queued on the caller's stream
         fn(self.kernel, self.eps, gradient, src, tgt, w, out)
@@ -194,15 +207,7 @@ class DirectSum:
         return res
 
     def _call_staged(self, weights, gradient):
-        # The FMM and the FGT plans read host memory: GPU arrays go through the host once.
-        _, _, sources, targets = self._points
-        warnings.warn(f"method '{self.method}' reads host arrays: the GPU arrays were copied to "
-                      "the host and the result back (method 'direct' sums GPU arrays in place)",
-                      A.CopyWarning, stacklevel=3)
-        host = DirectSum(self.kernel, self.eps, backend=self.backend, precision=self.precision,
-                         method=self.method, tol=self.tol, threads=self.threads,
-                         devices=self.devices)
-        host.set_points(A.to_host(sources), None if targets is None else A.to_host(targets))
+        host = self._points[1]
         res = host(A.to_host(weights), gradient)
         if gradient:
             return tuple(A.to_device_like(np.ascontiguousarray(r), weights) for r in res)
@@ -258,6 +263,30 @@ class FMMOutput:
         return f"FMMOutput({', '.join(have)})"
 
 
+def _fmm_call_checks(fn, charges, dipoles, sources, targets, pg, pgt):
+    """The argument rules fmm3dpy's and fmm2dpy's calls share; returns (pg, pgt)."""
+    if dipoles:
+        raise UnsupportedError(f"{fn}: dipoles are not supported by ksum; charges only",
+                               "unsupported")
+    if charges is None:
+        raise InputError(f"{fn}: charges are required (ksum has no dipole-only mode)",
+                         "invalid_argument")
+    A.reject_gpu(sources=sources, charges=charges, targets=targets)
+    if pg is None:
+        pg = 0 if pgt else 1
+    for name, v in (("pg", pg), ("pgt", pgt)):
+        if v not in (0, 1, 2, 3):
+            raise InputError(f"{fn}: {name} = {v}: expected 0, 1 or 2", "invalid_argument")
+        if v == 3:
+            raise UnsupportedError(f"{fn}: {name} = 3 (Hessians) is not supported; use 1 or 2",
+                                   "unsupported")
+    if pg == 0 and pgt == 0:
+        raise InputError(f"{fn}: pg and pgt are both 0: nothing to compute", "invalid_argument")
+    if pgt and targets is None:
+        raise InputError(f"{fn}: pgt = {pgt} needs targets", "invalid_argument")
+    return pg, pgt
+
+
 _INV_4PI = 1.0 / (4.0 * math.pi)
 _FMM_TOL = (1e-11, 0.1)
 
@@ -302,25 +331,7 @@ def lfmm3d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
     >>> out.pot.shape, out.grad.shape
     ((5000,), (3, 5000))
     """
-    if dipvec is not None:
-        raise UnsupportedError("lfmm3d: dipoles (dipvec) are not supported by ksum; charges only",
-                               "unsupported")
-    if charges is None:
-        raise InputError("lfmm3d: charges are required (ksum has no dipole-only mode)",
-                         "invalid_argument")
-    A.reject_gpu(sources=sources, charges=charges, targets=targets)
-    if pg is None:
-        pg = 0 if pgt else 1
-    for name, v in (("pg", pg), ("pgt", pgt)):
-        if v not in (0, 1, 2, 3):
-            raise InputError(f"lfmm3d: {name} = {v}: expected 0, 1 or 2", "invalid_argument")
-        if v == 3:
-            raise UnsupportedError(f"lfmm3d: {name} = 3 (Hessians) is not supported; use 1 or 2",
-                                   "unsupported")
-    if pg == 0 and pgt == 0:
-        raise InputError("lfmm3d: pg and pgt are both 0: nothing to compute", "invalid_argument")
-    if pgt and targets is None:
-        raise InputError(f"lfmm3d: pgt = {pgt} needs targets", "invalid_argument")
+    pg, pgt = _fmm_call_checks("lfmm3d", charges, dipvec is not None, sources, targets, pg, pgt)
     dtype = A.resolve_precision(precision, sources)
     src = A.host_matrix(sources, "sources", dtype, layout="columns", cols=3)
     q = np.asarray(charges)

@@ -8,8 +8,8 @@ from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
-from ._errors import InputError, UnsupportedError
-from .direct import FMMOutput
+from ._errors import InputError
+from .direct import FMMOutput, _fmm_call_checks
 
 __all__ = ["FMM2D", "cfmm2d"]
 
@@ -92,24 +92,8 @@ def cfmm2d(eps: float, sources: ArrayLike, charges: ArrayLike | None = None,
     >>> out.grad.shape
     (4000,)
     """
-    if dipstr is not None or dipvec is not None:
-        raise UnsupportedError("cfmm2d: dipoles are not supported by ksum; charges only",
-                               "unsupported")
-    if charges is None:
-        raise InputError("cfmm2d: charges are required", "invalid_argument")
-    A.reject_gpu(sources=sources, charges=charges, targets=targets)
-    if pg is None:
-        pg = 0 if pgt else 1
-    for name, v in (("pg", pg), ("pgt", pgt)):
-        if v not in (0, 1, 2, 3):
-            raise InputError(f"cfmm2d: {name} = {v}: expected 0, 1 or 2", "invalid_argument")
-        if v == 3:
-            raise UnsupportedError(f"cfmm2d: {name} = 3 (Hessians) is not supported",
-                                   "unsupported")
-    if pg == 0 and pgt == 0:
-        raise InputError("cfmm2d: pg and pgt are both 0: nothing to compute", "invalid_argument")
-    if pgt and targets is None:
-        raise InputError(f"cfmm2d: pgt = {pgt} needs targets", "invalid_argument")
+    pg, pgt = _fmm_call_checks("cfmm2d", charges, dipstr is not None or dipvec is not None,
+                               sources, targets, pg, pgt)
     src = np.asarray(sources)
     if src.ndim != 2 or src.shape[0] != 2:
         raise InputError(f"cfmm2d: sources must have shape (2, n), got {src.shape}",

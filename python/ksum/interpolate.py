@@ -2,6 +2,7 @@
 solvers (dense, FGP, GMRES), and the partition-of-unity interpolant with LOOCV shapes."""
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import warnings
@@ -26,10 +27,16 @@ _SCALE_INVARIANT = {"linear", "thin_plate_spline", "cubic", "quintic"}
 _MIN_DEGREE = {"multiquadric": 0, "linear": 0, "thin_plate_spline": 1, "cubic": 1, "quintic": 2}
 
 
+@functools.lru_cache(maxsize=1)
+def _catalogue():
+    """The kernel catalogue, name -> minimum polynomial degree (read once)."""
+    return {k["name"]: k["min_degree"] for k in _ksum.info()["kernels"]}
+
+
 def _ksum_kernel(kernel):
     if kernel in _SCIPY_KERNELS:
         return _SCIPY_KERNELS[kernel]
-    names = [k["name"] for k in _ksum.info()["kernels"]]
+    names = list(_catalogue())
     if kernel in names:
         return kernel
     raise InputError(f"`kernel` must be one of {sorted(_SCIPY_KERNELS)} (SciPy's names) or a "
@@ -39,7 +46,7 @@ def _ksum_kernel(kernel):
 def _min_degree(kernel, kk):
     if kernel in _MIN_DEGREE:
         return _MIN_DEGREE[kernel]
-    return next(k["min_degree"] for k in _ksum.info()["kernels"] if k["name"] == kk)
+    return _catalogue()[kk]
 
 
 def _monomials(ndim, degree):

@@ -10,9 +10,11 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 
 #include <complex>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -59,6 +61,68 @@ template <class T> NumpyVector<T> to_numpy(std::vector<T> &&v) {
   nb::capsule owner(owned, [](void *p) noexcept { delete static_cast<std::vector<T> *>(p); });
   const std::size_t shape[1] = {owned->size()};
   return NumpyVector<T>(owned->data(), 1, shape, owner);
+}
+
+} // namespace ksum::py
+
+namespace ksum::py {
+
+// The methods the plans share, bound once. Array: HostMatrix<T> (tables) or HostVector<C> (the
+// 2D FMM's complex points); the computation runs with the GIL released.
+
+// set_points(sources, targets=None)
+template <class Array, class Plan> void def_set_points(nb::class_<Plan> &c) {
+  c.def(
+      "set_points",
+      [](Plan &p, Array sources, std::optional<Array> targets) {
+        const auto s = view(sources);
+        nb::gil_scoped_release release;
+        if (targets)
+          p.set_points(s, view(*targets));
+        else
+          p.set_points(s);
+      },
+      nb::arg("sources").noconvert(), nb::arg("targets").noconvert().none());
+}
+
+// execute(weights) -> a new NumPy array
+template <class Array, class Plan> void def_execute(nb::class_<Plan> &c) {
+  c.def(
+      "execute",
+      [](Plan &p, Array weights) {
+        const auto w = view(weights);
+        decltype(p.execute(w)) out;
+        {
+          nb::gil_scoped_release release;
+          out = p.execute(w);
+        }
+        return to_numpy(std::move(out));
+      },
+      nb::arg("weights").noconvert());
+}
+
+// The interpolants' set_data(points, values) and evaluate(points) (double precision).
+template <class Plan> void def_interpolant(nb::class_<Plan> &c) {
+  c.def(
+       "set_data",
+       [](Plan &p, HostMatrix<double> points, HostMatrix<double> values) {
+         const Table<double> x = view(points), f = view(values);
+         nb::gil_scoped_release release;
+         p.set_data(x, f);
+       },
+       nb::arg("points").noconvert(), nb::arg("values").noconvert())
+      .def(
+          "evaluate",
+          [](const Plan &p, HostMatrix<double> points) {
+            const Table<double> x = view(points);
+            Table<double> out;
+            {
+              nb::gil_scoped_release release;
+              out = p.evaluate(x);
+            }
+            return to_numpy(std::move(out));
+          },
+          nb::arg("points").noconvert());
 }
 
 } // namespace ksum::py

@@ -39,41 +39,31 @@ nb::dict stats_dict(const SumStats &s) {
 
 template <class T> void bind_plan(nb::module_ &m, const char *name) {
   using Plan = DirectSum<T>;
-  nb::class_<Plan>(m, name)
-      .def(
-          "__init__",
-          [](Plan *self, const std::string &kernel, double eps, bool gradient,
-             const std::string &backend, const std::string &method, double tolerance, int threads,
-             std::vector<int> devices, int fmm_order, std::int64_t fmm_leaf_size,
-             std::int64_t device_memory_limit) {
-            DirectOptions o;
-            o.kernel = parse_kernel(kernel);
-            o.eps = eps;
-            o.gradient = gradient;
-            o.backend = parse_backend(backend);
-            o.method = parse_method(method);
-            o.tolerance = tolerance;
-            o.threads = threads;
-            o.devices = std::move(devices);
-            o.fmm_order = fmm_order;
-            o.fmm_leaf_size = fmm_leaf_size;
-            o.device_memory_limit = device_memory_limit;
-            new (self) Plan(std::move(o));
-          },
-          nb::arg("kernel"), nb::arg("eps"), nb::arg("gradient"), nb::arg("backend"),
-          nb::arg("method"), nb::arg("tolerance"), nb::arg("threads"), nb::arg("devices"),
-          nb::arg("fmm_order"), nb::arg("fmm_leaf_size"), nb::arg("device_memory_limit"))
-      .def(
-          "set_points",
-          [](Plan &p, HostMatrix<T> sources, std::optional<HostMatrix<T>> targets) {
-            const Table<T> s = view(sources);
-            nb::gil_scoped_release release;
-            if (targets)
-              p.set_points(s, view(*targets));
-            else
-              p.set_points(s);
-          },
-          nb::arg("sources").noconvert(), nb::arg("targets").noconvert().none())
+  nb::class_<Plan> c(m, name);
+  def_set_points<HostMatrix<T>>(c);
+  c.def(
+       "__init__",
+       [](Plan *self, const std::string &kernel, double eps, bool gradient,
+          const std::string &backend, const std::string &method, double tolerance, int threads,
+          std::vector<int> devices, int fmm_order, std::int64_t fmm_leaf_size,
+          std::int64_t device_memory_limit) {
+         DirectOptions o;
+         o.kernel = parse_kernel(kernel);
+         o.eps = eps;
+         o.gradient = gradient;
+         o.backend = parse_backend(backend);
+         o.method = parse_method(method);
+         o.tolerance = tolerance;
+         o.threads = threads;
+         o.devices = std::move(devices);
+         o.fmm_order = fmm_order;
+         o.fmm_leaf_size = fmm_leaf_size;
+         o.device_memory_limit = device_memory_limit;
+         new (self) Plan(std::move(o));
+       },
+       nb::arg("kernel"), nb::arg("eps"), nb::arg("gradient"), nb::arg("backend"),
+       nb::arg("method"), nb::arg("tolerance"), nb::arg("threads"), nb::arg("devices"),
+       nb::arg("fmm_order"), nb::arg("fmm_leaf_size"), nb::arg("device_memory_limit"))
       .def(
           "execute",
           [](Plan &p, HostMatrix<T> weights, std::optional<bool> gradient) {

@@ -30,46 +30,25 @@ nb::dict gauss_stats(const GaussStats &s) {
 
 template <class T> void bind_plan(nb::module_ &m, const char *name) {
   using Plan = GaussTransform<T>;
-  nb::class_<Plan>(m, name)
-      .def(
-          "__init__",
-          [](Plan *self, double bandwidth, double tolerance, const std::string &method,
-             const std::string &backend, int threads, int device, int order) {
-            GaussOptions o;
-            o.bandwidth = bandwidth;
-            o.tolerance = tolerance;
-            o.method = parse_gauss_method(method);
-            o.backend = parse_backend(backend);
-            o.threads = threads;
-            o.device = device;
-            o.order = order;
-            new (self) Plan(o);
-          },
-          nb::arg("bandwidth"), nb::arg("tolerance"), nb::arg("method"), nb::arg("backend"),
-          nb::arg("threads"), nb::arg("device"), nb::arg("order"))
-      .def(
-          "set_points",
-          [](Plan &p, HostMatrix<T> sources, std::optional<HostMatrix<T>> targets) {
-            const Table<T> s = view(sources);
-            nb::gil_scoped_release release;
-            if (targets)
-              p.set_points(s, view(*targets));
-            else
-              p.set_points(s);
-          },
-          nb::arg("sources").noconvert(), nb::arg("targets").noconvert().none())
-      .def(
-          "execute",
-          [](Plan &p, HostMatrix<T> weights) {
-            const Table<T> w = view(weights);
-            Table<T> out;
-            {
-              nb::gil_scoped_release release;
-              out = p.execute(w);
-            }
-            return to_numpy(std::move(out));
-          },
-          nb::arg("weights").noconvert())
+  nb::class_<Plan> c(m, name);
+  def_set_points<HostMatrix<T>>(c);
+  def_execute<HostMatrix<T>>(c);
+  c.def(
+       "__init__",
+       [](Plan *self, double bandwidth, double tolerance, const std::string &method,
+          const std::string &backend, int threads, int device, int order) {
+         GaussOptions o;
+         o.bandwidth = bandwidth;
+         o.tolerance = tolerance;
+         o.method = parse_gauss_method(method);
+         o.backend = parse_backend(backend);
+         o.threads = threads;
+         o.device = device;
+         o.order = order;
+         new (self) Plan(o);
+       },
+       nb::arg("bandwidth"), nb::arg("tolerance"), nb::arg("method"), nb::arg("backend"),
+       nb::arg("threads"), nb::arg("device"), nb::arg("order"))
       .def_prop_ro("stats", [](const Plan &p) { return gauss_stats(p.stats()); });
 }
 

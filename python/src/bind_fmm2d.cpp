@@ -17,52 +17,31 @@ namespace {
 template <class T> void bind_plan(nb::module_ &m, const char *name) {
   using Plan = Fmm2d<T>;
   using C = std::complex<T>;
-  nb::class_<Plan>(m, name)
-      .def(
-          "__init__",
-          [](Plan *self, const std::string &kernel, const std::string &method, double tolerance,
-             double theta, int levels, int order, const std::string &backend, bool gpu_m2l,
-             int threads, const std::string &smoothing, double core_radius) {
-            Fmm2dOptions o;
-            o.kernel = parse_fmm2d_kernel(kernel);
-            o.method = parse_method(method);
-            o.tolerance = tolerance;
-            o.theta = theta;
-            o.levels = levels;
-            o.order = order;
-            o.backend = parse_backend(backend);
-            o.gpu_m2l = gpu_m2l;
-            o.threads = threads;
-            o.smoothing = parse_fmm2d_smoothing(smoothing);
-            o.core_radius = core_radius;
-            new (self) Plan(o);
-          },
-          nb::arg("kernel"), nb::arg("method"), nb::arg("tolerance"), nb::arg("theta"),
-          nb::arg("levels"), nb::arg("order"), nb::arg("backend"), nb::arg("gpu_m2l"),
-          nb::arg("threads"), nb::arg("smoothing"), nb::arg("core_radius"))
-      .def(
-          "set_points",
-          [](Plan &p, HostVector<C> sources, std::optional<HostVector<C>> targets) {
-            const auto s = view(sources);
-            nb::gil_scoped_release release;
-            if (targets)
-              p.set_points(s, view(*targets));
-            else
-              p.set_points(s);
-          },
-          nb::arg("sources").noconvert(), nb::arg("targets").noconvert().none())
-      .def(
-          "execute",
-          [](Plan &p, HostVector<C> strengths) {
-            const auto q = view(strengths);
-            std::vector<C> out;
-            {
-              nb::gil_scoped_release release;
-              out = p.execute(q);
-            }
-            return to_numpy(std::move(out));
-          },
-          nb::arg("strengths").noconvert())
+  nb::class_<Plan> c(m, name);
+  def_set_points<HostVector<C>>(c);
+  def_execute<HostVector<C>>(c);
+  c.def(
+       "__init__",
+       [](Plan *self, const std::string &kernel, const std::string &method, double tolerance,
+          double theta, int levels, int order, const std::string &backend, bool gpu_m2l,
+          int threads, const std::string &smoothing, double core_radius) {
+         Fmm2dOptions o;
+         o.kernel = parse_fmm2d_kernel(kernel);
+         o.method = parse_method(method);
+         o.tolerance = tolerance;
+         o.theta = theta;
+         o.levels = levels;
+         o.order = order;
+         o.backend = parse_backend(backend);
+         o.gpu_m2l = gpu_m2l;
+         o.threads = threads;
+         o.smoothing = parse_fmm2d_smoothing(smoothing);
+         o.core_radius = core_radius;
+         new (self) Plan(o);
+       },
+       nb::arg("kernel"), nb::arg("method"), nb::arg("tolerance"), nb::arg("theta"),
+       nb::arg("levels"), nb::arg("order"), nb::arg("backend"), nb::arg("gpu_m2l"),
+       nb::arg("threads"), nb::arg("smoothing"), nb::arg("core_radius"))
       .def_prop_ro("order", &Plan::order)
       .def_prop_ro("levels", &Plan::levels)
       .def_prop_ro("theta", &Plan::theta)

@@ -16,55 +16,36 @@ namespace {
 
 void bind_global(nb::module_ &m) {
   using Plan = GlobalRbfInterpolant;
-  nb::class_<Plan>(m, "GlobalRbf")
-      .def(
-          "__init__",
-          [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,
-             double smoothing, const std::string &solver, double tolerance, int max_iterations,
-             std::int64_t dense_max_n, const std::string &backend, int threads,
-             const std::string &matvec_method, double matvec_tolerance, int lset_size,
-             int gmres_restart) {
-            GlobalRbfOptions o;
-            o.kernel = parse_kernel(kernel);
-            o.eps = eps;
-            o.degree = degree ? *degree : GlobalRbfOptions::kernel_default_degree;
-            o.smoothing = smoothing;
-            o.solver = parse_global_solver(solver);
-            o.tolerance = tolerance;
-            o.max_iterations = max_iterations;
-            o.dense_max_n = dense_max_n;
-            o.backend = parse_backend(backend);
-            o.threads = threads;
-            o.matvec_method = parse_method(matvec_method);
-            o.matvec_tolerance = matvec_tolerance;
-            o.lset_size = lset_size;
-            o.gmres_restart = gmres_restart;
-            new (self) Plan(std::move(o));
-          },
-          nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
-          nb::arg("solver"), nb::arg("tolerance"), nb::arg("max_iterations"),
-          nb::arg("dense_max_n"), nb::arg("backend"), nb::arg("threads"), nb::arg("matvec_method"),
-          nb::arg("matvec_tolerance"), nb::arg("lset_size"), nb::arg("gmres_restart"))
-      .def(
-          "set_data",
-          [](Plan &p, HostMatrix<double> points, HostMatrix<double> values) {
-            const Table<double> x = view(points), f = view(values);
-            nb::gil_scoped_release release;
-            p.set_data(x, f);
-          },
-          nb::arg("points").noconvert(), nb::arg("values").noconvert())
-      .def(
-          "evaluate",
-          [](const Plan &p, HostMatrix<double> points) {
-            const Table<double> x = view(points);
-            Table<double> out;
-            {
-              nb::gil_scoped_release release;
-              out = p.evaluate(x);
-            }
-            return to_numpy(std::move(out));
-          },
-          nb::arg("points").noconvert())
+  nb::class_<Plan> c(m, "GlobalRbf");
+  def_interpolant(c);
+  c.def(
+       "__init__",
+       [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,
+          double smoothing, const std::string &solver, double tolerance, int max_iterations,
+          std::int64_t dense_max_n, const std::string &backend, int threads,
+          const std::string &matvec_method, double matvec_tolerance, int lset_size,
+          int gmres_restart) {
+         GlobalRbfOptions o;
+         o.kernel = parse_kernel(kernel);
+         o.eps = eps;
+         o.degree = degree ? *degree : GlobalRbfOptions::kernel_default_degree;
+         o.smoothing = smoothing;
+         o.solver = parse_global_solver(solver);
+         o.tolerance = tolerance;
+         o.max_iterations = max_iterations;
+         o.dense_max_n = dense_max_n;
+         o.backend = parse_backend(backend);
+         o.threads = threads;
+         o.matvec_method = parse_method(matvec_method);
+         o.matvec_tolerance = matvec_tolerance;
+         o.lset_size = lset_size;
+         o.gmres_restart = gmres_restart;
+         new (self) Plan(std::move(o));
+       },
+       nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
+       nb::arg("solver"), nb::arg("tolerance"), nb::arg("max_iterations"), nb::arg("dense_max_n"),
+       nb::arg("backend"), nb::arg("threads"), nb::arg("matvec_method"),
+       nb::arg("matvec_tolerance"), nb::arg("lset_size"), nb::arg("gmres_restart"))
       .def_prop_ro("coefficients",
                    [](const Plan &p) { return to_numpy(Table<double>(p.coefficients())); })
       .def_prop_ro("stats", [](const Plan &p) {
@@ -88,51 +69,31 @@ void bind_global(nb::module_ &m) {
 
 void bind_pum(nb::module_ &m) {
   using Plan = PumInterpolant;
-  nb::class_<Plan>(m, "Pum")
-      .def(
-          "__init__",
-          [](Plan *self, const std::string &kernel, int degree, double eps, bool loocv,
-             double eps_min, double eps_max, double patch_density, std::int64_t min_patch_points,
-             bool merge_duplicates, bool extrapolate, int threads, const std::string &backend) {
-            PumOptions o;
-            o.kernel = parse_kernel(kernel);
-            o.degree = degree;
-            o.eps = eps;
-            o.loocv = loocv;
-            o.eps_min = eps_min;
-            o.eps_max = eps_max;
-            o.patch_density = patch_density;
-            o.min_patch_points = min_patch_points;
-            o.merge_duplicates = merge_duplicates;
-            o.extrapolate = extrapolate;
-            o.threads = threads;
-            o.backend = parse_backend(backend);
-            new (self) Plan(std::move(o));
-          },
-          nb::arg("kernel"), nb::arg("degree"), nb::arg("eps"), nb::arg("loocv"),
-          nb::arg("eps_min"), nb::arg("eps_max"), nb::arg("patch_density"),
-          nb::arg("min_patch_points"), nb::arg("merge_duplicates"), nb::arg("extrapolate"),
-          nb::arg("threads"), nb::arg("backend"))
-      .def(
-          "set_data",
-          [](Plan &p, HostMatrix<double> points, HostMatrix<double> values) {
-            const Table<double> x = view(points), f = view(values);
-            nb::gil_scoped_release release;
-            p.set_data(x, f);
-          },
-          nb::arg("points").noconvert(), nb::arg("values").noconvert())
-      .def(
-          "evaluate",
-          [](const Plan &p, HostMatrix<double> points) {
-            const Table<double> x = view(points);
-            Table<double> out;
-            {
-              nb::gil_scoped_release release;
-              out = p.evaluate(x);
-            }
-            return to_numpy(std::move(out));
-          },
-          nb::arg("points").noconvert())
+  nb::class_<Plan> c(m, "Pum");
+  def_interpolant(c);
+  c.def(
+       "__init__",
+       [](Plan *self, const std::string &kernel, int degree, double eps, bool loocv, double eps_min,
+          double eps_max, double patch_density, std::int64_t min_patch_points,
+          bool merge_duplicates, bool extrapolate, int threads, const std::string &backend) {
+         PumOptions o;
+         o.kernel = parse_kernel(kernel);
+         o.degree = degree;
+         o.eps = eps;
+         o.loocv = loocv;
+         o.eps_min = eps_min;
+         o.eps_max = eps_max;
+         o.patch_density = patch_density;
+         o.min_patch_points = min_patch_points;
+         o.merge_duplicates = merge_duplicates;
+         o.extrapolate = extrapolate;
+         o.threads = threads;
+         o.backend = parse_backend(backend);
+         new (self) Plan(std::move(o));
+       },
+       nb::arg("kernel"), nb::arg("degree"), nb::arg("eps"), nb::arg("loocv"), nb::arg("eps_min"),
+       nb::arg("eps_max"), nb::arg("patch_density"), nb::arg("min_patch_points"),
+       nb::arg("merge_duplicates"), nb::arg("extrapolate"), nb::arg("threads"), nb::arg("backend"))
       .def_prop_ro("stats", [](const Plan &p) {
         const PumStats &s = p.stats();
         nb::dict d;
@@ -156,42 +117,23 @@ void bind_pum(nb::module_ &m) {
 
 void bind_local(nb::module_ &m) {
   using Plan = LocalRbfInterpolant;
-  nb::class_<Plan>(m, "LocalRbf")
-      .def(
-          "__init__",
-          [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,
-             double smoothing, std::int64_t neighbors, int threads) {
-            LocalRbfOptions o;
-            o.kernel = parse_kernel(kernel);
-            o.eps = eps;
-            o.degree = degree ? *degree : GlobalRbfOptions::kernel_default_degree;
-            o.smoothing = smoothing;
-            o.neighbors = neighbors;
-            o.threads = threads;
-            new (self) Plan(o);
-          },
-          nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
-          nb::arg("neighbors"), nb::arg("threads"))
-      .def(
-          "set_data",
-          [](Plan &p, HostMatrix<double> points, HostMatrix<double> values) {
-            const Table<double> x = view(points), f = view(values);
-            nb::gil_scoped_release release;
-            p.set_data(x, f);
-          },
-          nb::arg("points").noconvert(), nb::arg("values").noconvert())
-      .def(
-          "evaluate",
-          [](const Plan &p, HostMatrix<double> points) {
-            const Table<double> x = view(points);
-            Table<double> out;
-            {
-              nb::gil_scoped_release release;
-              out = p.evaluate(x);
-            }
-            return to_numpy(std::move(out));
-          },
-          nb::arg("points").noconvert());
+  nb::class_<Plan> c(m, "LocalRbf");
+  def_interpolant(c);
+  c.def(
+      "__init__",
+      [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,
+         double smoothing, std::int64_t neighbors, int threads) {
+        LocalRbfOptions o;
+        o.kernel = parse_kernel(kernel);
+        o.eps = eps;
+        o.degree = degree ? *degree : GlobalRbfOptions::kernel_default_degree;
+        o.smoothing = smoothing;
+        o.neighbors = neighbors;
+        o.threads = threads;
+        new (self) Plan(o);
+      },
+      nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
+      nb::arg("neighbors"), nb::arg("threads"));
 }
 
 } // namespace

@@ -33,6 +33,37 @@ void copy_block(T *dst, std::int64_t dst_ld, const T *src, std::int64_t src_ld, 
           "cudaMemcpyAsync");
 }
 
+// All right-hand sides of one block of sources against one block of targets, tile_max_rhs per
+// launch; pointers are device memory with the given leading dimensions.
+template <class T>
+void launch_all_rhs(const DirectProblem<T> &p, const T *src, std::int64_t n, std::int64_t src_ld,
+                    const T *w, std::int64_t w_ld, const T *tgt, std::int64_t m,
+                    std::int64_t tgt_ld, T *out, std::int64_t out_ld, bool accumulate,
+                    std::int64_t self_offset, cudaStream_t stream) {
+  const std::int64_t cpr = p.cols_per_rhs();
+  for (std::int64_t r0 = 0; r0 < p.nrhs; r0 += tile_max_rhs) {
+    TileArgs<T> a;
+    a.src = src;
+    a.n = n;
+    a.src_ld = src_ld;
+    a.w = w + r0 * w_ld;
+    a.w_ld = w_ld;
+    a.tgt = tgt;
+    a.m = m;
+    a.tgt_ld = tgt_ld;
+    a.out = out + r0 * cpr * out_ld;
+    a.out_ld = out_ld;
+    a.d = static_cast<int>(p.d);
+    a.nrhs = static_cast<int>(std::min<std::int64_t>(tile_max_rhs, p.nrhs - r0));
+    a.gradient = p.gradient;
+    a.accumulate = accumulate;
+    a.self = p.self;
+    a.self_offset = self_offset;
+    a.grad_scale = p.grad_scale;
+    launch_direct_tiles<T>(p.kernel, a, stream);
+  }
+}
+
 template <class T> class CudaDirectImpl final : public CudaDirect<T> {
 public:
   CudaDirectImpl(std::vector<int> ids, std::int64_t limit) {
@@ -161,7 +192,7 @@ private:
   }
 
   void run_device(Device &d, const DirectProblem<T> &p, T *out, const Progress &progress) {
-    const std::int64_t mg = d.t1 - d.t0, ncols = p.out_cols(), cpr = p.cols_per_rhs();
+    const std::int64_t mg = d.t1 - d.t0, ncols = p.out_cols();
     if (mg == 0)
       return;
     plan_chunks(d, p, p.nrhs, ncols);
@@ -200,27 +231,8 @@ private:
                      d.stream, d.id);
         copy_block(d.w.ptr, d.schunk, p.w + j0, p.n, nj, p.nrhs, cudaMemcpyHostToDevice, d.stream,
                    d.id);
-        for (std::int64_t r0 = 0; r0 < p.nrhs; r0 += tile_max_rhs) {
-          TileArgs<T> a;
-          a.src = d.src.ptr;
-          a.n = nj;
-          a.src_ld = d.schunk;
-          a.w = d.w.ptr + r0 * d.schunk;
-          a.w_ld = d.schunk;
-          a.tgt = tgt_dev;
-          a.m = mi;
-          a.tgt_ld = tgt_ld;
-          a.out = d.out.ptr + r0 * cpr * d.tchunk;
-          a.out_ld = d.tchunk;
-          a.d = static_cast<int>(p.d);
-          a.nrhs = static_cast<int>(std::min<std::int64_t>(tile_max_rhs, p.nrhs - r0));
-          a.gradient = p.gradient;
-          a.accumulate = j0 > 0;
-          a.self = p.self;
-          a.self_offset = i0 - j0;
-          a.grad_scale = p.grad_scale;
-          launch_direct_tiles<T>(p.kernel, a, d.stream);
-        }
+        launch_all_rhs(p, d.src.ptr, nj, d.schunk, d.w.ptr, d.schunk, tgt_dev, mi, tgt_ld,
+                       d.out.ptr, d.tchunk, j0 > 0, i0 - j0, d.stream);
       }
       copy_block(out + i0, p.m, d.out.ptr, d.tchunk, mi, ncols, cudaMemcpyDeviceToHost, d.stream,
                  d.id);
@@ -267,32 +279,13 @@ template <class T> void device_direct(const DirectProblem<T> &p, T *out, int dev
     ~RestoreDevice() { cudaSetDevice(id); }
   } restore{previous};
   check(cudaSetDevice(device), device, "cudaSetDevice");
-  const std::int64_t cpr = p.cols_per_rhs();
   if (p.m == 0)
     return;
-  if (p.n == 0) {
-    for (std::int64_t c = 0; c < p.out_cols(); ++c)
-      check(cudaMemsetAsync(out + c * p.m, 0, p.m * sizeof(T), nullptr), device, "cudaMemset");
-  }
-  for (std::int64_t r0 = 0; r0 < p.nrhs && p.n > 0; r0 += tile_max_rhs) {
-    TileArgs<T> a;
-    a.src = p.src;
-    a.n = p.n;
-    a.src_ld = p.n;
-    a.w = p.w + r0 * p.n;
-    a.w_ld = p.n;
-    a.tgt = p.tgt;
-    a.m = p.m;
-    a.tgt_ld = p.m;
-    a.out = out + r0 * cpr * p.m;
-    a.out_ld = p.m;
-    a.d = static_cast<int>(p.d);
-    a.nrhs = static_cast<int>(std::min<std::int64_t>(tile_max_rhs, p.nrhs - r0));
-    a.gradient = p.gradient;
-    a.self = p.self;
-    a.grad_scale = p.grad_scale;
-    launch_direct_tiles<T>(p.kernel, a, nullptr);
-  }
+  if (p.n == 0) // no sources: zeros
+    check(cudaMemsetAsync(out, 0, p.m * p.out_cols() * sizeof(T), nullptr), device, "cudaMemset");
+  else
+    launch_all_rhs(p, p.src, p.n, p.n, p.w, p.n, p.tgt, p.m, p.m, out, p.m, false, 0,
+                   cudaStream_t{nullptr});
   check(cudaStreamSynchronize(nullptr), device, "direct sum on device arrays");
 }
 
