@@ -68,11 +68,13 @@ Slices<T> Slices<T>::from_triplets(std::int64_t n, std::span<const Triplet<T>> e
 }
 
 template <class T>
-History<T>::History(std::int64_t n, std::int32_t depth)
-    : n_(n), depth_(depth), data_(static_cast<std::size_t>(n * depth), T(0)) {
-  if (n < 0 || depth < 0)
+History<T>::History(std::int64_t n, std::int32_t depth, std::int32_t lead, std::int32_t tail)
+    : n_(n), depth_(depth), lead_(lead), tail_(tail) {
+  if (n < 0 || depth < 0 || lead < 0 || tail < 0)
     throw Error(ErrorCode::invalid_argument,
-                fmt::format("history of {} unknowns and depth {}", n, depth));
+                fmt::format("history of {} unknowns, depth {}, padding {} + {}", n, depth, lead,
+                            tail));
+  data_.assign(static_cast<std::size_t>(n * stride()), T(0));
 }
 
 template <class T> void History<T>::push(std::span<const T> a) {
@@ -82,7 +84,7 @@ template <class T> void History<T>::push(std::span<const T> a) {
   if (depth_ == 0)
     return;
   for (std::int64_t j = 0; j < n_; ++j) {
-    T *h = data_.data() + j * depth_;
+    T *h = data_.data() + j * stride() + lead_;
     std::copy_backward(h, h + depth_ - 1, h + depth_);
     h[0] = a[static_cast<std::size_t>(j)];
   }

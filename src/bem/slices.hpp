@@ -45,19 +45,26 @@ template <class T> struct Slices {
 
 // The past values a^{n−1} … a^{n−kmax} of every unknown, slice by slice: at(j)[t] = a^{n−1−t}(j),
 // so that one slice reads one contiguous vector (§3.3). push() shifts in a^n.
+// The blocked kernels read a row with padding: row(j)[t] for −lead ≤ t < depth + tail, zero outside
+// 0 ≤ t < depth (the values a^{≥ n} not known yet, and the zero columns that pad a block).
 template <class T> class History {
 public:
-  History(std::int64_t n, std::int32_t depth);
+  History(std::int64_t n, std::int32_t depth, std::int32_t lead = 0, std::int32_t tail = 0);
   std::int64_t unknowns() const { return n_; }
   std::int32_t depth() const { return depth_; }
+  std::int32_t lead() const { return lead_; }
+  std::int32_t tail() const { return tail_; }
+  std::int64_t stride() const { return lead_ + depth_ + tail_; }
   std::span<const T> at(std::int64_t j) const {
-    return {data_.data() + j * depth_, static_cast<std::size_t>(depth_)};
+    return {data_.data() + j * stride() + lead_, static_cast<std::size_t>(depth_)};
   }
+  const T *row(std::int64_t j) const { return data_.data() + j * stride() + lead_; }
+  const T *data() const { return data_.data(); } // unknowns() rows of stride() values
   void push(std::span<const T> a); // a^n (n values): becomes at(j)[0]
 
 private:
   std::int64_t n_;
-  std::int32_t depth_;
+  std::int32_t depth_, lead_, tail_;
   std::vector<T> data_;
 };
 
