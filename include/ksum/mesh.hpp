@@ -89,7 +89,9 @@ bool have_gmsh() noexcept;
 // Reads a Gmsh mesh (any format Gmsh reads; 2D: triangles and quadrangles, 3D: tetrahedra,
 // hexahedra, prisms and pyramids, any order). Errors name the file: missing, unreadable, no
 // elements, mixed 2D/3D in one plane, a 2D mesh not in a plane z = const.
-Mesh read_mesh(const std::filesystem::path &path);
+// surface_3d: read only the 2D elements, a surface anywhere in space (a boundary element mesh,
+// `ksum tdbem`): no plane required, 3D elements ignored.
+Mesh read_mesh(const std::filesystem::path &path, bool surface_3d = false);
 
 struct MeshWriteOptions {
   bool overwrite = false; // false: an existing file is Error(io) and is left untouched

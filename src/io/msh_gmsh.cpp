@@ -100,7 +100,7 @@ bool have_gmsh() noexcept {
   return true;
 }
 
-Mesh read_mesh(const fs::path &path) {
+Mesh read_mesh(const fs::path &path, bool surface_3d) {
   { // a missing or unreadable file gets the system's reason (Gmsh only logs it)
     auto probe = detail::open_for_reading(path);
   }
@@ -155,7 +155,7 @@ Mesh read_mesh(const fs::path &path) {
                             detail::display(path), tag));
   };
 
-  for (int dim = 3; dim >= 2 && mesh.dim == 0; --dim) {
+  for (int dim = surface_3d ? 2 : 3; dim >= 2 && mesh.dim == 0; --dim) {
     std::vector<int> types;
     std::vector<std::vector<std::size_t>> etags, enodes;
     call(path, "list the elements", ErrorCode::parse,
@@ -191,7 +191,7 @@ Mesh read_mesh(const fs::path &path) {
     throw Error(ErrorCode::empty_input,
                 fmt::format("{}: no 2D or 3D elements (ksum deform moves surface or volume meshes)",
                             detail::display(path)));
-  if (mesh.dim == 2) {
+  if (mesh.dim == 2 && !surface_3d) {
     const double z0 = mesh.nodes(0, 2);
     double extent = 0;
     for (std::int64_t i = 0; i < n; ++i)

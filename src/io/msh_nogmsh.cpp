@@ -23,7 +23,7 @@ bool have_gmsh() noexcept {
   return false;
 }
 
-Mesh read_mesh(const std::filesystem::path &path) {
+Mesh read_mesh(const std::filesystem::path &path, bool) {
   refuse(path);
 }
 
