@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev
       libbenchmark-dev libeigen3-dev liblapacke-dev libopenblas-dev libpng-dev
-      libgmsh-dev python3-gmsh python3-dev python3-pip)
+      libgmsh-dev python3-gmsh python3-dev python3-pip libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
