@@ -48,5 +48,6 @@ void register_demo(CLI::App &app);
 void register_interpolate(CLI::App &app);
 void register_deform(CLI::App &app);
 void register_kde(CLI::App &app);
+void register_tdbem(CLI::App &app);
 
 } // namespace ksum::cli

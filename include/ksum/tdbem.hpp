@@ -6,14 +6,20 @@
 //   u_s(x, t) = ∫_Γ σ(y, t − |x − y| / c) / (4π |x − y|) dS_y,   u_s = −u_inc on Γ,
 //
 // discretised with σ piecewise constant on the triangles (one unknown per element, collocated at
-// its centroid) and piecewise linear in time (hat functions of width Δt). Collocation at the
-// centroids x_i and times nΔt gives the marching-on-in-time system of the seed's eq. (1):
+// its centroid) and, in time, piecewise constant (TimeBasis::constant, the default: a^n is σ on
+// ((n−1)Δt, nΔt]) or piecewise linear (TimeBasis::linear: hat functions, a^n = σ(nΔt)).
+// Collocation at the centroids x_i and times nΔt gives the marching-on-in-time system of the
+// seed's eq. (1):
 //
 //   Σ_{k=0}^{Kmax} M^k a^{n−k} = l^n,   M^k(i, j) = ∫_{Δ_j} T(k − |x_i − y| / (cΔt)) / (4π|x_i − y|) dS_y
 //
-// with T the hat function on [−1, 1]: M^k(i, j) ≠ 0 only while the wave from element j passes
-// over x_i in the k-th time shell (§2.2), so Kmax = 2 + ℓ_max / (cΔt) and every (i, j) has one
-// contiguous interval of k (the slice row vectors of §3.2). Each step solves eq. (2)–(5):
+// with T the temporal basis: M^k(i, j) ≠ 0 only while the wave from element j passes over x_i
+// in the k-th time shell (§2.2), so Kmax ≈ 1 + ℓ_max / (cΔt) (2 + ℓ_max / (cΔt) with the hat, the
+// seed's bound) and every (i, j) has one contiguous interval of k (the slice row vectors of §3.2).
+// Why constant by default: both are second order (measured on the pulsating sphere, comparing
+// the box's a^n with σ((n − ½)Δt)), but the hat's marching has a double root at z = −1 (its M^0
+// carries half a hat: the trapezoidal rule of a first-kind Volterra equation) and grows a
+// sawtooth after a few transits of the surface; the box's stays bounded (400 steps measured). Each step solves eq. (2)–(5):
 // s^n = Σ_{k≥1} M^k a^{n−k} (the summation stage, in slices, Full- or Contiguous-Blocking, CPU and
 // GPU workers balanced by §5.2's algorithm, MPI ranks owning slice intervals), then M^0 a^n = l^n − s^n
 // with a sparse LU factored once (Eigen's SparseLU).
@@ -57,6 +63,7 @@ void check_surface(const TriangleSurface &surface, const std::string &what);
 TriangleSurface sphere_surface(double radius, int refinements);
 
 enum class TdbemKernel { scalar, full, contiguous };
+enum class TimeBasis { constant, linear };
 enum class TdbemOrdering { natural, morton, hilbert };
 TdbemKernel parse_tdbem_kernel(std::string_view name);
 TdbemOrdering parse_tdbem_ordering(std::string_view name);
@@ -66,6 +73,7 @@ std::string_view to_string(TdbemOrdering o);
 struct TdbemOptions {
   double c = 1.0;  // wave speed
   double dt = 0.0; // time step; 0: the mean edge length / c
+  TimeBasis time_basis = TimeBasis::constant;
   TdbemKernel kernel = TdbemKernel::contiguous;
   TdbemOrdering ordering = TdbemOrdering::morton; // numbering of the unknowns (table 4)
   int block_rows = 0; // b_r; 0: 128 (contiguous) or chosen from measured rates (full)

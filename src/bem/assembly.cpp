@@ -21,7 +21,10 @@ V3 cross(const V3 &a, const V3 &b) {
 }
 double norm(const V3 &a) { return std::sqrt(dot(a, a)); }
 
-// G(v) = ∫_{−1}^{v} T(s) ds for the hat T(s) = max(0, 1 − |s|).
+// G(v) = ∫_{−∞}^{v} T(s) ds of the temporal basis seen at v = R/h − k: the box
+// (piecewise-constant σ, a^n its value on ((n−1)Δt, nΔt], non-zero for R/h − k ∈ [0, 1)) or the
+// hat T(s) = max(0, 1 − |s|) (piecewise-linear σ through a^n at nΔt).
+double box_integral(double v) { return std::clamp(v, 0.0, 1.0); }
 double hat_integral(double v) {
   if (v <= -1)
     return 0;
@@ -102,8 +105,9 @@ Geometry make_geometry(const TriangleSurface &s, const std::vector<std::int64_t>
   return g;
 }
 
-void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, std::int32_t &first,
-                     std::vector<double> &out) {
+void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, TimeBasis basis,
+                     std::int32_t &first, std::vector<double> &out) {
+  const auto G = basis == TimeBasis::linear ? hat_integral : box_integral;
   const auto &c = g.corner[static_cast<std::size_t>(j)];
   const V3 &n = g.normal[static_cast<std::size_t>(j)];
   const double z = dot(sub(x, c[0]), n);
@@ -114,7 +118,7 @@ void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, s
     rmax = std::max(rmax, norm(sub(x, c[a])));
   const double dplane = in_plane_distance(p, c[0], c[1], c[2], n);
   const double rmin = std::sqrt(z * z + dplane * dplane);
-  // T(k − R/h) ≠ 0 for some R in [rmin, rmax] ⇔ rmin/h − 1 < k < rmax/h + 1.
+  // T(k − R/h) ≠ 0 for some R in [rmin, rmax] ⇒ rmin/h − 1 < k < rmax/h + 1 (both bases).
   const auto k_lo = std::max<std::int32_t>(0, static_cast<std::int32_t>(std::floor(rmin / h - 1)) + 1);
   const auto k_hi = static_cast<std::int32_t>(std::ceil(rmax / h + 1)) - 1;
   first = k_lo;
@@ -130,7 +134,7 @@ void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, s
     base = g0_big.data();
   }
   for (std::size_t q = 0; q < nk; ++q)
-    base[q] = hat_integral(az / h - (k_lo + static_cast<double>(q)));
+    base[q] = G(az / h - (k_lo + static_cast<double>(q)));
   std::vector<double> cut;
   for (int e = 0; e < 3; ++e) {
     const V3 &A = c[e], &B = c[(e + 1) % 3];
@@ -172,7 +176,7 @@ void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, s
           const double wt = sgn * half * kWeights[gq];
           const double u = r / h;
           for (std::size_t k = 0; k < nk; ++k)
-            out[k] += wt * (hat_integral(u - (k_lo + static_cast<double>(k))) - base[k]);
+            out[k] += wt * (G(u - (k_lo + static_cast<double>(k))) - base[k]);
         }
       }
     }
@@ -195,8 +199,8 @@ void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, s
 }
 
 template <class T>
-Slices<T> assemble(const Geometry &g, double h, std::int64_t j0, std::int64_t j1, Assembled &m0,
-                   const std::function<void(std::int64_t, std::int64_t)> &progress) {
+Slices<T> assemble(const Geometry &g, double h, TimeBasis basis, std::int64_t j0, std::int64_t j1,
+                   Assembled &m0, const std::function<void(std::int64_t, std::int64_t)> &progress) {
   const std::int64_t n = g.n;
   if (j0 < 0 || j1 > n || j0 > j1)
     throw Error(ErrorCode::invalid_argument, fmt::format("slices [{}, {}) of {}", j0, j1, n));
@@ -225,7 +229,7 @@ Slices<T> assemble(const Geometry &g, double h, std::int64_t j0, std::int64_t j1
         if (!slice && norm(sub(x, cj)) - rj >= h)
           continue; // no M^0 term and not this rank's slice
         std::int32_t first = 0;
-        shell_integrals(x, g, j, h, first, val);
+        shell_integrals(x, g, j, h, basis, first, val);
         if (val.empty())
           continue;
         std::size_t skip = 0;
@@ -304,9 +308,10 @@ template <class T> double ordering_quality(const Slices<T> &slices) {
   return counted ? sum / static_cast<double>(counted) : 0;
 }
 
-template Slices<float> assemble(const Geometry &, double, std::int64_t, std::int64_t, Assembled &,
+template Slices<float> assemble(const Geometry &, double, TimeBasis, std::int64_t, std::int64_t,
+                                Assembled &,
                                 const std::function<void(std::int64_t, std::int64_t)> &);
-template Slices<double> assemble(const Geometry &, double, std::int64_t, std::int64_t,
+template Slices<double> assemble(const Geometry &, double, TimeBasis, std::int64_t, std::int64_t,
                                  Assembled &,
                                  const std::function<void(std::int64_t, std::int64_t)> &);
 template double ordering_quality(const Slices<float> &);

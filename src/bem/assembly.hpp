@@ -3,9 +3,10 @@
 //
 //   M^k(i, j) = 1/(4π) ∫_{Δ_j} T(k − |x_i − y| / h) / |x_i − y| dS_y,   h = cΔt,
 //
+// T the temporal basis (TimeBasis: the box or the hat),
 // computed exactly in R and by Gauss quadrature in angle: in polar coordinates about the foot p of
 // x_i on the plane of Δ_j (height z), dS / R = dR dθ, so the R integral of the hat T is the
-// closed-form G below, and the triangle is the signed sum of its three edge triangles (p, A, B),
+// closed-form G, and the triangle is the signed sum of its three edge triangles (p, A, B),
 // each an integral over the angle whose breakpoints (where R crosses a multiple of h, the hat's
 // kinks) are found in closed form: smooth pieces, Gauss–Legendre converges fast, and the 1/R
 // singularity of the self term is gone.
@@ -37,7 +38,7 @@ std::vector<std::int64_t> order_unknowns(const Table<double> &centroids, TdbemOr
 
 // M^k(x, Δ) for k = first … first + out.size() − 1 (non-zero only there): out is resized.
 void shell_integrals(const std::array<double, 3> &x, const Geometry &g, std::int64_t j, double h,
-                     std::int32_t &first, std::vector<double> &out);
+                     TimeBasis basis, std::int32_t &first, std::vector<double> &out);
 
 struct Assembled {
   std::int32_t kmax = 0;
@@ -49,7 +50,8 @@ struct Assembled {
 // M^0 and the slices [j0, j1) of M^1 … M^Kmax (the other slices left empty). progress(done,
 // total) in slices from the thread that owns the first one.
 template <class T>
-Slices<T> assemble(const Geometry &g, double h, std::int64_t j0, std::int64_t j1, Assembled &m0,
+Slices<T> assemble(const Geometry &g, double h, TimeBasis basis, std::int64_t j0, std::int64_t j1,
+                   Assembled &m0,
                    const std::function<void(std::int64_t, std::int64_t)> &progress = nullptr);
 
 // §6.4.1's ordering score: over the slices, the mean over consecutive rows of (values on the

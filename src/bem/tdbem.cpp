@@ -166,7 +166,7 @@ TdbemSolver<T>::TdbemSolver(const TriangleSurface &surface, const TdbemOptions &
   try {
     double t0 = now();
     bem::Assembled m0;
-    m.slices = bem::assemble<T>(m.geo, m.h, m.j0, m.j1, m0);
+    m.slices = bem::assemble<T>(m.geo, m.h, options.time_basis, m.j0, m.j1, m0);
     st.assembly_seconds = now() - t0;
     st.kmax = m.slices.kmax;
     st.dmax = m.slices.dmax();
@@ -253,7 +253,7 @@ template <std::floating_point T> void TdbemSolver<T>::set_probes(const Table<dou
     std::vector<double> vals;
     for (std::int64_t j = 0; j < m.geo.n; ++j) {
       std::int32_t first = 0;
-      bem::shell_integrals(x, m.geo, j, m.h, first, vals);
+      bem::shell_integrals(x, m.geo, j, m.h, m.opt.time_basis, first, vals);
       if (vals.empty())
         continue;
       m.probe_depth = std::max(m.probe_depth, first + static_cast<std::int32_t>(vals.size()));
