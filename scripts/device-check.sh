@@ -27,6 +27,10 @@
 #          lacks travel in .whl/py): pytest python/tests (GPU tests included), the Python-call
 #          overhead (bench/python/overhead.py) and the peers on the same points (bench/python/
 #          peers.py: FMM3D wheel and source build in .bench-data, SciPy, KeOps)
+#   tdbem  time-domain BEM (seed 003): its tests (GPU included), tables 2-3 (bem_kernels_bench),
+#          table 1 (bem_balance_bench), the pulsating-sphere convergence, table 4 and the whole
+#          time step on CPU / GPU / both balanced (bem_tdbem_bench, airplane-like surface), and
+#          ksum tdbem under mpirun -n 1, 2, 4
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -357,6 +361,45 @@ if want python; then
   fi
   echo "- python section: $(( $(date +%s) - t_py )) s" >> "$summary"
   tar -C "$OUT" -czf "$OUT/python.tar.gz" python && rm -rf "$OUT/python"
+fi
+
+if want tdbem; then
+  mkdir -p "$OUT/tdbem"
+  t_bem=$(date +%s)
+  bb=$build/bench
+  ctest --test-dir $build -R "Blocking|Tdbem|Slices|SliceBalancer|tdbem" -j 4 --output-on-failure \
+    > "$OUT/tdbem/tests.log" 2>&1 || rc=1
+  timeout 240 $bb/bem_kernels_bench --json "$OUT/tdbem/kernels.json" > "$OUT/tdbem/kernels.md" 2>&1 || rc=1
+  timeout 60 $bb/bem_balance_bench --json "$OUT/tdbem/balance.json" > "$OUT/tdbem/balance.md" 2>&1 || rc=1
+  timeout 150 $bb/bem_tdbem_bench --convergence 4 --json "$OUT/tdbem/convergence.json" \
+    > "$OUT/tdbem/convergence.md" 2>&1 || rc=1
+  # The test case: the airplane-like surface of bench/bem/data (Gmsh, make_airplane.py) or, where
+  # it is missing, a refined sphere; cΔt from KSUM_TDBEM_DT_RATIO × the mean edge.
+  surf=(--refine 5)
+  plane=bench/bem/data/airplane_10k
+  [[ -f ${plane}_nodes.npy ]] && surf=(--nodes ${plane}_nodes.npy --triangles ${plane}_triangles.npy)
+  timeout 420 $bb/bem_tdbem_bench "${surf[@]}" --dt-ratio ${KSUM_TDBEM_DT_RATIO:-0.5} --ng 8 --steps 40 \
+    --balance-csv "$OUT/tdbem/balance_steps.csv" --balance-png "$OUT/tdbem/balance_gpu_share.png" \
+    --json "$OUT/tdbem/testcase.json" > "$OUT/tdbem/testcase.md" 2>&1 || rc=1
+  # MPI ranks on the 16 cores (CPU workers), the same run 1, 2 and 4 ranks.
+  for p in 1 2 4; do
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 150 mpirun -n $p \
+      --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((jobs / p)) $build/apps/ksum/ksum tdbem \
+      --refine 4 --backend cpu --steps 120 --ng 8 --summary "$OUT/tdbem/mpi$p.txt" -f \
+      > "$OUT/tdbem/mpi$p.log" 2>&1 || rc=1
+  done
+  { echo; echo "TD-BEM tests (ctest -R \"Blocking|Tdbem|Slices|SliceBalancer|tdbem\"): $(grep -E 'tests passed|tests failed' "$OUT/tdbem/tests.log" | tail -n1)"
+    grep -E "\(Failed\)|\*\*\*Failed|Timeout" "$OUT/tdbem/tests.log" | head -n 10
+    echo; grep -E '^(#|\|)' "$OUT/tdbem/kernels.md" || tail -n 5 "$OUT/tdbem/kernels.md"
+    echo; grep -E '^(#|\|)' "$OUT/tdbem/balance.md" || tail -n 5 "$OUT/tdbem/balance.md"
+    echo; cat "$OUT/tdbem/convergence.md"
+    echo; cat "$OUT/tdbem/testcase.md"
+    for p in 1 2 4; do echo; echo "mpirun -n $p ksum tdbem --refine 4 --backend cpu (OMP_NUM_THREADS=$((jobs / p))):"
+      grep -E '^(time|worker)' "$OUT/tdbem/mpi$p.txt" 2>/dev/null || tail -n 3 "$OUT/tdbem/mpi$p.log"; done
+    echo "- tdbem section: $(( $(date +%s) - t_bem )) s"
+  } >> "$summary"
+  cp "$OUT/tdbem/balance_gpu_share.png" "$OUT/tdbem_balance_gpu_share.png" 2>/dev/null
+  tar -C "$OUT" -czf "$OUT/tdbem.tar.gz" tdbem && rm -rf "$OUT/tdbem"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"

@@ -50,6 +50,55 @@ void check_blocked_call(std::int64_t n, std::int64_t bj0, std::int64_t bj1, int 
                             tail, ng, bc, ng - 1, bc));
 }
 
+// The greedy cut of figure 6 over slices [j0, j1): open(j, row0, col0) for every new block,
+// place(block index, row vector, its row inside the block) for every row vector.
+template <class T, class Open, class Place>
+void greedy_cut(const Slices<T> &slices, int br, int bc, std::int64_t j0, std::int64_t j1,
+                Open open_block, Place place) {
+  struct Open_ {
+    std::int64_t index, row0;
+    std::int32_t col0;
+  };
+  std::vector<Open_> open;
+  std::int64_t blocks = 0;
+  for (std::int64_t j = j0; j < j1; ++j) {
+    open.clear();
+    for (std::int64_t q = slices.ptr[j]; q < slices.ptr[j + 1]; ++q) {
+      const SliceRow &row = slices.rows[static_cast<std::size_t>(q)];
+      if (row.length > bc)
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("slice {}, row {}: a row vector of {} values does not fit blocks "
+                                "{} columns wide (b_c must be ≥ d_max = {})",
+                                j, row.row, row.length, bc, slices.dmax()));
+      // Blocks whose rows ended can take no more row vectors (rows arrive in order).
+      std::erase_if(open, [&](const Open_ &o) { return o.row0 + br <= row.row; });
+      const Open_ *home = nullptr;
+      for (const Open_ &o : open)
+        if (row.k0 >= o.col0 && row.k0 + row.length <= o.col0 + bc) {
+          home = &o;
+          break;
+        }
+      if (!home) {
+        open_block(j, row.row, row.k0);
+        open.push_back({blocks++, row.row, row.k0});
+        home = &open.back();
+      }
+      place(home->index, row, row.row - home->row0, row.k0 - home->col0);
+    }
+  }
+}
+
+template <class T>
+std::int64_t FullBlocks<T>::count(const Slices<T> &slices, int br, int bc, std::int64_t j0,
+                                  std::int64_t j1) {
+  check_shape(br, bc);
+  check_range(slices, j0, j1);
+  std::int64_t blocks = 0;
+  greedy_cut(slices, br, bc, j0, j1, [&](std::int64_t, std::int64_t, std::int32_t) { ++blocks; },
+             [](std::int64_t, const SliceRow &, std::int64_t, std::int32_t) {});
+  return blocks;
+}
+
 template <class T>
 FullBlocks<T> FullBlocks<T>::build(const Slices<T> &slices, int br, int bc, std::int64_t j0,
                                    std::int64_t j1) {
@@ -64,44 +113,23 @@ FullBlocks<T> FullBlocks<T>::build(const Slices<T> &slices, int br, int bc, std:
   b.j1 = j1;
   b.slice_ptr.assign(static_cast<std::size_t>(j1 - j0) + 1, 0);
   const std::size_t block_size = static_cast<std::size_t>(br) * bc;
-  struct Open {
-    std::int64_t index, row0;
-    std::int32_t col0;
-  };
-  std::vector<Open> open;
-  for (std::int64_t j = j0; j < j1; ++j) {
-    open.clear();
-    for (std::int64_t q = slices.ptr[j]; q < slices.ptr[j + 1]; ++q) {
-      const SliceRow &row = slices.rows[static_cast<std::size_t>(q)];
-      if (row.length > bc)
-        throw Error(ErrorCode::invalid_argument,
-                    fmt::format("slice {}, row {}: a row vector of {} values does not fit blocks "
-                                "{} columns wide (b_c must be ≥ d_max = {})",
-                                j, row.row, row.length, bc, slices.dmax()));
-      // Blocks whose rows ended can take no more row vectors (rows arrive in order).
-      std::erase_if(open, [&](const Open &o) { return o.row0 + br <= row.row; });
-      const Open *home = nullptr;
-      for (const Open &o : open)
-        if (row.k0 >= o.col0 && row.k0 + row.length <= o.col0 + bc) {
-          home = &o;
-          break;
-        }
-      if (!home) {
-        const auto index = static_cast<std::int64_t>(b.row0.size());
-        b.row0.push_back(static_cast<std::int32_t>(row.row));
-        b.col0.push_back(row.k0);
+  greedy_cut(
+      slices, br, bc, j0, j1,
+      [&](std::int64_t j, std::int64_t row0, std::int32_t col0) {
+        b.row0.push_back(static_cast<std::int32_t>(row0));
+        b.col0.push_back(col0);
         b.values.resize(b.values.size() + block_size, T(0));
-        open.push_back({index, row.row, row.k0});
-        home = &open.back();
-      }
-      T *block = b.values.data() + static_cast<std::size_t>(home->index) * block_size;
-      const auto r = static_cast<std::size_t>(row.row - home->row0);
-      for (std::int32_t t = 0; t < row.length; ++t)
-        block[static_cast<std::size_t>(row.k0 - home->col0 + t) * br + r] =
-            slices.values[static_cast<std::size_t>(row.offset + t)];
-    }
-    b.slice_ptr[static_cast<std::size_t>(j - j0) + 1] = b.blocks();
-  }
+        b.slice_ptr[static_cast<std::size_t>(j - j0) + 1] = b.blocks();
+      },
+      [&](std::int64_t index, const SliceRow &row, std::int64_t r, std::int32_t c0) {
+        T *block = b.values.data() + static_cast<std::size_t>(index) * block_size;
+        for (std::int32_t t = 0; t < row.length; ++t)
+          block[static_cast<std::size_t>(c0 + t) * br + static_cast<std::size_t>(r)] =
+              slices.values[static_cast<std::size_t>(row.offset + t)];
+      });
+  // Slices without blocks end where the previous one did.
+  for (std::size_t q = 1; q < b.slice_ptr.size(); ++q)
+    b.slice_ptr[q] = std::max(b.slice_ptr[q], b.slice_ptr[q - 1]);
   return b;
 }
 

@@ -42,6 +42,9 @@ template <class T> struct FullBlocks {
   // (its row, its k0). Needs bc ≥ d_max (an error names the longer row vector otherwise).
   static FullBlocks build(const Slices<T> &slices, int br, int bc, std::int64_t j0,
                           std::int64_t j1);
+  // The number of blocks build() would make, without storing them (table 4's NBB).
+  static std::int64_t count(const Slices<T> &slices, int br, int bc, std::int64_t j0,
+                            std::int64_t j1);
 };
 
 template <class T> struct ContiguousBlocks {

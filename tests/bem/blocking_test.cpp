@@ -92,6 +92,7 @@ TYPED_TEST(Blocking, KernelsMatchScalarReference) {
           std::vector<double> ref(static_cast<std::size_t>(ng * n), 0.0);
           sum_slices_scalar(c.exact, c.past64, ng, j0, j1, ref.data());
           const auto fb = FullBlocks<T>::build(c.slices, br, bc, 0, n);
+          ASSERT_EQ(FullBlocks<T>::count(c.slices, br, bc, 0, n), fb.blocks());
           const auto cb = ContiguousBlocks<T>::build(c.slices, br, bc, 0, n);
           for (int threads : {1, 2}) {
             std::vector<T> got(ref.size(), T(0));
