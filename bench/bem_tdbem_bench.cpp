@@ -49,8 +49,9 @@ struct Args {
 json convergence(int max_refine) {
   json out = json::array();
   fmt::print("### pulsating sphere: max_n max_i |a^n_i − σ| / max |σ| over t ≤ 4, cΔt = h / 2\n\n");
-  fmt::print("| triangles | h (mean edge) | dt | constant basis | linear basis | assembly + run s |\n"
-             "|--:|--:|--:|--:|--:|--:|\n");
+  fmt::print(
+      "| triangles | h (mean edge) | dt | constant basis | linear basis | assembly + run s |\n"
+      "|--:|--:|--:|--:|--:|--:|\n");
   auto g = [](double t) { return std::exp(-std::pow((t - 1.5) / 0.4, 2)); };
   auto dg = [&](double t) { return -2 * (t - 1.5) / 0.16 * g(t); };
   for (int ref = 1; ref <= max_refine; ++ref) {
@@ -84,7 +85,10 @@ json convergence(int max_refine) {
     }
     fmt::print("| {} | {:.4f} | {:.4f} | {:.3g} | {:.3g} | {:.1f} |\n", s.elements(), edge, dt,
                err[0], err[1], now() - t0);
-    out.push_back({{"triangles", s.elements()}, {"h", edge}, {"dt", dt}, {"constant", err[0]},
+    out.push_back({{"triangles", s.elements()},
+                   {"h", edge},
+                   {"dt", dt},
+                   {"constant", err[0]},
                    {"linear", err[1]}});
   }
   return out;
@@ -110,8 +114,8 @@ TriangleSurface load(const Args &a) {
 
 // Seconds of one summation call (ng vectors) over all slices, from the blocks of a sample.
 template <class Blocks>
-double measure(const Blocks &sample, const bem::Slices<float> &slices, int ng,
-               double total_values, double sample_values) {
+double measure(const Blocks &sample, const bem::Slices<float> &slices, int ng, double total_values,
+               double sample_values) {
   if (!gpus().empty()) {
     bem::GpuSlices<float> gpu(0, sample, ng);
     return gpu.time_kernel(ng, sample.j0, sample.j1, 5) * total_values / sample_values;
@@ -160,7 +164,8 @@ json table4(const TriangleSurface &surface, const Args &a, double h) {
                "quality {:.1f} (assembly {:.1f} s); E on {}, ng = {}\n\n",
                name, n, slices.kmax, dmax, nnz / static_cast<double>(slices.rows.size()), nnz,
                quality, t_asm, device, a.ng);
-    fmt::print("| b_r × b_c | NBB | NNZ% | E (ms / call) | E (ms / step) |\n|---|--:|--:|--:|--:|\n");
+    fmt::print(
+        "| b_r × b_c | NBB | NNZ% | E (ms / call) | E (ms / step) |\n|---|--:|--:|--:|--:|\n");
     const std::int64_t sample = std::min<std::int64_t>(a.sample, n);
     const std::int64_t s0 = (n - sample) / 2;
     json rows = json::array();
@@ -173,26 +178,37 @@ json table4(const TriangleSurface &surface, const Args &a, double h) {
         const auto nbb = bem::FullBlocks<float>::count(slices, br, bc, 0, n);
         const auto part = bem::FullBlocks<float>::build(slices, br, bc, s0, s0 + sample);
         const double values = static_cast<double>(nbb) * br * bc;
-        const double e = measure(part, slices, a.ng, values,
-                                 static_cast<double>(part.blocks()) * br * bc);
+        const double e =
+            measure(part, slices, a.ng, values, static_cast<double>(part.blocks()) * br * bc);
         fmt::print("| {} × {} | {:.3g} | {:.1f}% | {:.2f} | {:.3f} |\n", br, bc,
                    static_cast<double>(nbb), 100 * nnz / values, 1e3 * e, 1e3 * e / a.ng);
-        rows.push_back({{"br", br}, {"bc", bc}, {"nbb", nbb}, {"fill", nnz / values},
+        rows.push_back({{"br", br},
+                        {"bc", bc},
+                        {"nbb", nbb},
+                        {"fill", nnz / values},
                         {"seconds_per_call", e}});
       }
     // Contiguous-Blocking: b_c = d_max, b_r = 128 (§4.2).
     const int br = 128;
     const auto part = bem::ContiguousBlocks<float>::build(slices, br, 0, s0, s0 + sample);
     const double values = static_cast<double>(n) * static_cast<double>(part.nb) * br * part.bc;
-    const double e = measure(part, slices, a.ng, values,
-                             static_cast<double>(sample) * static_cast<double>(part.nb) * br * part.bc);
+    const double e =
+        measure(part, slices, a.ng, values,
+                static_cast<double>(sample) * static_cast<double>(part.nb) * br * part.bc);
     fmt::print("| CB {} × {} | {} | {:.1f}% | {:.2f} | {:.3f} |\n", br, part.bc,
                static_cast<double>(n) * part.nb, 100 * nnz / values, 1e3 * e, 1e3 * e / a.ng);
-    out.push_back({{"ordering", name}, {"unknowns", n}, {"kmax", slices.kmax}, {"dmax", dmax},
-                   {"nnz", nnz}, {"quality", quality}, {"assembly_seconds", t_asm},
-                   {"device", device}, {"full", rows},
-                   {"contiguous", {{"br", br}, {"bc", part.bc}, {"fill", nnz / values},
-                                   {"seconds_per_call", e}}}});
+    out.push_back(
+        {{"ordering", name},
+         {"unknowns", n},
+         {"kmax", slices.kmax},
+         {"dmax", dmax},
+         {"nnz", nnz},
+         {"quality", quality},
+         {"assembly_seconds", t_asm},
+         {"device", device},
+         {"full", rows},
+         {"contiguous",
+          {{"br", br}, {"bc", part.bc}, {"fill", nnz / values}, {"seconds_per_call", e}}}});
   }
   return out;
 }
@@ -223,8 +239,8 @@ json time_steps(const TriangleSurface &surface, const Args &a, double dt) {
     json wj = json::array();
     for (const auto &w : st.workers) {
       workers += fmt::format("{}: {:.0f} ({} slices); ", w.name, w.gflops, w.slices);
-      wj.push_back({{"name", w.name}, {"gflops", w.gflops}, {"slices", w.slices},
-                    {"seconds", w.seconds}});
+      wj.push_back(
+          {{"name", w.name}, {"gflops", w.gflops}, {"slices", w.slices}, {"seconds", w.seconds}});
     }
     const std::string label = backend == Backend::cpu    ? "CPU worker"
                               : backend == Backend::cuda ? "1 GPU"
@@ -232,10 +248,15 @@ json time_steps(const TriangleSurface &surface, const Args &a, double dt) {
     fmt::print("| {} | {:.3f} | {:.3f} | {:.3f} | {}|\n", label,
                1e3 * st.summation_seconds / a.steps, 1e3 * st.solve_seconds / a.steps,
                1e3 * wall / a.steps, workers);
-    out.push_back({{"workers", label}, {"steps", a.steps}, {"wall_seconds", wall},
-                   {"summation_seconds", st.summation_seconds}, {"solve_seconds", st.solve_seconds},
-                   {"assembly_seconds", st.assembly_seconds}, {"workers_detail", wj},
-                   {"balance_percent", st.balance_percent}, {"balance_slices", st.balance_slices}});
+    out.push_back({{"workers", label},
+                   {"steps", a.steps},
+                   {"wall_seconds", wall},
+                   {"summation_seconds", st.summation_seconds},
+                   {"solve_seconds", st.solve_seconds},
+                   {"assembly_seconds", st.assembly_seconds},
+                   {"workers_detail", wj},
+                   {"balance_percent", st.balance_percent},
+                   {"balance_slices", st.balance_slices}});
     if (backend == Backend::automatic && st.workers.size() == 2) {
       // Figure 15: each worker's share of the summed time per call; the GPU's share drawn.
       std::vector<double> x, y;
@@ -243,20 +264,21 @@ json time_steps(const TriangleSurface &surface, const Args &a, double dt) {
       for (std::size_t c = 0; c < st.balance_percent.size(); ++c) {
         x.push_back(static_cast<double>(c));
         y.push_back(st.balance_percent[c][1]);
-        csv += fmt::format("{},{:.2f},{:.2f},{},{}\n", c, st.balance_percent[c][0],
-                           st.balance_percent[c][1], st.balance_slices[c][0],
-                           st.balance_slices[c][1]);
+        csv +=
+            fmt::format("{},{:.2f},{:.2f},{},{}\n", c, st.balance_percent[c][0],
+                        st.balance_percent[c][1], st.balance_slices[c][0], st.balance_slices[c][1]);
       }
       if (!a.balance_csv.empty())
         io::write_text(a.balance_csv, csv, true);
       if (!a.balance_png.empty() && x.size() >= 2)
-        io::write_line_plot_png(a.balance_png, x.data(), y.data(), static_cast<std::int64_t>(x.size()), true);
-      fmt::print("\nbalance (CPU % / GPU % of the summed time; slices): first {:.1f} / {:.1f} ({} / "
-                 "{}), last {:.1f} / {:.1f} ({} / {})\n",
-                 st.balance_percent.front()[0], st.balance_percent.front()[1],
-                 st.balance_slices.front()[0], st.balance_slices.front()[1],
-                 st.balance_percent.back()[0], st.balance_percent.back()[1],
-                 st.balance_slices.back()[0], st.balance_slices.back()[1]);
+        io::write_line_plot_png(a.balance_png, x.data(), y.data(),
+                                static_cast<std::int64_t>(x.size()), true);
+      fmt::print(
+          "\nbalance (CPU % / GPU % of the summed time; slices): first {:.1f} / {:.1f} ({} / "
+          "{}), last {:.1f} / {:.1f} ({} / {})\n",
+          st.balance_percent.front()[0], st.balance_percent.front()[1],
+          st.balance_slices.front()[0], st.balance_slices.front()[1], st.balance_percent.back()[0],
+          st.balance_percent.back()[1], st.balance_slices.back()[0], st.balance_slices.back()[1]);
     }
   }
   return out;
@@ -274,22 +296,38 @@ int main(int argc, char **argv) {
           throw Error(ErrorCode::invalid_argument, fmt::format("{} needs a value", k));
         return argv[++i];
       };
-      if (k == "--nodes") a.nodes = value();
-      else if (k == "--triangles") a.triangles = value();
-      else if (k == "--mesh") a.mesh = value();
-      else if (k == "--refine") a.refine = std::stoi(value());
-      else if (k == "--dt-ratio") a.dt_ratio = std::stod(value());
-      else if (k == "--ng") a.ng = std::stoi(value());
-      else if (k == "--sample") a.sample = std::stoi(value());
-      else if (k == "--steps") a.steps = std::stoi(value());
-      else if (k == "--orderings") a.orderings = value();
-      else if (k == "--no-table4") a.table4 = false;
-      else if (k == "--no-step") a.step = false;
-      else if (k == "--balance-csv") a.balance_csv = value();
-      else if (k == "--balance-png") a.balance_png = value();
-      else if (k == "--json") a.json = value();
-      else if (k == "--convergence") a.convergence = std::stoi(value());
-      else throw Error(ErrorCode::invalid_argument, fmt::format("unknown option {}", k));
+      if (k == "--nodes")
+        a.nodes = value();
+      else if (k == "--triangles")
+        a.triangles = value();
+      else if (k == "--mesh")
+        a.mesh = value();
+      else if (k == "--refine")
+        a.refine = std::stoi(value());
+      else if (k == "--dt-ratio")
+        a.dt_ratio = std::stod(value());
+      else if (k == "--ng")
+        a.ng = std::stoi(value());
+      else if (k == "--sample")
+        a.sample = std::stoi(value());
+      else if (k == "--steps")
+        a.steps = std::stoi(value());
+      else if (k == "--orderings")
+        a.orderings = value();
+      else if (k == "--no-table4")
+        a.table4 = false;
+      else if (k == "--no-step")
+        a.step = false;
+      else if (k == "--balance-csv")
+        a.balance_csv = value();
+      else if (k == "--balance-png")
+        a.balance_png = value();
+      else if (k == "--json")
+        a.json = value();
+      else if (k == "--convergence")
+        a.convergence = std::stoi(value());
+      else
+        throw Error(ErrorCode::invalid_argument, fmt::format("unknown option {}", k));
     }
     if (a.convergence > 0) {
       const json j = {{"convergence", convergence(a.convergence)}};

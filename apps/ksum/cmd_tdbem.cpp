@@ -18,7 +18,8 @@ namespace {
 
 struct TdbemArgs {
   std::string mesh, probes, probe_csv, plot, vtu, summary;
-  std::string basis = "constant", kernel = "contiguous", ordering = "morton", backend = "auto", precision = "f32";
+  std::string basis = "constant", kernel = "contiguous", ordering = "morton", backend = "auto",
+              precision = "f32";
   std::string block;
   double sphere = 1.0, c = 1.0, dt = 0.0, t0 = -1, width = -1;
   std::vector<double> direction = {1, 0, 0};
@@ -67,9 +68,11 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
   for (const auto *out : {&a.probe_csv, &a.plot, &a.summary})
     refuse_overwrite(*out, {&a.mesh, &a.probes}, a.force);
   if (!a.plot.empty() && fs::path(a.plot).extension() != ".png")
-    throw Error(ErrorCode::invalid_argument, fmt::format("--plot {}: expected a .png file", a.plot));
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("--plot {}: expected a .png file", a.plot));
   if (!a.vtu.empty() && a.vtu_every <= 0)
-    throw Error(ErrorCode::invalid_argument, "--vtu PREFIX needs --vtu-every K (a snapshot every K steps)");
+    throw Error(ErrorCode::invalid_argument,
+                "--vtu PREFIX needs --vtu-every K (a snapshot every K steps)");
   if (a.direction.size() != 3)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("--direction has {} numbers; give x,y,z", a.direction.size()));
@@ -105,8 +108,9 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
       hi[k] = std::max(hi[k], surface.nodes(r, k));
     }
   const double centre[3] = {(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2};
-  const double radius =
-      std::sqrt(std::pow(hi[0] - lo[0], 2) + std::pow(hi[1] - lo[1], 2) + std::pow(hi[2] - lo[2], 2)) / 2;
+  const double radius = std::sqrt(std::pow(hi[0] - lo[0], 2) + std::pow(hi[1] - lo[1], 2) +
+                                  std::pow(hi[2] - lo[2], 2)) /
+                        2;
 
   TdbemSolver<T> solver(surface, opt);
   const auto &st0 = solver.stats();
@@ -116,7 +120,8 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
                                 a.direction[2] * a.direction[2]);
   if (!(dlen > 0))
     throw Error(ErrorCode::invalid_argument, "--direction: a zero vector");
-  const std::array<double, 3> d = {a.direction[0] / dlen, a.direction[1] / dlen, a.direction[2] / dlen};
+  const std::array<double, 3> d = {a.direction[0] / dlen, a.direction[1] / dlen,
+                                   a.direction[2] / dlen};
   // The pulse: 8 steps wide by default, its peak reaching the surface's near side 3 widths in.
   const double width = a.width > 0 ? a.width : 8 * dt;
   const double dc = d[0] * centre[0] + d[1] * centre[1] + d[2] * centre[2];
@@ -135,7 +140,8 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
   }
   solver.set_probes(probes);
   const std::int64_t steps =
-      a.steps > 0 ? a.steps : static_cast<std::int64_t>(std::ceil((t0 + 3 * width + 4 * radius / a.c) / dt));
+      a.steps > 0 ? a.steps
+                  : static_cast<std::int64_t>(std::ceil((t0 + 3 * width + 4 * radius / a.c) / dt));
   if (root)
     note(fmt::format("tdbem: {}: {} unknowns, c = {}, dt = {:.4g}, Kmax = {}, d_max = {}, {} "
                      "non-zeros ({:.3g} GB), {} steps, {} rank(s)",
@@ -148,7 +154,8 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
     bar = std::make_unique<ProgressLine>("tdbem: time steps");
   std::int64_t done = 0;
   while (done < steps) {
-    const std::int64_t chunk = a.vtu_every > 0 ? std::min(steps - done, a.vtu_every - done % a.vtu_every) : steps - done;
+    const std::int64_t chunk =
+        a.vtu_every > 0 ? std::min(steps - done, a.vtu_every - done % a.vtu_every) : steps - done;
     solver.run(chunk, [&](std::int64_t k, std::int64_t) {
       if (bar)
         bar->update(static_cast<double>(done + k) / static_cast<double>(steps));
@@ -176,7 +183,8 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
     Table<double> out(static_cast<std::int64_t>(hist.size()), 1 + probes.rows());
     out.names.push_back("t");
     for (std::int64_t p = 0; p < probes.rows(); ++p)
-      out.names.push_back(fmt::format("u_s({:.4g};{:.4g};{:.4g})", probes(p, 0), probes(p, 1), probes(p, 2)));
+      out.names.push_back(
+          fmt::format("u_s({:.4g};{:.4g};{:.4g})", probes(p, 0), probes(p, 1), probes(p, 2)));
     for (std::size_t n = 0; n < hist.size(); ++n) {
       out(static_cast<std::int64_t>(n), 0) = static_cast<double>(n) * dt;
       for (std::int64_t p = 0; p < probes.rows(); ++p)
@@ -190,20 +198,22 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
       t.push_back(static_cast<double>(n) * dt);
       u.push_back(hist[n][0]);
     }
-    io::write_line_plot_png(a.plot, t.data(), u.data(), static_cast<std::int64_t>(t.size()), a.force);
+    io::write_line_plot_png(a.plot, t.data(), u.data(), static_cast<std::int64_t>(t.size()),
+                            a.force);
   }
   std::string text;
   text += fmt::format("surface      {} ({} unknowns, ordering {}, quality {:.1f})\n", what,
                       st.unknowns, a.ordering, st.ordering_quality);
-  text += fmt::format("slices       Kmax {}, d_max {}, d_av {:.2f}, {} non-zeros, M^0 {} non-zeros\n",
-                      st.kmax, st.dmax, st.dav, st.nnz, st.nnz_m0);
-  text += fmt::format("blocks       {} {}x{} ({}), fill {:.1f} %, ng {}\n", st.blocks, st.block_rows,
-                      st.block_cols, a.kernel, 100 * st.fill, st.ng);
-  text += fmt::format("time         assembly {:.3f} s, factor {:.3f} s, blocking {:.3f} s, "
-                      "summation {:.3f} s, solve {:.3f} s, exchange {:.3f} s, total {:.3f} s\n",
-                      st.assembly_seconds, st.factor_seconds, st.blocking_seconds,
-                      st.summation_seconds, st.solve_seconds, st.exchange_seconds,
-                      seconds_since(t_start));
+  text +=
+      fmt::format("slices       Kmax {}, d_max {}, d_av {:.2f}, {} non-zeros, M^0 {} non-zeros\n",
+                  st.kmax, st.dmax, st.dav, st.nnz, st.nnz_m0);
+  text += fmt::format("blocks       {} {}x{} ({}), fill {:.1f} %, ng {}\n", st.blocks,
+                      st.block_rows, st.block_cols, a.kernel, 100 * st.fill, st.ng);
+  text +=
+      fmt::format("time         assembly {:.3f} s, factor {:.3f} s, blocking {:.3f} s, "
+                  "summation {:.3f} s, solve {:.3f} s, exchange {:.3f} s, total {:.3f} s\n",
+                  st.assembly_seconds, st.factor_seconds, st.blocking_seconds, st.summation_seconds,
+                  st.solve_seconds, st.exchange_seconds, seconds_since(t_start));
   for (const auto &w : st.workers)
     text += fmt::format("worker       {:<18} {:>8} slices  {:8.3f} s  {:8.1f} GFlop/s\n", w.name,
                         w.slices, w.seconds, w.gflops);
@@ -230,7 +240,8 @@ void register_tdbem(CLI::App &app) {
                "by a closed surface, marching on in time with the summation stage in slices");
   cmd->footer(
       "Model: sound-soft scattering, the retarded single-layer potential with one unknown per "
-      "triangle (collocated at its centroid), piecewise constant (or linear) in time; M^k couples elements "
+      "triangle (collocated at its centroid), piecewise constant (or linear) in time; M^k couples "
+      "elements "
       "about k c dt apart. Each step: s^n = sum_{k>=1} M^k a^{n-k} (the summation stage, ng "
       "steps at a time), then M^0 a^n = l^n - s^n (sparse LU factored once).\n"
       "Workers: one CPU worker plus one per GPU, their slice intervals balanced every call "
@@ -255,9 +266,11 @@ void register_tdbem(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--steps", a.steps, "Time steps (default: until the pulse has passed)");
   cmd->add_option("--direction", a.direction, "Plane wave direction x,y,z")->delimiter(',');
-  cmd->add_option("--t0", a.t0, "Time of the pulse's peak at the origin (default: it starts "
-                                "3 widths before the surface)");
-  cmd->add_option("--width", a.width, "Pulse width (exp(-((t - t0 - d.x/c)/width)^2); default 8 dt)");
+  cmd->add_option("--t0", a.t0,
+                  "Time of the pulse's peak at the origin (default: it starts "
+                  "3 widths before the surface)");
+  cmd->add_option("--width", a.width,
+                  "Pulse width (exp(-((t - t0 - d.x/c)/width)^2); default 8 dt)");
   cmd->add_option("--kernel", a.kernel, "Summation kernel: contiguous, full or scalar (reference)")
       ->check(CLI::IsMember({"contiguous", "full", "scalar"}))
       ->capture_default_str();
@@ -280,12 +293,15 @@ void register_tdbem(CLI::App &app) {
   cmd->add_option("--precision", a.precision, "Summation precision (the solve is f64)")
       ->check(CLI::IsMember({"f32", "f64"}))
       ->capture_default_str();
-  cmd->add_option("--probes", a.probes, "Probe points (x, y, z columns; default: in front, "
-                                        "behind and at the centre)");
-  cmd->add_option("--probe-csv", a.probe_csv, "The scattered field at the probes over time (CSV/.npy)");
+  cmd->add_option("--probes", a.probes,
+                  "Probe points (x, y, z columns; default: in front, "
+                  "behind and at the centre)");
+  cmd->add_option("--probe-csv", a.probe_csv,
+                  "The scattered field at the probes over time (CSV/.npy)");
   cmd->add_option("--plot", a.plot, "PNG of the first probe's signal over time");
   cmd->add_option("--vtu", a.vtu, "Prefix of .vtu snapshots of the density on the surface");
-  cmd->add_option("--vtu-every", a.vtu_every, "A snapshot every K steps")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--vtu-every", a.vtu_every, "A snapshot every K steps")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--summary", a.summary, "Write the run summary to this text file");
   cmd->add_flag("-f,--force", a.force, "Overwrite existing output files");
   cmd->callback([] {

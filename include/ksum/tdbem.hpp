@@ -11,7 +11,8 @@
 // Collocation at the centroids x_i and times nΔt gives the marching-on-in-time system of the
 // seed's eq. (1):
 //
-//   Σ_{k=0}^{Kmax} M^k a^{n−k} = l^n,   M^k(i, j) = ∫_{Δ_j} T(k − |x_i − y| / (cΔt)) / (4π|x_i − y|) dS_y
+//   Σ_{k=0}^{Kmax} M^k a^{n−k} = l^n,   M^k(i, j) = ∫_{Δ_j} T(k − |x_i − y| / (cΔt)) / (4π|x_i −
+//   y|) dS_y
 //
 // with T the temporal basis: M^k(i, j) ≠ 0 only while the wave from element j passes over x_i
 // in the k-th time shell (§2.2), so Kmax ≈ 1 + ℓ_max / (cΔt) (2 + ℓ_max / (cΔt) with the hat, the
@@ -19,10 +20,10 @@
 // Why constant by default: both are second order (measured on the pulsating sphere, comparing
 // the box's a^n with σ((n − ½)Δt)), but the hat's marching has a double root at z = −1 (its M^0
 // carries half a hat: the trapezoidal rule of a first-kind Volterra equation) and grows a
-// sawtooth after a few transits of the surface; the box's stays bounded (400 steps measured). Each step solves eq. (2)–(5):
-// s^n = Σ_{k≥1} M^k a^{n−k} (the summation stage, in slices, Full- or Contiguous-Blocking, CPU and
-// GPU workers balanced by §5.2's algorithm, MPI ranks owning slice intervals), then M^0 a^n = l^n − s^n
-// with a sparse LU factored once (Eigen's SparseLU).
+// sawtooth after a few transits of the surface; the box's stays bounded (400 steps measured). Each
+// step solves eq. (2)–(5): s^n = Σ_{k≥1} M^k a^{n−k} (the summation stage, in slices, Full- or
+// Contiguous-Blocking, CPU and GPU workers balanced by §5.2's algorithm, MPI ranks owning slice
+// intervals), then M^0 a^n = l^n − s^n with a sparse LU factored once (Eigen's SparseLU).
 //
 // Why elements rather than vertices: P0 collocation makes M^0 a square, almost diagonal matrix
 // (the self term dominates) and keeps every unknown's support inside one triangle, so the exact
@@ -95,22 +96,22 @@ IncidentField plane_wave_pulse(std::array<double, 3> direction, double c, double
                                double amplitude = 1.0);
 
 struct TdbemWorkerStats {
-  std::string name;           // "cpu (14 threads)", "gpu 0"
-  std::int64_t slices = 0;    // its slice interval after the last balancing
-  double seconds = 0;         // summation time, all steps
-  double gflops = 0;          // stored values × 2·ng per call / its time
+  std::string name;        // "cpu (14 threads)", "gpu 0"
+  std::int64_t slices = 0; // its slice interval after the last balancing
+  double seconds = 0;      // summation time, all steps
+  double gflops = 0;       // stored values × 2·ng per call / its time
 };
 
 struct TdbemStats {
   std::int64_t unknowns = 0;
   std::int32_t kmax = 0, dmax = 0;
-  double dav = 0;                  // mean row-vector length
-  std::int64_t nnz = 0;            // non-zeros of M^1 … M^Kmax
-  std::int64_t nnz_m0 = 0;         // of M^0
-  std::int64_t blocks = 0;         // blocks of this rank's slice interval
-  double fill = 1;                 // non-zeros / stored values
+  double dav = 0;          // mean row-vector length
+  std::int64_t nnz = 0;    // non-zeros of M^1 … M^Kmax
+  std::int64_t nnz_m0 = 0; // of M^0
+  std::int64_t blocks = 0; // blocks of this rank's slice interval
+  double fill = 1;         // non-zeros / stored values
   int block_rows = 0, block_cols = 0, ng = 0;
-  double ordering_quality = 0;     // §6.4.1's score: mean squared overlap of consecutive rows
+  double ordering_quality = 0; // §6.4.1's score: mean squared overlap of consecutive rows
   double assembly_seconds = 0, factor_seconds = 0, blocking_seconds = 0;
   double summation_seconds = 0, solve_seconds = 0, exchange_seconds = 0;
   std::int64_t steps = 0;
@@ -141,7 +142,7 @@ public:
   void run(std::int64_t steps,
            const std::function<void(std::int64_t, std::int64_t)> &progress = nullptr);
 
-  std::int64_t step() const;                // time steps done
+  std::int64_t step() const; // time steps done
   double dt() const;
   std::int64_t unknowns() const;
   // a^n, element by element in the surface's order (the density σ at the centroids).

@@ -14,17 +14,25 @@ namespace ksum::bem {
 namespace {
 
 using V3 = std::array<double, 3>;
-V3 sub(const V3 &a, const V3 &b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-double dot(const V3 &a, const V3 &b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+V3 sub(const V3 &a, const V3 &b) {
+  return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+}
+double dot(const V3 &a, const V3 &b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
 V3 cross(const V3 &a, const V3 &b) {
   return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
 }
-double norm(const V3 &a) { return std::sqrt(dot(a, a)); }
+double norm(const V3 &a) {
+  return std::sqrt(dot(a, a));
+}
 
 // G(v) = ∫_{−∞}^{v} T(s) ds of the temporal basis seen at v = R/h − k: the box
 // (piecewise-constant σ, a^n its value on ((n−1)Δt, nΔt], non-zero for R/h − k ∈ [0, 1)) or the
 // hat T(s) = max(0, 1 − |s|) (piecewise-linear σ through a^n at nΔt).
-double box_integral(double v) { return std::clamp(v, 0.0, 1.0); }
+double box_integral(double v) {
+  return std::clamp(v, 0.0, 1.0);
+}
 double hat_integral(double v) {
   if (v <= -1)
     return 0;
@@ -36,14 +44,12 @@ double hat_integral(double v) {
 }
 
 // Gauss–Legendre, 8 points on [−1, 1].
-constexpr std::array<double, 8> kNodes = {-0.9602898564975363, -0.7966664774136267,
-                                          -0.5255324099163290, -0.1834346424956498,
-                                          0.1834346424956498,  0.5255324099163290,
-                                          0.7966664774136267,  0.9602898564975363};
-constexpr std::array<double, 8> kWeights = {0.1012285362903763, 0.2223810344533745,
-                                            0.3137066458778873, 0.3626837833783620,
-                                            0.3626837833783620, 0.3137066458778873,
-                                            0.2223810344533745, 0.1012285362903763};
+constexpr std::array<double, 8> kNodes = {
+    -0.9602898564975363, -0.7966664774136267, -0.5255324099163290, -0.1834346424956498,
+    0.1834346424956498,  0.5255324099163290,  0.7966664774136267,  0.9602898564975363};
+constexpr std::array<double, 8> kWeights = {
+    0.1012285362903763, 0.2223810344533745, 0.3137066458778873, 0.3626837833783620,
+    0.3626837833783620, 0.3137066458778873, 0.2223810344533745, 0.1012285362903763};
 
 // Distance from p to the triangle (a, b, c) in its plane (p in that plane).
 double in_plane_distance(const V3 &p, const V3 &a, const V3 &b, const V3 &c, const V3 &n) {
@@ -119,7 +125,8 @@ void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, T
   const double dplane = in_plane_distance(p, c[0], c[1], c[2], n);
   const double rmin = std::sqrt(z * z + dplane * dplane);
   // T(k − R/h) ≠ 0 for some R in [rmin, rmax] ⇒ rmin/h − 1 < k < rmax/h + 1 (both bases).
-  const auto k_lo = std::max<std::int32_t>(0, static_cast<std::int32_t>(std::floor(rmin / h - 1)) + 1);
+  const auto k_lo =
+      std::max<std::int32_t>(0, static_cast<std::int32_t>(std::floor(rmin / h - 1)) + 1);
   const auto k_hi = static_cast<std::int32_t>(std::ceil(rmax / h + 1)) - 1;
   first = k_lo;
   out.assign(static_cast<std::size_t>(std::max(0, k_hi - k_lo + 1)), 0.0);
@@ -298,8 +305,8 @@ template <class T> double ordering_quality(const Slices<T> &slices) {
     for (auto r = b + 1; r < e; ++r) {
       const auto &u = slices.rows[static_cast<std::size_t>(r - 1)];
       const auto &v = slices.rows[static_cast<std::size_t>(r)];
-      const double overlap = std::max(0, std::min(u.k0 + u.length, v.k0 + v.length) -
-                                             std::max(u.k0, v.k0));
+      const double overlap =
+          std::max(0, std::min(u.k0 + u.length, v.k0 + v.length) - std::max(u.k0, v.k0));
       q += overlap * overlap;
     }
     sum += q / static_cast<double>(e - b - 1);

@@ -26,7 +26,9 @@ void check_shape(int br, int bc) {
                 fmt::format("block {} x {}: rows must be 1 … 1024 and columns 1 … 4096", br, bc));
 }
 
-int resolve_threads(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+int resolve_threads(int threads) {
+  return threads > 0 ? threads : omp_get_max_threads();
+}
 
 } // namespace
 
@@ -37,9 +39,9 @@ void check_blocked_call(std::int64_t n, std::int64_t bj0, std::int64_t bj1, int 
   if (ng < 1 || ng > 64)
     throw Error(ErrorCode::invalid_argument, fmt::format("ng = {}: must be 1 … 64", ng));
   if (j0 < bj0 || j1 > bj1 || j0 > j1)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("slices [{}, {}) outside the blocks' slices [{}, {})", j0, j1, bj0,
-                            bj1));
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("slices [{}, {}) outside the blocks' slices [{}, {})", j0, j1, bj0, bj1));
   if (past_n != n || past_depth < kmax)
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("history of {} unknowns and depth {}; the blocks need {} and {}",
@@ -94,8 +96,9 @@ std::int64_t FullBlocks<T>::count(const Slices<T> &slices, int br, int bc, std::
   check_shape(br, bc);
   check_range(slices, j0, j1);
   std::int64_t blocks = 0;
-  greedy_cut(slices, br, bc, j0, j1, [&](std::int64_t, std::int64_t, std::int32_t) { ++blocks; },
-             [](std::int64_t, const SliceRow &, std::int64_t, std::int32_t) {});
+  greedy_cut(
+      slices, br, bc, j0, j1, [&](std::int64_t, std::int64_t, std::int32_t) { ++blocks; },
+      [](std::int64_t, const SliceRow &, std::int64_t, std::int32_t) {});
   return blocks;
 }
 
@@ -142,8 +145,9 @@ ContiguousBlocks<T> ContiguousBlocks<T>::build(const Slices<T> &slices, int br, 
   check_shape(br, bc);
   check_range(slices, j0, j1);
   if (bc < dmax)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("b_c = {} is shorter than the longest row vector d_max = {}", bc, dmax));
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("b_c = {} is shorter than the longest row vector d_max = {}", bc, dmax));
   ContiguousBlocks b;
   b.n = slices.n;
   b.kmax = slices.kmax;
@@ -185,9 +189,8 @@ std::int64_t slice_nnz(const Slices<T> &slices, std::int64_t j0, std::int64_t j1
 }
 
 template <class T> double fill_ratio(const Slices<T> &slices, std::int64_t stored_values) {
-  return stored_values > 0
-             ? static_cast<double>(slice_nnz(slices, 0, slices.n)) / stored_values
-             : 1.0;
+  return stored_values > 0 ? static_cast<double>(slice_nnz(slices, 0, slices.n)) / stored_values
+                           : 1.0;
 }
 
 namespace {
@@ -197,8 +200,8 @@ namespace {
 template <class T, class Body>
 void over_slices(std::int64_t n, int ng, std::int64_t j0, std::int64_t j1, T *s, int threads,
                  Body body) {
-  const int nt = static_cast<int>(std::min<std::int64_t>(resolve_threads(threads),
-                                                         std::max<std::int64_t>(j1 - j0, 1)));
+  const int nt = static_cast<int>(
+      std::min<std::int64_t>(resolve_threads(threads), std::max<std::int64_t>(j1 - j0, 1)));
   if (nt <= 1) {
     for (std::int64_t j = j0; j < j1; ++j)
       body(j, s);

@@ -22,9 +22,9 @@
 namespace ksum::bem {
 
 template <class T> struct FullBlocks {
-  std::int64_t n = 0;  // unknowns (rows of a slice)
+  std::int64_t n = 0; // unknowns (rows of a slice)
   std::int32_t kmax = 0;
-  int br = 0, bc = 0;  // block rows × columns
+  int br = 0, bc = 0;          // block rows × columns
   std::int64_t j0 = 0, j1 = 0; // the slices held
   // Slice j's blocks: [slice_ptr[j − j0], slice_ptr[j − j0 + 1]).
   std::vector<std::int64_t> slice_ptr;
@@ -69,7 +69,8 @@ template <class T> struct ContiguousBlocks {
 // Stored values per block kind, and the fill (non-zeros of the slices / values stored).
 template <class T> double fill_ratio(const Slices<T> &slices, std::int64_t stored_values);
 // The non-zeros of slices [j0, j1) (to weigh the fill of a slice interval).
-template <class T> std::int64_t slice_nnz(const Slices<T> &slices, std::int64_t j0, std::int64_t j1);
+template <class T>
+std::int64_t slice_nnz(const Slices<T> &slices, std::int64_t j0, std::int64_t j1);
 
 // CPU kernels (OpenMP over slices, each thread its own n_g·n accumulator; the inner loops over
 // block rows vectorise). They add to s (n_g·n values, g-major) the terms of slices [j0, j1),

@@ -18,13 +18,19 @@ namespace {
 
 using V3 = std::array<double, 3>;
 
-V3 sub(const V3 &a, const V3 &b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
+V3 sub(const V3 &a, const V3 &b) {
+  return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+}
 V3 cross(const V3 &a, const V3 &b) {
   return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
 }
-double norm(const V3 &a) { return std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]); }
+double norm(const V3 &a) {
+  return std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+}
 
-V3 node(const TriangleSurface &s, std::int64_t r) { return {s.nodes(r, 0), s.nodes(r, 1), s.nodes(r, 2)}; }
+V3 node(const TriangleSurface &s, std::int64_t r) {
+  return {s.nodes(r, 0), s.nodes(r, 1), s.nodes(r, 2)};
+}
 
 } // namespace
 
@@ -44,8 +50,8 @@ void check_surface(const TriangleSurface &s, const std::string &what) {
     for (int a = 0; a < 3; ++a) {
       const double x = s.nodes(r, a);
       if (!std::isfinite(x))
-        throw Error(ErrorCode::non_finite,
-                    fmt::format("{}: node {} has coordinate {} = {}", what, node_tag(r), "xyz"[a], x));
+        throw Error(ErrorCode::non_finite, fmt::format("{}: node {} has coordinate {} = {}", what,
+                                                       node_tag(r), "xyz"[a], x));
       extent = std::max(extent, std::abs(x));
     }
   for (std::int64_t e = 0; e < m; ++e)
@@ -72,8 +78,8 @@ void check_surface(const TriangleSurface &s, const std::string &what) {
         throw Error(ErrorCode::invalid_argument,
                     fmt::format("{}: nodes {} and {} are at the same place ({}, {}, {}): merge "
                                 "duplicate nodes (Gmsh: Coherence)",
-                                what, node_tag(idx[p - 1]), node_tag(idx[p]),
-                                s.nodes(idx[p], 0), s.nodes(idx[p], 1), s.nodes(idx[p], 2)));
+                                what, node_tag(idx[p - 1]), node_tag(idx[p]), s.nodes(idx[p], 0),
+                                s.nodes(idx[p], 1), s.nodes(idx[p], 2)));
   }
   // Degenerate triangles, and every edge shared by exactly two triangles (closed surface).
   std::unordered_map<std::uint64_t, std::pair<int, std::int64_t>> edges;
@@ -98,7 +104,8 @@ void check_surface(const TriangleSurface &s, const std::string &what) {
   }
   for (const auto &[key, use] : edges)
     if (use.first != 2) {
-      const auto u = static_cast<std::int64_t>(key >> 32), v = static_cast<std::int64_t>(key & 0xffffffffu);
+      const auto u = static_cast<std::int64_t>(key >> 32),
+                 v = static_cast<std::int64_t>(key & 0xffffffffu);
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("{}: the surface is not closed: edge ({}, {}) of element {} belongs "
                               "to {} triangle(s), not 2 (the TD-BEM needs a closed surface)",
@@ -119,7 +126,8 @@ TriangleSurface surface_from_mesh(const Mesh &mesh) {
                               to_string(b.shape)));
     for (std::int64_t e = 0; e < b.size(); ++e) {
       for (int a = 0; a < 3; ++a) // corners first: higher-order triangles are taken as flat
-        s.triangles.push_back(b.connectivity[static_cast<std::size_t>(e * b.nodes_per_element + a)]);
+        s.triangles.push_back(
+            b.connectivity[static_cast<std::size_t>(e * b.nodes_per_element + a)]);
       s.tags.push_back(b.tags[static_cast<std::size_t>(e)]);
     }
   }
@@ -133,12 +141,12 @@ TriangleSurface sphere_surface(double radius, int refinements) {
                 fmt::format("sphere of radius {} refined {} times (radius > 0, 0 … 9 times)",
                             radius, refinements));
   const double p = (1 + std::sqrt(5.0)) / 2;
-  std::vector<V3> x = {{-1, p, 0}, {1, p, 0},  {-1, -p, 0}, {1, -p, 0}, {0, -1, p},  {0, 1, p},
+  std::vector<V3> x = {{-1, p, 0},  {1, p, 0},  {-1, -p, 0}, {1, -p, 0}, {0, -1, p},  {0, 1, p},
                        {0, -1, -p}, {0, 1, -p}, {p, 0, -1},  {p, 0, 1},  {-p, 0, -1}, {-p, 0, 1}};
   std::vector<std::array<std::int64_t, 3>> t = {
-      {0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
+      {0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
       {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
-      {3, 8, 9},  {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
+      {3, 8, 9},   {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
   auto unit = [](V3 v) {
     const double l = norm(v);
     return V3{v[0] / l, v[1] / l, v[2] / l};
@@ -151,7 +159,8 @@ TriangleSurface sphere_surface(double radius, int refinements) {
       const auto key = std::minmax(a, b);
       if (auto it = mid.find(key); it != mid.end())
         return it->second;
-      x.push_back(unit({(x[a][0] + x[b][0]) / 2, (x[a][1] + x[b][1]) / 2, (x[a][2] + x[b][2]) / 2}));
+      x.push_back(
+          unit({(x[a][0] + x[b][0]) / 2, (x[a][1] + x[b][1]) / 2, (x[a][2] + x[b][2]) / 2}));
       return mid[key] = static_cast<std::int64_t>(x.size()) - 1;
     };
     std::vector<std::array<std::int64_t, 3>> next;

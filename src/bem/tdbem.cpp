@@ -68,7 +68,9 @@ std::string_view to_string(TdbemKernel k) {
   return k == TdbemKernel::scalar ? "scalar" : k == TdbemKernel::full ? "full" : "contiguous";
 }
 std::string_view to_string(TdbemOrdering o) {
-  return o == TdbemOrdering::natural ? "natural" : o == TdbemOrdering::morton ? "morton" : "hilbert";
+  return o == TdbemOrdering::natural  ? "natural"
+         : o == TdbemOrdering::morton ? "morton"
+                                      : "hilbert";
 }
 
 IncidentField plane_wave_pulse(std::array<double, 3> d, double c, double t0, double width,
@@ -108,9 +110,9 @@ template <std::floating_point T> struct TdbemSolver<T>::Impl {
   std::vector<std::vector<ProbeRow>> probes;
   std::int32_t probe_depth = 0;
   std::vector<std::vector<double>> probe_history;
-  std::vector<T> group;                   // ng·n: the summation vectors of the current group
+  std::vector<T> group;                    // ng·n: the summation vectors of the current group
   std::vector<std::vector<double>> recent; // a^m of the current group, unknown order
-  std::vector<double> current;            // a^n, unknown order
+  std::vector<double> current;             // a^n, unknown order
   std::int64_t step = 0;
   TdbemStats stats;
   std::mutex mutex;
@@ -172,9 +174,9 @@ TdbemSolver<T>::TdbemSolver(const TriangleSurface &surface, const TdbemOptions &
     st.dmax = m.slices.dmax();
     st.nnz = m.slices.nnz();
     st.nnz_m0 = static_cast<std::int64_t>(m0.m0_values.size());
-    st.dav = m.slices.rows.empty() ? 0
-                                   : static_cast<double>(st.nnz) /
-                                         static_cast<double>(m.slices.rows.size());
+    st.dav = m.slices.rows.empty()
+                 ? 0
+                 : static_cast<double>(st.nnz) / static_cast<double>(m.slices.rows.size());
     st.ordering_quality = bem::ordering_quality(m.slices);
     t0 = now();
     if (m.comm.rank() == 0) {
@@ -199,7 +201,9 @@ TdbemSolver<T>::TdbemSolver(const TriangleSurface &surface, const TdbemOptions &
         const auto &row = m.slices.rows[static_cast<std::size_t>(r)];
         for (std::int32_t k = row.k0; k < std::min(row.k0 + row.length, options.ng); ++k)
           trips[static_cast<std::size_t>(k)].emplace_back(
-              row.row, j, static_cast<double>(m.slices.values[static_cast<std::size_t>(row.offset + k - row.k0)]));
+              row.row, j,
+              static_cast<double>(
+                  m.slices.values[static_cast<std::size_t>(row.offset + k - row.k0)]));
       }
     for (std::size_t k = 1; k < m.shells.size(); ++k) {
       m.shells[k].resize(n, n);
@@ -290,9 +294,11 @@ void TdbemSolver<T>::run(std::int64_t steps,
       m.recent.clear();
     }
     for (std::int64_t i = 0; i < n; ++i)
-      s[static_cast<std::size_t>(i)] = static_cast<double>(m.group[static_cast<std::size_t>(g * n + i)]);
+      s[static_cast<std::size_t>(i)] =
+          static_cast<double>(m.group[static_cast<std::size_t>(g * n + i)]);
     for (int k = 1; k <= g; ++k) { // complete s^m with M^k a^{m−k}, a^{m−k} of this group
-      const Eigen::Map<const Eigen::VectorXd> ak(m.recent[static_cast<std::size_t>(g - k)].data(), n);
+      const Eigen::Map<const Eigen::VectorXd> ak(m.recent[static_cast<std::size_t>(g - k)].data(),
+                                                 n);
       Eigen::Map<Eigen::VectorXd>(s.data(), n) += m.shells[static_cast<std::size_t>(k)] * ak;
     }
     st.summation_seconds += now() - t0;
@@ -357,8 +363,12 @@ void TdbemSolver<T>::run(std::int64_t steps,
   m.workers->fill_stats(st);
 }
 
-template <std::floating_point T> std::int64_t TdbemSolver<T>::step() const { return impl_->step; }
-template <std::floating_point T> double TdbemSolver<T>::dt() const { return impl_->dt; }
+template <std::floating_point T> std::int64_t TdbemSolver<T>::step() const {
+  return impl_->step;
+}
+template <std::floating_point T> double TdbemSolver<T>::dt() const {
+  return impl_->dt;
+}
 template <std::floating_point T> std::int64_t TdbemSolver<T>::unknowns() const {
   return impl_->geo.n;
 }

@@ -69,7 +69,8 @@ Workers<T>::Workers(const Slices<T> &slices, std::int64_t j0, std::int64_t j1,
     bc_ = contiguous_->bc;
     const std::int64_t per = contiguous_->nb * br_ * bc_;
     for (std::int64_t j = j0; j < j1; ++j)
-      prefix_[static_cast<std::size_t>(j - j0) + 1] = prefix_[static_cast<std::size_t>(j - j0)] + per;
+      prefix_[static_cast<std::size_t>(j - j0) + 1] =
+          prefix_[static_cast<std::size_t>(j - j0)] + per;
     blocks_ = contiguous_->blocks();
     break;
   }
@@ -184,14 +185,16 @@ template <class T> void Workers<T>::sum(const History<T> &past, T *s) {
     const auto a = bounds[static_cast<std::size_t>(w)], b = bounds[static_cast<std::size_t>(w) + 1];
     seconds_[static_cast<std::size_t>(w)] += times[static_cast<std::size_t>(w)];
     flops_[static_cast<std::size_t>(w)] +=
-        2.0 * ng_ * static_cast<double>(prefix_[static_cast<std::size_t>(b)] -
-                                        prefix_[static_cast<std::size_t>(a)]);
+        2.0 * ng_ *
+        static_cast<double>(prefix_[static_cast<std::size_t>(b)] -
+                            prefix_[static_cast<std::size_t>(a)]);
     total += times[static_cast<std::size_t>(w)];
   }
   std::vector<double> pct(static_cast<std::size_t>(nw));
   std::vector<std::int64_t> counts(static_cast<std::size_t>(nw));
   for (int w = 0; w < nw; ++w) {
-    pct[static_cast<std::size_t>(w)] = total > 0 ? 100 * times[static_cast<std::size_t>(w)] / total : 0;
+    pct[static_cast<std::size_t>(w)] =
+        total > 0 ? 100 * times[static_cast<std::size_t>(w)] / total : 0;
     counts[static_cast<std::size_t>(w)] =
         bounds[static_cast<std::size_t>(w) + 1] - bounds[static_cast<std::size_t>(w)];
   }

@@ -45,12 +45,16 @@ int as_count(std::int64_t count) {
 }
 
 template <class T> MPI_Datatype type();
-template <> MPI_Datatype type<double>() { return MPI_DOUBLE; }
-template <> MPI_Datatype type<float>() { return MPI_FLOAT; }
+template <> MPI_Datatype type<double>() {
+  return MPI_DOUBLE;
+}
+template <> MPI_Datatype type<float>() {
+  return MPI_FLOAT;
+}
 
 template <class T> void reduce(T *buf, std::int64_t count, int root, int rank) {
-  check(MPI_Reduce(rank == root ? MPI_IN_PLACE : buf, rank == root ? buf : nullptr,
-                   as_count(count), type<T>(), MPI_SUM, root, MPI_COMM_WORLD),
+  check(MPI_Reduce(rank == root ? MPI_IN_PLACE : buf, rank == root ? buf : nullptr, as_count(count),
+                   type<T>(), MPI_SUM, root, MPI_COMM_WORLD),
         "reduce");
 }
 template <class T> void bcast(T *buf, std::int64_t count, int root) {
@@ -60,7 +64,9 @@ template <class T> void bcast(T *buf, std::int64_t count, int root) {
 
 } // namespace
 
-Comm Comm::self() { return Comm{}; }
+Comm Comm::self() {
+  return Comm{};
+}
 
 Comm Comm::world() {
   Comm c;

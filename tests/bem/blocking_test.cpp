@@ -42,8 +42,9 @@ template <class T> struct Case {
   History<double> past64;
 };
 
-template <class T> Case<T> make_case(std::int64_t n, int kmax, int dmax, double p, int bc_max,
-                                     int ng_max, unsigned seed) {
+template <class T>
+Case<T> make_case(std::int64_t n, int kmax, int dmax, double p, int bc_max, int ng_max,
+                  unsigned seed) {
   const auto e = random_triplets<T>(n, kmax, dmax, p, seed);
   std::vector<Triplet<double>> e64;
   for (const auto &t : e)
@@ -65,10 +66,12 @@ template <class T> Case<T> make_case(std::int64_t n, int kmax, int dmax, double 
   return {std::move(s), std::move(s64), std::move(past), std::move(past64)};
 }
 
-template <class T> double tolerance() { return std::is_same_v<T, float> ? 2e-5 : 1e-13; }
+template <class T> double tolerance() {
+  return std::is_same_v<T, float> ? 2e-5 : 1e-13;
+}
 
-template <class T> void expect_close(const std::vector<T> &got, const std::vector<double> &ref,
-                                     const char *what) {
+template <class T>
+void expect_close(const std::vector<T> &got, const std::vector<double> &ref, const char *what) {
   double scale = 1;
   for (double x : ref)
     scale = std::max(scale, std::abs(x));
@@ -152,16 +155,23 @@ TEST(Blocking, FullBlockingGreedyCutOfAHandMadeSlice) {
 TEST(Blocking, BadShapesAndCallsAreRefused) {
   auto c = make_case<double>(20, 10, 5, 0.5, 8, 4, 3);
   const int dmax = c.slices.dmax();
-  test::expect_error([&] { (void)FullBlocks<double>::build(c.slices, 4, dmax - 1, 0, 20); }, ErrorCode::invalid_argument, "d_max");
-  test::expect_error([&] { (void)ContiguousBlocks<double>::build(c.slices, 4, dmax - 1, 0, 20); }, ErrorCode::invalid_argument, "d_max");
-  test::expect_error([&] { (void)ContiguousBlocks<double>::build(c.slices, 0, 8, 0, 20); }, ErrorCode::invalid_argument, "block 0 x 8");
-  test::expect_error([&] { (void)ContiguousBlocks<double>::build(c.slices, 4, 8, 5, 21); }, ErrorCode::invalid_argument, "outside");
+  test::expect_error([&] { (void)FullBlocks<double>::build(c.slices, 4, dmax - 1, 0, 20); },
+                     ErrorCode::invalid_argument, "d_max");
+  test::expect_error([&] { (void)ContiguousBlocks<double>::build(c.slices, 4, dmax - 1, 0, 20); },
+                     ErrorCode::invalid_argument, "d_max");
+  test::expect_error([&] { (void)ContiguousBlocks<double>::build(c.slices, 0, 8, 0, 20); },
+                     ErrorCode::invalid_argument, "block 0 x 8");
+  test::expect_error([&] { (void)ContiguousBlocks<double>::build(c.slices, 4, 8, 5, 21); },
+                     ErrorCode::invalid_argument, "outside");
   const auto cb = ContiguousBlocks<double>::build(c.slices, 4, 8, 5, 15);
   std::vector<double> s(4 * 20);
-  test::expect_error([&] { sum_contiguous_cpu(cb, c.past, 1, 0, 15, s.data()); }, ErrorCode::invalid_argument, "outside the blocks");
-  test::expect_error([&] { sum_contiguous_cpu(cb, c.past, 0, 5, 15, s.data()); }, ErrorCode::invalid_argument, "ng = 0");
+  test::expect_error([&] { sum_contiguous_cpu(cb, c.past, 1, 0, 15, s.data()); },
+                     ErrorCode::invalid_argument, "outside the blocks");
+  test::expect_error([&] { sum_contiguous_cpu(cb, c.past, 0, 5, 15, s.data()); },
+                     ErrorCode::invalid_argument, "ng = 0");
   History<double> short_pad(20, c.slices.kmax, 0, 8);
-  test::expect_error([&] { sum_contiguous_cpu(cb, short_pad, 2, 5, 15, s.data()); }, ErrorCode::shape_mismatch, "padded");
+  test::expect_error([&] { sum_contiguous_cpu(cb, short_pad, 2, 5, 15, s.data()); },
+                     ErrorCode::shape_mismatch, "padded");
 }
 
 } // namespace

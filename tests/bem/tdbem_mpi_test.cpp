@@ -77,10 +77,12 @@ int main() {
       // After 8 steps the two differ by rounding (≤ 1e-14); the marching then amplifies it a
       // little each step (measured 1.1e-13 after 25 steps).
       check(rel_diff(dist.early, serial.early) <= 1e-14,
-            name + ": early density differs by " + fmt::format("{:.3g}", rel_diff(dist.early, serial.early)),
+            name + ": early density differs by " +
+                fmt::format("{:.3g}", rel_diff(dist.early, serial.early)),
             rank);
       check(rel_diff(dist.density, serial.density) <= 1e-12,
-            name + ": density differs by " + fmt::format("{:.3g}", rel_diff(dist.density, serial.density)),
+            name + ": density differs by " +
+                fmt::format("{:.3g}", rel_diff(dist.density, serial.density)),
             rank);
       if (rank == 0) {
         check(dist.probes.size() == 25 && serial.probes.size() == 25, name + ": probe rows", rank);

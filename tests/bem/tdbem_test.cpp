@@ -16,8 +16,12 @@ namespace ksum {
 namespace {
 
 constexpr double kT0 = 1.5, kWidth = 0.4;
-double pulse(double t) { return std::exp(-std::pow((t - kT0) / kWidth, 2)); }
-double pulse_rate(double t) { return -2 * (t - kT0) / (kWidth * kWidth) * pulse(t); }
+double pulse(double t) {
+  return std::exp(-std::pow((t - kT0) / kWidth, 2));
+}
+double pulse_rate(double t) {
+  return -2 * (t - kT0) / (kWidth * kWidth) * pulse(t);
+}
 
 // Unit sphere, c = 1, uniform data u = g(t) on it: S σ = (c/2) ∫_{t−2a/c}^{t} σ, so
 // σ(t) = (2/c) Σ_m g'(t − 2ma/c). Returns max_n max_i |a^n_i − σ(nΔt)| / max |σ| over t ≤ 4.
@@ -36,7 +40,8 @@ double uniform_sphere_error(int refinements, double dt_over_edge, TimeBasis basi
   for (std::int64_t n = 0; n * solver.dt() <= 4.0; ++n) {
     solver.run(1);
     // The box's a^n is σ on ((n−1)Δt, nΔt]: compared at its midpoint; the hat's at nΔt.
-    const double t = (static_cast<double>(n) - (basis == TimeBasis::constant ? 0.5 : 0.0)) * solver.dt();
+    const double t =
+        (static_cast<double>(n) - (basis == TimeBasis::constant ? 0.5 : 0.0)) * solver.dt();
     double exact = 0;
     for (int m = 0; m < 4; ++m)
       exact += 2 * pulse_rate(t - 2 * m);
@@ -217,7 +222,8 @@ TEST(Tdbem, BadSurfacesAndParametersAreRefused) {
   test::expect_error([&] { TdbemSolver<double>(s, neg); }, ErrorCode::invalid_argument, "c = -1");
   TdbemSolver<double> solver(s, o);
   test::expect_error([&] { solver.run(1); }, ErrorCode::invalid_argument, "no incident field");
-  solver.set_incident([](const std::array<double, 3> &, double t) { return t > 0 ? std::nan("") : 0.0; });
+  solver.set_incident(
+      [](const std::array<double, 3> &, double t) { return t > 0 ? std::nan("") : 0.0; });
   test::expect_error([&] { solver.run(3); }, ErrorCode::non_finite, "incident field is");
   test::expect_error([&] { (void)parse_tdbem_kernel("dense"); }, ErrorCode::invalid_argument,
                      "scalar, full or contiguous");
