@@ -17,6 +17,7 @@ from .direct import FMM3D, DirectSum, FMMOutput, kernel_sum, lfmm3d
 from .fmm2d import FMM2D, cfmm2d
 from .gauss import KDE, GaussTransform, gauss_transform, gaussian_kde
 from .interpolate import PUMInterpolator, RBFInterpolator
+from .tdbem import TDBEM, sphere
 
 __version__ = _ksum.info()["version"]
 
@@ -46,4 +47,5 @@ __all__ = ["info", "config", "CopyWarning", "Error", "InputError", "ParseError",
            "UnsupportedError", "DeviceError", "NotConvergedError", "InternalError",
            "DirectSum", "FMM3D", "kernel_sum", "lfmm3d", "FMMOutput", "FMM2D", "cfmm2d",
            "GaussTransform", "gauss_transform", "KDE", "gaussian_kde", "RBFInterpolator",
-           "PUMInterpolator", "deform_mesh", "DeformResult", "Simulation", "simulate"]
+           "PUMInterpolator", "deform_mesh", "DeformResult", "Simulation", "simulate", "TDBEM",
+           "sphere"]
