@@ -274,6 +274,9 @@ def main():
     tri_area, edges, worst = check_closed(nodes, tri)
     tri, volume, components = orient_outwards(nodes, tri)
     euler = len(nodes) - edges + len(tri)
+    if euler != 2 or components != 1:
+        raise SystemExit(f"make_airplane: Euler characteristic {euler}, {components} component(s): "
+                         f"not one closed surface of genus 0 (the fusion left a hole or a piece)")
     mean_edge = float(np.mean(np.linalg.norm(
         nodes[edge_table(tri)[:, 0]] - nodes[edge_table(tri)[:, 1]], axis=1)))
     lo, hi = nodes.min(axis=0), nodes.max(axis=0)
