@@ -228,7 +228,6 @@ json time_steps(const TriangleSurface &surface, const Args &a, double dt) {
     o.dt = dt;
     o.ng = a.ng;
     o.backend = backend;
-    o.balance_iterations = a.steps;
     TdbemSolver<float> solver(surface, o);
     solver.set_incident(plane_wave_pulse({1, 0, 0}, 1.0, 10 * dt, 3 * dt));
     const double t0 = now();

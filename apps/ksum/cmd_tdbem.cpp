@@ -26,7 +26,7 @@ struct TdbemArgs {
   int refine = 3, ng = 4, threads = 0, vtu_every = 0;
   std::int64_t steps = 0;
   std::vector<int> devices;
-  bool no_balance = false, force = false;
+  bool balance = true, force = false;
 };
 
 // "RxC": b_r and b_c (0 = automatic), e.g. 128x0 or 32x16.
@@ -98,7 +98,7 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
   opt.backend = parse_backend(a.backend);
   opt.devices = a.devices;
   opt.threads = a.threads;
-  opt.balance = !a.no_balance;
+  opt.balance = a.balance;
 
   // Surface extent: the pulse's default start and width, the default probes.
   double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
@@ -289,7 +289,9 @@ void register_tdbem(CLI::App &app) {
   cmd->add_option("--devices", a.devices, "GPU ids (default: all)");
   cmd->add_option("--threads", a.threads, "CPU worker threads (0: the cores not driving a GPU)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--no-balance", a.no_balance, "Keep equal slice intervals (no §5.2 balancing)");
+  cmd->add_flag("--balance,!--no-balance", a.balance,
+                "Balance the workers' slice intervals every summation call (§5.2; default on); "
+                "--no-balance keeps them equal");
   cmd->add_option("--precision", a.precision, "Summation precision (the solve is f64)")
       ->check(CLI::IsMember({"f32", "f64"}))
       ->capture_default_str();
