@@ -5,7 +5,10 @@
 //   bem_tdbem_bench (--nodes N.npy --triangles T.npy | --mesh S.msh | --refine L)
 //                   [--dt-ratio 1] [--ng 8] [--sample 64] [--orderings natural,morton,hilbert]
 //                   [--no-table4] [--no-step] [--steps 40] [--balance-csv F] [--balance-png F]
-//                   [--json F] [--convergence MAX_REFINE]
+//                   [--json F] [--convergence MAX_REFINE] [--figure2]
+// --figure2: the three orders of the summation of figure 2 (outer loop over k: K_max SpMVs in
+// CSR; over i: row by row through the transposed slices; over j: slice by slice, one past vector
+// per slice), scalar code on all threads, n_g = 1, the same 2·nnz flops; time and GFlop/s.
 // --convergence L: the validation of docs/tdbem.md instead: the uniformly pulsating unit sphere
 // (u = exp(−((t − 1.5)/0.4)²) on it, analytic σ(t) = 2 Σ_m g'(t − 2m)) on icospheres refined 1 … L,
 // cΔt = h/2, the max error over t ≤ 4 relative to max |σ|, both time bases.
@@ -44,7 +47,157 @@ struct Args {
   double dt_ratio = 1.0;
   bool table4 = true, step = true;
   int convergence = 0;
+  bool figure2 = false;
 };
+
+// Figure 2's three loop orders over the same non-zeros (float, n_g = 1, all threads).
+json figure2(const TriangleSurface &surface, double h) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(surface.elements()));
+  for (std::size_t e = 0; e < order.size(); ++e)
+    order[e] = static_cast<std::int64_t>(e);
+  Table<double> c(surface.elements(), 3);
+  const auto g0 = bem::make_geometry(surface, order);
+  for (std::int64_t e = 0; e < c.rows(); ++e)
+    for (int k = 0; k < 3; ++k)
+      c(e, k) = g0.centroid[static_cast<std::size_t>(e)][k];
+  const auto geo = bem::make_geometry(surface, bem::order_unknowns(c, TdbemOrdering::morton));
+  bem::Assembled m0;
+  const auto sl = bem::assemble<float>(geo, h, TimeBasis::constant, 0, geo.n, m0);
+  const std::int64_t n = sl.n;
+  const int kmax = sl.kmax;
+  bem::History<float> past(n, kmax);
+  for (int t = 0; t < kmax; ++t) {
+    std::vector<float> a(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j)
+      a[static_cast<std::size_t>(j)] = std::sin(0.01f * static_cast<float>(j + 7 * t));
+    past.push(a);
+  }
+  // (a) outer k: M^k in CSR (rows i, columns j), s += M^k a^{n−k}.
+  std::vector<std::vector<std::int64_t>> ptr(static_cast<std::size_t>(kmax) + 1);
+  std::vector<std::vector<std::int32_t>> col(ptr.size());
+  std::vector<std::vector<float>> val(ptr.size());
+  {
+    std::vector<std::vector<std::int64_t>> count(
+        ptr.size(), std::vector<std::int64_t>(static_cast<std::size_t>(n) + 1, 0));
+    for (std::int64_t j = 0; j < n; ++j)
+      for (auto r = sl.ptr[j]; r < sl.ptr[j + 1]; ++r) {
+        const auto &row = sl.rows[static_cast<std::size_t>(r)];
+        for (int k = row.k0; k < row.k0 + row.length; ++k)
+          ++count[static_cast<std::size_t>(k)][static_cast<std::size_t>(row.row) + 1];
+      }
+    for (std::size_t k = 1; k < ptr.size(); ++k) {
+      for (std::int64_t i = 0; i < n; ++i)
+        count[k][static_cast<std::size_t>(i) + 1] += count[k][static_cast<std::size_t>(i)];
+      ptr[k] = count[k];
+      col[k].resize(static_cast<std::size_t>(ptr[k].back()));
+      val[k].resize(col[k].size());
+    }
+    for (std::int64_t j = 0; j < n; ++j)
+      for (auto r = sl.ptr[j]; r < sl.ptr[j + 1]; ++r) {
+        const auto &row = sl.rows[static_cast<std::size_t>(r)];
+        for (int k = row.k0; k < row.k0 + row.length; ++k) {
+          auto &at = count[static_cast<std::size_t>(k)][static_cast<std::size_t>(row.row)];
+          col[static_cast<std::size_t>(k)][static_cast<std::size_t>(at)] =
+              static_cast<std::int32_t>(j);
+          val[static_cast<std::size_t>(k)][static_cast<std::size_t>(at++)] =
+              sl.values[static_cast<std::size_t>(row.offset + k - row.k0)];
+        }
+      }
+  }
+  // (b) outer i: the slices transposed, rows i listing (j, k0, length, offset).
+  std::vector<std::int64_t> tptr(static_cast<std::size_t>(n) + 1, 0);
+  for (const auto &row : sl.rows)
+    ++tptr[static_cast<std::size_t>(row.row) + 1];
+  for (std::int64_t i = 0; i < n; ++i)
+    tptr[static_cast<std::size_t>(i) + 1] += tptr[static_cast<std::size_t>(i)];
+  std::vector<std::pair<std::int64_t, bem::SliceRow>> trows(sl.rows.size());
+  {
+    auto fill = tptr;
+    for (std::int64_t j = 0; j < n; ++j)
+      for (auto r = sl.ptr[j]; r < sl.ptr[j + 1]; ++r) {
+        const auto &row = sl.rows[static_cast<std::size_t>(r)];
+        trows[static_cast<std::size_t>(fill[static_cast<std::size_t>(row.row)]++)] = {j, row};
+      }
+  }
+  std::vector<float> s(static_cast<std::size_t>(n));
+  auto time = [&](auto body) {
+    double best = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {
+      std::fill(s.begin(), s.end(), 0.0f);
+      const double t0 = now();
+      body();
+      best = std::min(best, now() - t0);
+    }
+    return best;
+  };
+  const double ta = time([&] {
+    for (int k = 1; k <= kmax; ++k) {
+      const auto &p = ptr[static_cast<std::size_t>(k)];
+      const auto &cc = col[static_cast<std::size_t>(k)];
+      const auto &vv = val[static_cast<std::size_t>(k)];
+#pragma omp parallel for schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) {
+        float acc = 0;
+        for (auto q = p[static_cast<std::size_t>(i)]; q < p[static_cast<std::size_t>(i) + 1]; ++q)
+          acc += vv[static_cast<std::size_t>(q)] *
+                 past.at(cc[static_cast<std::size_t>(q)])[static_cast<std::size_t>(k - 1)];
+        s[static_cast<std::size_t>(i)] += acc;
+      }
+    }
+  });
+  std::vector<float> sa = s;
+  const double tb = time([&] {
+#pragma omp parallel for schedule(dynamic, 64)
+    for (std::int64_t i = 0; i < n; ++i) {
+      float acc = 0;
+      for (auto q = tptr[static_cast<std::size_t>(i)]; q < tptr[static_cast<std::size_t>(i) + 1];
+           ++q) {
+        const auto &[j, row] = trows[static_cast<std::size_t>(q)];
+        const float *a = past.at(j).data();
+        const float *v = sl.values.data() + row.offset;
+        for (int t = 0; t < row.length; ++t)
+          acc += v[t] * a[row.k0 - 1 + t];
+      }
+      s[static_cast<std::size_t>(i)] = acc;
+    }
+  });
+  std::vector<float> sb = s;
+  const double tc = time([&] {
+#pragma omp parallel
+    {
+      std::vector<float> mine(static_cast<std::size_t>(n), 0.0f);
+#pragma omp for schedule(dynamic, 16) nowait
+      for (std::int64_t j = 0; j < n; ++j)
+        bem::sum_slices_scalar(sl, past, 1, j, j + 1, mine.data());
+#pragma omp critical
+      for (std::int64_t i = 0; i < n; ++i)
+        s[static_cast<std::size_t>(i)] += mine[static_cast<std::size_t>(i)];
+    }
+  });
+  double diff = 0, scale = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    diff = std::max({diff, std::abs(double(sa[i]) - s[i]), std::abs(double(sb[i]) - s[i])});
+    scale = std::max(scale, std::abs(double(s[i])));
+  }
+  const double flops = 2.0 * static_cast<double>(sl.nnz());
+  fmt::print("### figure 2: the three summation orders, {} unknowns, K_max {}, {:.3g} non-zeros, "
+             "n_g = 1, f32 (results agree to {:.1e} relative)\n\n",
+             n, kmax, static_cast<double>(sl.nnz()), diff / scale);
+  fmt::print(
+      "| outer loop | what it reads per step | threads | ms | GFlop/s |\n|---|---|--:|--:|--:|\n");
+  fmt::print("| k (K_max SpMVs, CSR) | every M^k once, a^{{n−k}} gathered by column | {} | {:.2f} "
+             "| {:.2f} |\n",
+             max_threads(), 1e3 * ta, flops / ta / 1e9);
+  fmt::print("| i (rows of the transposed slices) | row vectors, past values of every j gathered | "
+             "{} | {:.2f} | {:.2f} |\n",
+             max_threads(), 1e3 * tb, flops / tb / 1e9);
+  fmt::print("| j (slices, §3.2) | row vectors, one contiguous past vector per slice | {} | {:.2f} "
+             "| {:.2f} |\n",
+             max_threads(), 1e3 * tc, flops / tc / 1e9);
+  return {{"unknowns", n},           {"kmax", kmax},          {"nnz", sl.nnz()},
+          {"k_outer_seconds", ta},   {"i_outer_seconds", tb}, {"j_outer_seconds", tc},
+          {"threads", max_threads()}};
+}
 
 json convergence(int max_refine) {
   json out = json::array();
@@ -325,6 +478,8 @@ int main(int argc, char **argv) {
         a.json = value();
       else if (k == "--convergence")
         a.convergence = std::stoi(value());
+      else if (k == "--figure2")
+        a.figure2 = true;
       else
         throw Error(ErrorCode::invalid_argument, fmt::format("unknown option {}", k));
     }
@@ -344,6 +499,10 @@ int main(int argc, char **argv) {
                "dt = {:.4g}; {} threads, GPUs: {}\n",
                surface.elements(), g.mean_edge, g.diameter, dt, max_threads(), gpus().size());
     json j = {{"unknowns", surface.elements()}, {"dt", dt}, {"ng", a.ng}};
+    if (a.figure2) {
+      j["figure2"] = figure2(surface, dt);
+      a.table4 = a.step = false;
+    }
     if (a.table4)
       j["table4"] = table4(surface, a, dt);
     if (a.step)

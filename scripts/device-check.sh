@@ -373,12 +373,14 @@ if want tdbem; then
   timeout 60 $bb/bem_balance_bench --json "$OUT/tdbem/balance.json" > "$OUT/tdbem/balance.md" 2>&1 || rc=1
   timeout 150 $bb/bem_tdbem_bench --convergence 4 --json "$OUT/tdbem/convergence.json" \
     > "$OUT/tdbem/convergence.md" 2>&1 || rc=1
+  timeout 120 $bb/bem_tdbem_bench --refine 5 --figure2 --json "$OUT/tdbem/figure2.json" \
+    > "$OUT/tdbem/figure2.md" 2>&1 || rc=1
   # The test case: the airplane-like surface of bench/bem/data (Gmsh, make_airplane.py) or, where
   # it is missing, a refined sphere; cΔt from KSUM_TDBEM_DT_RATIO × the mean edge.
-  surf=(--refine 5)
+  surf=(--refine 4)
   plane=bench/bem/data/airplane_10k
   [[ -f ${plane}_nodes.npy ]] && surf=(--nodes ${plane}_nodes.npy --triangles ${plane}_triangles.npy)
-  timeout 420 $bb/bem_tdbem_bench "${surf[@]}" --dt-ratio ${KSUM_TDBEM_DT_RATIO:-0.5} --ng 8 --steps 40 \
+  timeout 420 $bb/bem_tdbem_bench "${surf[@]}" --dt-ratio ${KSUM_TDBEM_DT_RATIO:-0.5} --ng 8 --steps 320 \
     --balance-csv "$OUT/tdbem/balance_steps.csv" --balance-png "$OUT/tdbem/balance_gpu_share.png" \
     --json "$OUT/tdbem/testcase.json" > "$OUT/tdbem/testcase.md" 2>&1 || rc=1
   # MPI ranks on the 16 cores (CPU workers), the same run 1, 2 and 4 ranks.
@@ -393,6 +395,7 @@ if want tdbem; then
     echo; grep -E '^(#|\|)' "$OUT/tdbem/kernels.md" || tail -n 5 "$OUT/tdbem/kernels.md"
     echo; grep -E '^(#|\|)' "$OUT/tdbem/balance.md" || tail -n 5 "$OUT/tdbem/balance.md"
     echo; cat "$OUT/tdbem/convergence.md"
+    echo; grep -E '^(#|\|)' "$OUT/tdbem/figure2.md" || tail -n 3 "$OUT/tdbem/figure2.md"
     echo; cat "$OUT/tdbem/testcase.md"
     for p in 1 2 4; do echo; echo "mpirun -n $p ksum tdbem --refine 4 --backend cpu (OMP_NUM_THREADS=$((jobs / p))):"
       grep -E '^(time|worker)' "$OUT/tdbem/mpi$p.txt" 2>/dev/null || tail -n 3 "$OUT/tdbem/mpi$p.log"; done
