@@ -373,7 +373,7 @@ if want tdbem; then
   timeout 60 $bb/bem_balance_bench --json "$OUT/tdbem/balance.json" > "$OUT/tdbem/balance.md" 2>&1 || rc=1
   timeout 150 $bb/bem_tdbem_bench --convergence 4 --json "$OUT/tdbem/convergence.json" \
     > "$OUT/tdbem/convergence.md" 2>&1 || rc=1
-  timeout 120 $bb/bem_tdbem_bench --refine 5 --figure2 --json "$OUT/tdbem/figure2.json" \
+  timeout 120 $bb/bem_tdbem_bench --refine 4 --figure2 --json "$OUT/tdbem/figure2.json" \
     > "$OUT/tdbem/figure2.md" 2>&1 || rc=1
   # The test case: the airplane-like surface of bench/bem/data (Gmsh, make_airplane.py) or, where
   # it is missing, a refined sphere; cΔt from KSUM_TDBEM_DT_RATIO × the mean edge.
