@@ -9,6 +9,7 @@
 #include <ksum/tdbem.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -45,6 +46,14 @@ std::pair<int, int> parse_block(const std::string &s) {
   if (x == std::string::npos)
     return {number(s), 0};
   return {number(s.substr(0, x)), number(s.substr(x + 1))};
+}
+
+// Under mpirun only rank 0 draws progress (the solver knows the rank only once built).
+bool cli_is_mpi_worker() {
+  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *r = std::getenv(v))
+      return std::string(r) != "0";
+  return false;
 }
 
 Mesh surface_mesh(const TriangleSurface &s) {
@@ -112,7 +121,15 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
                                   std::pow(hi[2] - lo[2], 2)) /
                         2;
 
+  std::unique_ptr<ProgressLine> setup;
+  if (!cli_is_mpi_worker())
+    setup = std::make_unique<ProgressLine>("tdbem: interaction matrices");
+  opt.assembly_progress = [&](std::int64_t done, std::int64_t total) {
+    if (setup)
+      setup->update(static_cast<double>(done) / static_cast<double>(total));
+  };
   TdbemSolver<T> solver(surface, opt);
+  setup.reset();
   const auto &st0 = solver.stats();
   const bool root = st0.rank == 0;
   const double dt = solver.dt();

@@ -86,6 +86,9 @@ struct TdbemOptions {
   bool balance = true;                  // §5.2 dynamic balancing between the workers
   int balance_iterations = 40;          // then the best assignment is kept
   bool mpi = true; // under mpirun with several ranks: each rank owns a slice interval (§5.1)
+  // Called during the assembly (the long part of the set-up) with (columns done, n), from one
+  // thread.
+  std::function<void(std::int64_t, std::int64_t)> assembly_progress;
 };
 
 // The incident field u_inc(x, t) (the right-hand side is l^n_i = −u_inc(x_i, nΔt)).

@@ -220,8 +220,6 @@ Slices<T> assemble(const Geometry &g, double h, TimeBasis basis, std::int64_t j0
   // M^0: every column, but only the pairs closer than h (+ the element's radius) integrated.
   std::vector<Column> cols(static_cast<std::size_t>(n));
   std::atomic<std::int64_t> done{0};
-  const int main_thread = 0;
-  const std::int64_t total = n + (j1 - j0);
 #pragma omp parallel
   {
     std::vector<double> val;
@@ -256,9 +254,9 @@ Slices<T> assemble(const Geometry &g, double h, TimeBasis basis, std::int64_t j0
         for (std::size_t q = skip; q < val.size(); ++q)
           col.values.push_back(static_cast<T>(val[q]));
       }
-      const auto now = ++done + (slice ? 1 : 0);
-      if (progress && omp_get_thread_num() == main_thread)
-        progress(std::min(now, total), total);
+      const auto columns = ++done;
+      if (progress && omp_get_thread_num() == 0) // the caller's callback runs on one thread
+        progress(columns, n);
     }
   }
   Slices<T> s;

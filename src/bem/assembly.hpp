@@ -47,8 +47,8 @@ struct Assembled {
   std::vector<double> m0_values;
 };
 
-// M^0 and the slices [j0, j1) of M^1 … M^Kmax (the other slices left empty). progress(done,
-// total) in slices from the thread that owns the first one.
+// M^0 and the slices [j0, j1) of M^1 … M^Kmax (the other slices left empty). progress(columns
+// done, n), called from one thread only.
 template <class T>
 Slices<T> assemble(const Geometry &g, double h, TimeBasis basis, std::int64_t j0, std::int64_t j1,
                    Assembled &m0,

@@ -168,7 +168,8 @@ TdbemSolver<T>::TdbemSolver(const TriangleSurface &surface, const TdbemOptions &
   try {
     double t0 = now();
     bem::Assembled m0;
-    m.slices = bem::assemble<T>(m.geo, m.h, options.time_basis, m.j0, m.j1, m0);
+    m.slices =
+        bem::assemble<T>(m.geo, m.h, options.time_basis, m.j0, m.j1, m0, options.assembly_progress);
     st.assembly_seconds = now() - t0;
     st.kmax = m.slices.kmax;
     st.dmax = m.slices.dmax();
