@@ -183,7 +183,7 @@ template <class T> struct GpuSlices<T>::Impl {
         a.staged ? std::clamp<std::size_t>(kSmemBudget / win_bytes, 1, kMaxChunk) : kMaxChunk,
         slices));
     const int per_sm = contiguous_blocks_per_sm<T>(
-        p.ngc, a.staged ? static_cast<std::size_t>(chunk_max) * win_bytes : std::size_t(0));
+        a, p.ngc, a.staged ? static_cast<std::size_t>(chunk_max) * win_bytes : std::size_t(0));
     if (per_sm < 1)
       throw Error(ErrorCode::device,
                   fmt::format("GPU {}: the Contiguous-Blocking kernel cannot run with {} of "
@@ -194,8 +194,11 @@ template <class T> struct GpuSlices<T>::Impl {
     // slices costs a row n_g atomic additions per J·b_c values read: J·b_c ≥ 4·n_g keeps them
     // under a quarter of the loads, and longer chunks only stage more windows per thread block
     // (measured on the H100 at 256 slices × 6400 rows: J = 1 best from b_c = 32 on, J = 2 at
-    // b_c = 16 with n_g = 8). Each thread should still own about kRowsPerThread rows of a chunk,
-    // so that a staging serves several rows.
+    // b_c = 16 with n_g = 8; for the short-row kernel at 2048 slices × 10,048 rows, b_c = 6 and
+    // 15, J·b_c ≥ 8·n_g and 16·n_g ran 1–3 % slower than 4·n_g). Each thread should still own
+    // about kRowsPerThread rows of a chunk, so that a staging serves several rows and the last,
+    // partial round of rows stays a small part of a thread block's time (2 and 8 were no better
+    // at 256 slices × 6400 rows).
     const std::int64_t resident = static_cast<std::int64_t>(per_sm) * sms;
     a.chunk = static_cast<int>(std::clamp<std::int64_t>(
         std::min<std::int64_t>(ceil_div(4 * p.ngc, bc),

@@ -4,6 +4,7 @@
 // CUDA error text.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace ksum::bem {
 
@@ -15,6 +16,9 @@ constexpr int gpu_ng_compiled(int ng) {
   return ng <= 1 ? 1 : ng <= 2 ? 2 : ng <= 4 ? 4 : ng <= 8 ? 8 : 16;
 }
 inline constexpr int kGpuThreads = 256; // per thread block (a "team" of the seed)
+// Contiguous-Blocking rows of up to this many columns run the short-row kernel (pipelined across
+// slices and rows, cuda/blocking.cu); longer ones the batched kernel.
+inline constexpr int kGpuShortBc = 16;
 
 // The device history: row j of `stride` values, P_j(t) = hist[j·stride + lead + t], zero outside
 // 0 ≤ t < depth (as History<T>::row()).
@@ -68,9 +72,16 @@ const char *launch_contiguous(const ContiguousLaunch<T> &a, int ngc, std::int64_
 template <class T>
 const char *launch_full(const FullLaunch<T> &a, int ngc, std::int64_t grid, int threads,
                         std::size_t smem, void *stream);
-// Resident thread blocks per multiprocessor of the contiguous kernel with smem bytes of dynamic
-// shared memory (0 on error); raises the kernel's dynamic shared memory limit where needed.
-template <class T> int contiguous_blocks_per_sm(int ngc, std::size_t smem);
+// Whether launch_contiguous runs the short-row kernel: b_c ≤ kGpuShortBc, and the values of a
+// slice addressed in 32 bits.
+template <class T> bool gpu_short_rows(const ContiguousLaunch<T> &a) {
+  return a.bc <= kGpuShortBc && a.nb * a.br * a.bc <= std::numeric_limits<std::int32_t>::max();
+}
+// Resident thread blocks per multiprocessor of the kernel that launch_contiguous runs for a
+// (its b_c and shape), with smem bytes of dynamic shared memory (0 on error); raises the
+// kernel's dynamic shared memory limit where needed.
+template <class T>
+int contiguous_blocks_per_sm(const ContiguousLaunch<T> &a, int ngc, std::size_t smem);
 
 // dst row j = (a[j], src row j shifted by one), rows of depth values at lead within stride (the
 // padding of dst stays as it is: zero).
