@@ -173,6 +173,17 @@ TYPED_TEST(BlockingCuda, KernelsMatchTheScalarReference) {
     // One unknown; every (i, j) filled.
     check_case<T>(kind, random_problem(1, 9, 4, 1.0, 12, 5u), 32, kind == Kind::full ? 4 : 0,
                   {0, 1}, {{0, 1}}, name + " n = 1");
+    // Every b_c of the short-row Contiguous-Blocking kernel's two unrollings (≤ 8, 9 … 16) and
+    // just past it (17, 20: the batched kernel), b_r not dividing n, b_r above one block's 256.
+    for (int bc : {1, 5, 8, 9, 12, 15, 16, 17, 20})
+      for (int br : {7, 128, 300}) {
+        if (kind == Kind::full && br > 256) // the Full-Blocking team is at most 256 threads
+          continue;
+        check_case<T>(kind, random_problem(310, 60, bc, 0.5, 70, 40u + static_cast<unsigned>(bc)),
+                      br, kind == Kind::contiguous ? bc : std::max(bc, 16), {0, 310},
+                      {{0, 310}, {11, 290}},
+                      name + " b_c " + std::to_string(bc) + " b_r " + std::to_string(br));
+      }
     // Long row vectors (b_c = 64) and many slices per thread block's chunk.
     check_case<T>(kind, random_problem(300, 120, 64, 0.3, 130, 6u), 128, 64, {0, 300},
                   {{0, 300}, {3, 297}}, name + " b_c 64");
