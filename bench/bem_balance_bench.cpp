@@ -280,15 +280,18 @@ int main(int argc, char **argv) {
       }
     out["dp_vs_bisection_max_relative_difference"] = disagree;
 
+    auto header = [] {
+      fmt::print("| work \\ workers |");
+      for (const char *c : kCols)
+        fmt::print(" {} |", c);
+      fmt::print("\n|---|--:|--:|--:|--:|\n");
+    };
     fmt::print("Seed 003 table 1: extra cost of the balancer's best assignment (rolled back after "
                "{} reports) over the optimal contiguous partition, {} workers, {} elements.\n",
                a.iterations, a.workers, a.elements);
     fmt::print("Cells: ours (seed). Column labels are ours (the seed's headers are lost); the "
                "seed's Up-Down row kept three values, shown in columns 1-3.\n\n");
-    fmt::print("| work \\ workers |");
-    for (const char *c : kCols)
-      fmt::print(" {} |", c);
-    fmt::print("\n|---|--:|--:|--:|--:|\n");
+    header();
     for (int row = 0; row < 5; ++row) {
       fmt::print("| {} |", kRows[row]);
       for (int col = 0; col < 4; ++col)
@@ -298,10 +301,7 @@ int main(int argc, char **argv) {
     }
     fmt::print("\nFor reference: extra cost of the first (equal-count) assignment / of the last "
                "iterate before the rollback; report at which the best was measured.\n\n");
-    fmt::print("| work \\ workers |");
-    for (const char *c : kCols)
-      fmt::print(" {} |", c);
-    fmt::print("\n|---|--:|--:|--:|--:|\n");
+    header();
     for (int row = 0; row < 5; ++row) {
       fmt::print("| {} |", kRows[row]);
       for (int col = 0; col < 4; ++col) {

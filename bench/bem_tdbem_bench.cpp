@@ -52,14 +52,7 @@ struct Args {
 
 // Figure 2's three loop orders over the same non-zeros (float, n_g = 1, all threads).
 json figure2(const TriangleSurface &surface, double h) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(surface.elements()));
-  for (std::size_t e = 0; e < order.size(); ++e)
-    order[e] = static_cast<std::int64_t>(e);
-  Table<double> c(surface.elements(), 3);
-  const auto g0 = bem::make_geometry(surface, order);
-  for (std::int64_t e = 0; e < c.rows(); ++e)
-    for (int k = 0; k < 3; ++k)
-      c(e, k) = g0.centroid[static_cast<std::size_t>(e)][k];
+  const auto c = bem::centroid_table(bem::make_geometry(surface));
   const auto geo = bem::make_geometry(surface, bem::order_unknowns(c, TdbemOrdering::morton));
   bem::Assembled m0;
   const auto sl = bem::assemble<float>(geo, h, TimeBasis::constant, 0, geo.n, m0);
@@ -209,10 +202,7 @@ json convergence(int max_refine) {
   auto dg = [&](double t) { return -2 * (t - 1.5) / 0.16 * g(t); };
   for (int ref = 1; ref <= max_refine; ++ref) {
     const auto s = sphere_surface(1.0, ref);
-    std::vector<std::int64_t> natural(static_cast<std::size_t>(s.elements()));
-    for (std::size_t e = 0; e < natural.size(); ++e)
-      natural[e] = static_cast<std::int64_t>(e);
-    const double edge = bem::make_geometry(s, natural).mean_edge;
+    const double edge = mean_edge_length(s);
     double err[2] = {0, 0}, dt = 0;
     const double t0 = now();
     for (int b = 0; b < 2; ++b) {
@@ -290,16 +280,7 @@ double measure(const Blocks &sample, const bem::Slices<float> &slices, int ng, d
 json table4(const TriangleSurface &surface, const Args &a, double h) {
   json out = json::array();
   const auto n = surface.elements();
-  Table<double> centroids(n, 3);
-  {
-    std::vector<std::int64_t> natural(static_cast<std::size_t>(n));
-    for (std::int64_t e = 0; e < n; ++e)
-      natural[static_cast<std::size_t>(e)] = e;
-    const auto g = bem::make_geometry(surface, natural);
-    for (std::int64_t e = 0; e < n; ++e)
-      for (int k = 0; k < 3; ++k)
-        centroids(e, k) = g.centroid[static_cast<std::size_t>(e)][k];
-  }
+  const auto centroids = bem::centroid_table(bem::make_geometry(surface));
   const char *device = gpus().empty() ? "CPU, all threads" : "GPU 0";
   std::stringstream list(a.orderings);
   std::string name;
@@ -490,10 +471,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     const auto surface = load(a);
-    std::vector<std::int64_t> natural(static_cast<std::size_t>(surface.elements()));
-    for (std::size_t e = 0; e < natural.size(); ++e)
-      natural[e] = static_cast<std::int64_t>(e);
-    const auto g = bem::make_geometry(surface, natural);
+    const auto g = bem::make_geometry(surface);
     const double dt = a.dt_ratio * g.mean_edge;
     fmt::print("# TD-BEM test case: {} triangles, mean edge {:.4g}, diameter ≤ {:.4g}, c = 1, "
                "dt = {:.4g}; {} threads, GPUs: {}\n",

@@ -62,6 +62,8 @@ void check_surface(const TriangleSurface &surface, const std::string &what);
 // A sphere of radius r: the icosahedron refined `refinements` times (20·4^refinements triangles)
 // with its nodes projected onto the sphere.
 TriangleSurface sphere_surface(double radius, int refinements);
+// The mean edge length (the default cΔt of the solver).
+double mean_edge_length(const TriangleSurface &surface);
 
 enum class TdbemKernel { scalar, full, contiguous };
 enum class TimeBasis { constant, linear };

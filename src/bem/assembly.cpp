@@ -1,5 +1,6 @@
 // The TD-BEM interaction matrices (seed 003 §2.2); see assembly.hpp for the method.
 #include "bem/assembly.hpp"
+#include "bem/vec3.hpp"
 
 #include <ksum/error.hpp>
 
@@ -12,20 +13,6 @@
 
 namespace ksum::bem {
 namespace {
-
-using V3 = std::array<double, 3>;
-V3 sub(const V3 &a, const V3 &b) {
-  return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
-}
-double dot(const V3 &a, const V3 &b) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-V3 cross(const V3 &a, const V3 &b) {
-  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-}
-double norm(const V3 &a) {
-  return std::sqrt(dot(a, a));
-}
 
 // G(v) = ∫_{−∞}^{v} T(s) ds of the temporal basis seen at v = R/h − k: the box
 // (piecewise-constant σ, a^n its value on ((n−1)Δt, nΔt], non-zero for R/h − k ∈ [0, 1)) or the
@@ -80,7 +67,7 @@ Geometry make_geometry(const TriangleSurface &s, const std::vector<std::int64_t>
   double edges = 0;
   V3 lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
   for (std::int64_t u = 0; u < g.n; ++u) {
-    const auto e = order[static_cast<std::size_t>(u)];
+    const auto e = order.empty() ? u : order[static_cast<std::size_t>(u)];
     auto &c = g.corner[static_cast<std::size_t>(u)];
     for (int a = 0; a < 3; ++a) {
       const auto r = s.triangles[static_cast<std::size_t>(3 * e + a)];
@@ -109,6 +96,14 @@ Geometry make_geometry(const TriangleSurface &s, const std::vector<std::int64_t>
   g.diameter = norm(sub(hi, lo));
   g.mean_edge = g.n > 0 ? edges / (3.0 * static_cast<double>(g.n)) : 0;
   return g;
+}
+
+Table<double> centroid_table(const Geometry &g) {
+  Table<double> c(g.n, 3);
+  for (std::int64_t u = 0; u < g.n; ++u)
+    for (int a = 0; a < 3; ++a)
+      c(u, a) = g.centroid[static_cast<std::size_t>(u)][a];
+  return c;
 }
 
 void shell_integrals(const V3 &x, const Geometry &g, std::int64_t j, double h, TimeBasis basis,

@@ -31,7 +31,10 @@ struct Geometry {
   double diameter = 0;              // an upper bound of max |x − y| over the surface
   double mean_edge = 0;
 };
-Geometry make_geometry(const TriangleSurface &surface, const std::vector<std::int64_t> &order);
+// order empty: the surface's own (natural) order.
+Geometry make_geometry(const TriangleSurface &surface, const std::vector<std::int64_t> &order = {});
+// The centroids as a table (n × 3), in the geometry's order.
+Table<double> centroid_table(const Geometry &g);
 
 // The unknowns' numbering (table 4): natural, Morton or Hilbert order of the centroids.
 std::vector<std::int64_t> order_unknowns(const Table<double> &centroids, TdbemOrdering ordering);

@@ -108,12 +108,7 @@ FullBlocks<T> FullBlocks<T>::build(const Slices<T> &slices, int br, int bc, std:
   check_shape(br, bc);
   check_range(slices, j0, j1);
   FullBlocks b;
-  b.n = slices.n;
-  b.kmax = slices.kmax;
-  b.br = br;
-  b.bc = bc;
-  b.j0 = j0;
-  b.j1 = j1;
+  static_cast<BlockCut &>(b) = {slices.n, slices.kmax, br, bc, j0, j1};
   b.slice_ptr.assign(static_cast<std::size_t>(j1 - j0) + 1, 0);
   const std::size_t block_size = static_cast<std::size_t>(br) * bc;
   greedy_cut(
@@ -149,12 +144,7 @@ ContiguousBlocks<T> ContiguousBlocks<T>::build(const Slices<T> &slices, int br, 
         ErrorCode::invalid_argument,
         fmt::format("b_c = {} is shorter than the longest row vector d_max = {}", bc, dmax));
   ContiguousBlocks b;
-  b.n = slices.n;
-  b.kmax = slices.kmax;
-  b.br = br;
-  b.bc = bc;
-  b.j0 = j0;
-  b.j1 = j1;
+  static_cast<BlockCut &>(b) = {slices.n, slices.kmax, br, bc, j0, j1};
   b.nb = (slices.n + br - 1) / br;
   const std::size_t rows_per_slice = static_cast<std::size_t>(b.nb) * br;
   b.k0.assign(static_cast<std::size_t>(j1 - j0) * rows_per_slice, 1);

@@ -21,11 +21,15 @@
 
 namespace ksum::bem {
 
-template <class T> struct FullBlocks {
+// What both blockings share: the slices [j0, j1) of n unknowns cut into br × bc blocks.
+struct BlockCut {
   std::int64_t n = 0; // unknowns (rows of a slice)
   std::int32_t kmax = 0;
   int br = 0, bc = 0;          // block rows × columns
   std::int64_t j0 = 0, j1 = 0; // the slices held
+};
+
+template <class T> struct FullBlocks : BlockCut {
   // Slice j's blocks: [slice_ptr[j − j0], slice_ptr[j − j0 + 1]).
   std::vector<std::int64_t> slice_ptr;
   std::vector<std::int32_t> row0; // per block: its first row (unknown i)
@@ -47,11 +51,7 @@ template <class T> struct FullBlocks {
                             std::int64_t j1);
 };
 
-template <class T> struct ContiguousBlocks {
-  std::int64_t n = 0;
-  std::int32_t kmax = 0;
-  int br = 0, bc = 0;
-  std::int64_t j0 = 0, j1 = 0;
+template <class T> struct ContiguousBlocks : BlockCut {
   std::int64_t nb = 0; // blocks per slice, ⌈n / br⌉
   // Slice j, row i (0 ≤ i < nb·br): k0[(j − j0)·nb·br + i], the k of the row's first column;
   // 1 for empty and padding rows (whose values are zero).

@@ -1,6 +1,8 @@
 // Closed triangulated surfaces for the TD-BEM (seed 003): checks, the icosphere, and the orderings
 // of the unknowns compared in §6.4.1 / table 4 (natural, Morton, Hilbert).
 #include "bem/assembly.hpp"
+#include "bem/vec3.hpp"
+#include "fmm/fmm3d/octree.hpp"
 
 #include <ksum/error.hpp>
 #include <ksum/tdbem.hpp>
@@ -16,17 +18,10 @@
 namespace ksum {
 namespace {
 
-using V3 = std::array<double, 3>;
-
-V3 sub(const V3 &a, const V3 &b) {
-  return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
-}
-V3 cross(const V3 &a, const V3 &b) {
-  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-}
-double norm(const V3 &a) {
-  return std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
-}
+using bem::cross;
+using bem::norm;
+using bem::sub;
+using bem::V3;
 
 V3 node(const TriangleSurface &s, std::int64_t r) {
   return {s.nodes(r, 0), s.nodes(r, 1), s.nodes(r, 2)};
@@ -185,21 +180,16 @@ TriangleSurface sphere_surface(double radius, int refinements) {
   return s;
 }
 
+double mean_edge_length(const TriangleSurface &surface) {
+  return bem::make_geometry(surface).mean_edge;
+}
+
 namespace bem {
 namespace {
 
-// Morton key: the bits of the three quantised coordinates interleaved.
+// Morton key: the bits of the three quantised coordinates interleaved (the octree's spread).
 std::uint64_t morton(std::uint32_t x, std::uint32_t y, std::uint32_t z) {
-  auto spread = [](std::uint64_t v) {
-    v &= 0x1fffff;
-    v = (v | v << 32) & 0x1f00000000ffffULL;
-    v = (v | v << 16) & 0x1f0000ff0000ffULL;
-    v = (v | v << 8) & 0x100f00f00f00f00fULL;
-    v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-    v = (v | v << 2) & 0x1249249249249249ULL;
-    return v;
-  };
-  return spread(x) << 2 | spread(y) << 1 | spread(z);
+  return fmm::morton_spread3(x) << 2 | fmm::morton_spread3(y) << 1 | fmm::morton_spread3(z);
 }
 
 // Hilbert key by Skilling's transform ("Programming the Hilbert curve", 2004): the axes'
@@ -249,7 +239,7 @@ std::vector<std::int64_t> order_unknowns(const Table<double> &centroids, TdbemOr
       hi[a] = std::max(hi[a], centroids(i, a));
     }
   const double span = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 1e-300});
-  const int bits = 21;
+  const int bits = fmm::morton_bits;
   const double scale = ((1u << bits) - 1) / span;
   std::vector<std::uint64_t> key(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {

@@ -132,16 +132,7 @@ TdbemSolver<T>::TdbemSolver(const TriangleSurface &surface, const TdbemOptions &
     throw Error(ErrorCode::invalid_argument, fmt::format("ng = {}: must be 1 … 16", options.ng));
   check_surface(surface, "surface");
   const std::int64_t n = surface.elements();
-  m.centroids = Table<double>(n, 3);
-  {
-    std::vector<std::int64_t> natural(static_cast<std::size_t>(n));
-    for (std::int64_t e = 0; e < n; ++e)
-      natural[static_cast<std::size_t>(e)] = e;
-    const auto g0 = bem::make_geometry(surface, natural);
-    for (std::int64_t e = 0; e < n; ++e)
-      for (int a = 0; a < 3; ++a)
-        m.centroids(e, a) = g0.centroid[static_cast<std::size_t>(e)][a];
-  }
+  m.centroids = bem::centroid_table(bem::make_geometry(surface));
   m.order = bem::order_unknowns(m.centroids, options.ordering);
   m.geo = bem::make_geometry(surface, m.order);
   m.dt = options.dt > 0 ? options.dt : m.geo.mean_edge / options.c;

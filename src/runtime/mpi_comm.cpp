@@ -44,21 +44,13 @@ int as_count(std::int64_t count) {
   return static_cast<int>(count);
 }
 
-template <class T> MPI_Datatype type();
-template <> MPI_Datatype type<double>() {
-  return MPI_DOUBLE;
-}
-template <> MPI_Datatype type<float>() {
-  return MPI_FLOAT;
-}
-
-template <class T> void reduce(T *buf, std::int64_t count, int root, int rank) {
+void reduce(double *buf, std::int64_t count, int root, int rank) {
   check(MPI_Reduce(rank == root ? MPI_IN_PLACE : buf, rank == root ? buf : nullptr, as_count(count),
-                   type<T>(), MPI_SUM, root, MPI_COMM_WORLD),
+                   MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
         "reduce");
 }
-template <class T> void bcast(T *buf, std::int64_t count, int root) {
-  check(MPI_Bcast(buf, as_count(count), type<T>(), root, MPI_COMM_WORLD), "broadcast");
+void bcast(double *buf, std::int64_t count, int root) {
+  check(MPI_Bcast(buf, as_count(count), MPI_DOUBLE, root, MPI_COMM_WORLD), "broadcast");
 }
 #endif
 
@@ -100,14 +92,6 @@ void Comm::reduce_sum(double *buf, std::int64_t count, int root) const {
   (void)buf, (void)count, (void)root;
 #endif
 }
-void Comm::reduce_sum(float *buf, std::int64_t count, int root) const {
-#ifdef KSUM_HAVE_MPI
-  if (mpi_ && size_ > 1)
-    reduce(buf, count, root, rank_);
-#else
-  (void)buf, (void)count, (void)root;
-#endif
-}
 void Comm::broadcast(double *buf, std::int64_t count, int root) const {
 #ifdef KSUM_HAVE_MPI
   if (mpi_ && size_ > 1)
@@ -116,30 +100,6 @@ void Comm::broadcast(double *buf, std::int64_t count, int root) const {
   (void)buf, (void)count, (void)root;
 #endif
 }
-void Comm::broadcast(float *buf, std::int64_t count, int root) const {
-#ifdef KSUM_HAVE_MPI
-  if (mpi_ && size_ > 1)
-    bcast(buf, count, root);
-#else
-  (void)buf, (void)count, (void)root;
-#endif
-}
-void Comm::max(double *buf, std::int64_t count) const {
-#ifdef KSUM_HAVE_MPI
-  if (mpi_ && size_ > 1)
-    check(MPI_Allreduce(MPI_IN_PLACE, buf, as_count(count), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
-          "allreduce");
-#else
-  (void)buf, (void)count;
-#endif
-}
-void Comm::barrier() const {
-#ifdef KSUM_HAVE_MPI
-  if (mpi_ && size_ > 1)
-    check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
-#endif
-}
-
 void Comm::agree(bool failed, int code, const std::string &message) const {
   if (!mpi_ || size_ == 1) {
     if (failed)

@@ -22,11 +22,7 @@ public:
 
   // In place at root: buf = Σ over ranks (other ranks' buf unchanged).
   void reduce_sum(double *buf, std::int64_t count, int root = 0) const;
-  void reduce_sum(float *buf, std::int64_t count, int root = 0) const;
   void broadcast(double *buf, std::int64_t count, int root = 0) const;
-  void broadcast(float *buf, std::int64_t count, int root = 0) const;
-  void max(double *buf, std::int64_t count) const; // all ranks get the maximum
-  void barrier() const;
 
   // Every rank calls it after a phase that may fail on some ranks only: when any rank failed,
   // every rank throws the same ksum::Error (the failing lowest rank's code and message, prefixed

@@ -5,6 +5,7 @@
 // 1e-5 (float): the kernels sum the same terms in another order, so they differ by rounding,
 // which Σ|terms| · (terms per entry) · u bounds (u = 2^-53 / 2^-24; a few hundred terms here).
 #include "bem/blocking_cuda.hpp"
+#include "support/bem_random.hpp"
 #include "support/expect_error.hpp"
 #include "support/gpu.hpp"
 
@@ -23,9 +24,7 @@ namespace {
 
 using Range = std::pair<std::int64_t, std::int64_t>;
 
-// Random slices: each (i, j) holds with probability p a row vector of 1 … dmax values over a
-// random k interval inside 1 … kmax (so rows and whole slices are empty at random); one extra
-// row vector at k = far (when far > 0) makes kmax large without touching the others.
+// Random slices (support/bem_random.hpp) and `steps` past vectors, all exact in float.
 struct Problem {
   std::int64_t n = 0;
   std::vector<Triplet<double>> entries;   // values exact in float
@@ -35,20 +34,10 @@ struct Problem {
 Problem random_problem(std::int64_t n, int kmax, int dmax, double p, int steps, unsigned seed,
                        int far = 0) {
   std::mt19937_64 g(seed);
-  std::uniform_real_distribution<double> u(-1, 1), coin(0, 1);
+  std::uniform_real_distribution<double> u(-1, 1);
   Problem pr;
   pr.n = n;
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (coin(g) > p || (far > 0 && i == n - 1 && j == 0))
-        continue;
-      const int len = 1 + static_cast<int>(g() % static_cast<unsigned>(dmax));
-      const int k0 = 1 + static_cast<int>(g() % static_cast<unsigned>(kmax - len + 1));
-      for (int t = 0; t < len; ++t)
-        pr.entries.push_back({i, j, k0 + t, static_cast<double>(static_cast<float>(u(g)))});
-    }
-  if (far > 0)
-    pr.entries.push_back({n - 1, 0, far, 0.5});
+  pr.entries = test::random_triplets(n, kmax, dmax, p, g, far);
   for (int s = 0; s < steps; ++s) {
     std::vector<double> a(static_cast<std::size_t>(n));
     for (auto &x : a)

@@ -2,6 +2,7 @@
 // fp64 scalar summation (sum_slices_scalar), every ng, precision and slice interval; the block
 // counts of small hand-made slices; bad block shapes.
 #include "bem/blocking.hpp"
+#include "support/bem_random.hpp"
 #include "support/expect_error.hpp"
 
 #include <ksum/error.hpp>
@@ -15,25 +16,7 @@
 namespace ksum::bem {
 namespace {
 
-// Random slices with contiguous k intervals; rows with probability p (so some slices and rows
-// are empty).
-template <class T>
-std::vector<Triplet<T>> random_triplets(std::int64_t n, int kmax, int dmax, double p,
-                                        unsigned seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<double> u(-1, 1), coin(0, 1);
-  std::vector<Triplet<T>> e;
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (coin(g) > p)
-        continue;
-      const int len = 1 + static_cast<int>(g() % dmax);
-      const int k0 = 1 + static_cast<int>(g() % (kmax - len + 1));
-      for (int t = 0; t < len; ++t)
-        e.push_back({i, j, k0 + t, static_cast<T>(u(g))});
-    }
-  return e;
-}
+using test::random_triplets;
 
 template <class T> struct Case {
   Slices<T> slices;

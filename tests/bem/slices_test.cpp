@@ -1,6 +1,7 @@
 // Seed 003 §3: slices against dense M^k products (float64 reference), the multi-step summation
 // (n_g vectors, completed shell by shell) against the one-step marching, and bad input.
 #include "bem/slices.hpp"
+#include "support/bem_random.hpp"
 #include "support/expect_error.hpp"
 
 #include <ksum/error.hpp>
@@ -14,24 +15,7 @@
 namespace ksum::bem {
 namespace {
 
-// Random slices: for every pair (i, j) with probability p, a row vector of 1 … dmax values
-// starting at a random k; returns the triplets.
-std::vector<Triplet<double>> random_triplets(std::int64_t n, int kmax, int dmax, double p,
-                                             unsigned seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<double> u(-1, 1), coin(0, 1);
-  std::vector<Triplet<double>> e;
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (coin(g) > p)
-        continue;
-      const int len = 1 + static_cast<int>(g() % dmax);
-      const int k0 = 1 + static_cast<int>(g() % (kmax - len + 1));
-      for (int t = 0; t < len; ++t)
-        e.push_back({i, j, k0 + t, u(g)});
-    }
-  return e;
-}
+using test::random_triplets;
 
 // Dense M^k, k = 1 … kmax: m[k][i][j].
 std::vector<std::vector<double>> dense(std::int64_t n, int kmax,

@@ -32,7 +32,7 @@ double uniform_sphere_error(int refinements, double dt_over_edge, TimeBasis basi
   o.kernel = TdbemKernel::scalar;
   o.backend = Backend::cpu;
   o.ng = 1;
-  const double edge = TdbemSolver<double>(s, o).dt(); // dt = 0: the mean edge / c
+  const double edge = mean_edge_length(s);
   o.dt = edge * dt_over_edge;
   TdbemSolver<double> solver(s, o);
   solver.set_incident([](const std::array<double, 3> &, double t) { return -pulse(t); });
