@@ -142,7 +142,7 @@ struct Acceptance {
 };
 
 // A mean with its standard error (block averaging, Flyvbjerg & Petersen 1989: the largest error
-// estimate over the blocking levels with at least 8 blocks).
+// estimate over the blocking levels with at least 16 blocks).
 struct Estimate {
   double mean = 0, error = 0;
   std::int64_t samples = 0;
@@ -199,11 +199,12 @@ public:
   std::int64_t sweeps() const;        // done in total
   std::uint64_t move_counter() const; // the next move number t
   double energy() const;              // running U
-  Energy recompute();                 // engine.total() now (also recorded as a drift)
+  // engine.total() now, recorded as a drift (U_running − U_total); the running U restarts from it.
+  Energy recompute();
   Summary summary() const;
 
-  // One row per sample: sweep, energy, ree, rg (means over the chains), then ree_<c>, rg_<c> per
-  // chain (chains ≤ 16).
+  // One row per sample: sweep, energy, then (with chains) ree, rg (means over the chains) and
+  // ree_<c>, rg_<c> of the first 16 chains.
   Table<double> samples() const;
   // The counter-ions' radial distribution: columns r (bin centre), value, count. Sphere: the
   // number density n(r) around the cell centre (length⁻³); periodic: g(r) of counter-ions around
