@@ -168,8 +168,9 @@ void Simulation::Impl::sweep() {
     p.first = t;
     p.count = count;
     p.max_step = o.moves.ion_step;
-    p.step = step;
+    p.step = std::move(step); // lent to the engine for the call, not copied every sweep
     const TranslateResult r = engine->translate(p);
+    step = std::move(p.step);
     t += std::uint64_t(count);
     energy += r.delta_u;
     Acceptance &a = acceptance[int(MoveKind::translate)];
