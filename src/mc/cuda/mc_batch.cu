@@ -1,0 +1,497 @@
+// CUDA kernels of translate() (seed 004 Paper I, going past its one-move-per-transfer Program 2):
+// a batch of single-particle trials is evaluated against the current state in one launch (each
+// particle loaded once per group of kTrialGroup trials), with the pair corrections between the
+// trials of the batch in the same launch, and the trials are then accepted in order by one warp
+// on the device — the same Markov chain as one move at a time. Reductions run in a fixed order.
+#include "mc/mc_device.cuh"
+#include "mc/proposal.hpp"
+
+namespace ksum::mc::detail {
+namespace {
+
+using namespace dev;
+
+constexpr int kAcceptThreads = 256;
+// Float trial sums are moved into their double accumulators every kFlush particles per thread.
+constexpr int kFlush = 8;
+
+__global__ void k_draws(std::uint64_t seed, std::uint64_t t0, std::int64_t n,
+                        const std::int32_t *movable, std::int64_t n_movable, const double *step,
+                        double max_step, GpuDraw *out) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
+       k += stride) {
+    const Trial tr = translation_trial(seed, t0 + static_cast<std::uint64_t>(k), n_movable);
+    const int p = movable ? movable[tr.slot] : static_cast<int>(tr.slot);
+    GpuDraw d;
+    d.step = step ? step[p] : max_step;
+    d.ux = tr.ux;
+    d.uy = tr.uy;
+    d.uz = tr.uz;
+    d.u = tr.u_accept;
+    d.lnu = -log(tr.u_accept);
+    d.p = p;
+    d.pad = 0;
+    out[k] = d;
+  }
+}
+
+// Trial b of the batch: its particle, old position and new one (wrapped into the box).
+template <class T> struct TrialPos {
+  T nx, ny, nz, ox, oy, oz;
+  int p;
+};
+template <class T>
+__device__ TrialPos<T> make_trial(const GpuBatchArgs<T> &a, const GpuChainState &st, int b) {
+  const GpuDraw d = a.draws[st.t_next + static_cast<std::uint64_t>(b) - st.window_t0];
+  TrialPos<T> tr;
+  tr.p = d.p;
+  tr.ox = a.sys.x[d.p];
+  tr.oy = a.sys.y[d.p];
+  tr.oz = a.sys.z[d.p];
+  // x + step·u in double with one rounding (fma), as the host compiler contracts it on the CPU.
+  double nx = fma(d.step, d.ux, static_cast<double>(tr.ox));
+  double ny = fma(d.step, d.uy, static_cast<double>(tr.oy));
+  double nz = fma(d.step, d.uz, static_cast<double>(tr.oz));
+  if (a.pp.periodic) {
+    nx = wrap(nx, static_cast<double>(a.pp.box[0]));
+    ny = wrap(ny, static_cast<double>(a.pp.box[1]));
+    nz = wrap(nz, static_cast<double>(a.pp.box[2]));
+  }
+  tr.nx = static_cast<T>(nx);
+  tr.ny = static_cast<T>(ny);
+  tr.nz = static_cast<T>(nz);
+  return tr;
+}
+
+template <class T>
+__device__ __forceinline__ int batch_count(const GpuBatchArgs<T> &a, const GpuChainState &st) {
+  const std::uint64_t left = st.t_end - st.t_next;
+  return left < static_cast<std::uint64_t>(a.batch) ? static_cast<int>(left) : a.batch;
+}
+
+// Accumulates the trials' u(new, x_j) − u(old, x_j) over NJ particles j (j = p left out).
+template <class T, bool kFast, int NJ>
+__device__ __forceinline__ void
+trial_terms(const PairParams<T> &pp, const Moved<T> *tr, const int *tp, const int (&j)[NJ],
+            const T (&xj)[NJ], const T (&yj)[NJ], const T (&zj)[NJ], const T (&qj)[NJ],
+            const T (&rj)[NJ], T (&tacc)[kTrialGroup], int (&ov)[kTrialGroup]) {
+#pragma unroll
+  for (int t = 0; t < kTrialGroup; ++t) {
+    const Moved<T> c = tr[t];
+    const int p = tp[t];
+#pragma unroll
+    for (int u = 0; u < NJ; ++u) {
+      int o = 0, dummy = 0;
+      const T en =
+          pair_u<T, kFast>(pp, c.nx - xj[u], c.ny - yj[u], c.nz - zj[u], c.q, qj[u], c.r, rj[u], o);
+      const T eo = pair_u<T, kFast>(pp, c.ox - xj[u], c.oy - yj[u], c.oz - zj[u], c.q, qj[u], c.r,
+                                    rj[u], dummy);
+      const bool keep = j[u] != p;
+      tacc[t] += keep ? en - eo : T(0);
+      ov[t] += keep ? o : 0;
+    }
+  }
+}
+
+// ΔU of trials b0 … b0 + 15 against the particles of slice s: a thread per particle j (two at a
+// time), the trials in shared memory (broadcast reads), so that each particle loaded from global
+// memory serves 16 trials × 2 energies. Partial sums per (slice, trial) go to part_e/part_ov.
+// The blocks of slice 0 also write what the accept kernel needs of their trials: the new
+// position, the bond-energy change and the overlaps that are not pair terms.
+template <class T, bool kFast>
+__device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, int count,
+                            int block) {
+  __shared__ Moved<T> tr[kTrialGroup];
+  __shared__ int tp[kTrialGroup];
+  __shared__ double red_e[kThreads / 32][kTrialGroup];
+  __shared__ int red_o[kThreads / 32][kTrialGroup];
+  const GpuParticles<T> &s = a.sys;
+  const PairParams<T> &pp = a.pp;
+  const int g = block % a.groups, slice = block / a.groups;
+  const int b0 = g * kTrialGroup, tid = threadIdx.x;
+  if (b0 >= count)
+    return;
+  const bool hs = pp.short_range == 1;
+  if (tid < kTrialGroup) {
+    const int b = b0 + tid;
+    if (b < count) {
+      const TrialPos<T> t = make_trial(a, st, b);
+      const T q = s.q[t.p], r = s.r[t.p];
+      tr[tid] = Moved<T>{
+          t.nx, t.ny, t.nz, t.ox, t.oy, t.oz, kFast ? pp.lb * q : q, kFast && !hs ? T(0) : r};
+      tp[tid] = t.p;
+      if (slice == 0) {
+        double be = 0;
+        int bo = 0;
+        if (pp.bond != 0 && s.bond_begin)
+          for (int k = s.bond_begin[t.p]; k < s.bond_begin[t.p + 1]; ++k) {
+            const int j = s.bond_nbr[k];
+            int dummy = 0;
+            const T un = bond_u(pp, t.nx - s.x[j], t.ny - s.y[j], t.nz - s.z[j], bo);
+            const T uo = bond_u(pp, t.ox - s.x[j], t.oy - s.y[j], t.oz - s.z[j], dummy);
+            be += static_cast<double>(un) - static_cast<double>(uo);
+          }
+        GpuTrialOut<T> out;
+        out.nx = t.nx;
+        out.ny = t.ny;
+        out.nz = t.nz;
+        out.p = t.p;
+        out.bond_e = be;
+        out.extra_ov = bo + (outside_cell(pp, t.nx, t.ny, t.nz) ? 1 : 0);
+        out.pad = 0;
+        a.trials[b] = out;
+      }
+    } else {
+      // Past the batch's end: a trial that does not move (its sums are not written).
+      tr[tid] = Moved<T>{0, 0, 0, 0, 0, 0, 0, 0};
+      tp[tid] = -1;
+    }
+  }
+  __syncthreads();
+
+  const int n = s.n;
+  const int chunk = (n + a.slices - 1) / a.slices;
+  const int jb = min(n, slice * chunk), je = min(n, jb + chunk);
+  // Float sums of a few particles per thread are added to double accumulators in shared memory
+  // (registers would cost the occupancy); double sums stay in registers.
+  constexpr bool kSingle = std::is_same_v<T, float>;
+  __shared__ double sacc[kSingle ? kTrialGroup : 1][kThreads];
+  T tacc[kTrialGroup];
+  int ov[kTrialGroup];
+#pragma unroll
+  for (int t = 0; t < kTrialGroup; ++t) {
+    tacc[t] = 0;
+    ov[t] = 0;
+    if constexpr (kSingle)
+      sacc[t][tid] = 0;
+  }
+  auto load = [&](int j, int &jj, T &x, T &y, T &z, T &q, T &r) {
+    jj = j;
+    x = s.x[j];
+    y = s.y[j];
+    z = s.z[j];
+    q = s.q[j];
+    r = kFast && !hs ? T(0) : s.r[j];
+  };
+  auto flush = [&]() {
+#pragma unroll
+    for (int t = 0; t < kTrialGroup; ++t) {
+      sacc[t][tid] += static_cast<double>(tacc[t]);
+      tacc[t] = 0;
+    }
+  };
+  // Two particles per thread and iteration in the fast loop (each trial read from shared memory
+  // serves both); one in the general loop, whose pair_energy branches need the registers.
+  constexpr int NJ = kFast ? 2 : 1;
+  int it = 0;
+  int j = jb + tid;
+  for (; j + (NJ - 1) * kThreads < je; j += NJ * kThreads) {
+    // The trials are reloaded from shared memory (broadcast) in every iteration rather than
+    // hoisted into registers: 16 trials would take ~150 registers and the occupancy with them.
+    asm volatile("" ::: "memory");
+    int jj[NJ];
+    T xj[NJ], yj[NJ], zj[NJ], qj[NJ], rj[NJ];
+#pragma unroll
+    for (int u = 0; u < NJ; ++u)
+      load(j + u * kThreads, jj[u], xj[u], yj[u], zj[u], qj[u], rj[u]);
+    trial_terms<T, kFast, NJ>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
+    if constexpr (kSingle)
+      if ((it += NJ) >= kFlush) {
+        it = 0;
+        flush();
+      }
+  }
+  if (NJ > 1 && j < je) {
+    int jj[1];
+    T xj[1], yj[1], zj[1], qj[1], rj[1];
+    load(j, jj[0], xj[0], yj[0], zj[0], qj[0], rj[0]);
+    trial_terms<T, kFast, 1>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
+  }
+  if constexpr (kSingle)
+    flush();
+
+  const int lane = tid & 31, w = tid >> 5;
+#pragma unroll
+  for (int t = 0; t < kTrialGroup; ++t) {
+    const double e = warp_sum(kSingle ? sacc[t][tid] : static_cast<double>(tacc[t]));
+    const long long o = warp_sum(static_cast<long long>(ov[t]));
+    if (lane == 0) {
+      red_e[w][t] = e;
+      red_o[w][t] = static_cast<int>(o);
+    }
+  }
+  __syncthreads();
+  if (tid < kTrialGroup && b0 + tid < count) {
+    double e = 0;
+    int o = 0;
+    for (int k = 0; k < kThreads / 32; ++k) {
+      e += red_e[k][tid];
+      o += red_o[k][tid];
+    }
+    a.part_e[slice * a.ld + b0 + tid] = e;
+    a.part_ov[slice * a.ld + b0 + tid] = o;
+  }
+}
+
+// The corrections between trials a < b of the batch, in a tile of 32 × 32 (tile rows ≤ tile
+// columns): if trial a is accepted first, trial b's ΔU (computed against the batch's starting
+// state) changes by C[a][b] = [u(new_b, new_a) − u(new_b, old_a)] − [u(old_b, new_a) −
+// u(old_b, old_a)] (and the same for a bond between them); the overlap count by the new-b terms.
+// Trials of the same particle get 0: the accept kernel stops the batch before using them.
+template <class T>
+__device__ void corr_block(const GpuBatchArgs<T> &a, const GpuChainState &st, int count, int tile) {
+  __shared__ Moved<T> tt[64];
+  __shared__ int tpp[64];
+  const GpuParticles<T> &s = a.sys;
+  const PairParams<T> &pp = a.pp;
+  // tile → (ta, tb), ta ≤ tb, in the order tb = 0, 1, …
+  int tb = static_cast<int>((sqrt(8.0 * tile + 1.0) - 1.0) * 0.5);
+  while (tb * (tb + 1) / 2 > tile)
+    --tb;
+  while ((tb + 1) * (tb + 2) / 2 <= tile)
+    ++tb;
+  const int ta = tile - tb * (tb + 1) / 2;
+  const int a0 = ta * 32, b0 = tb * 32, tid = threadIdx.x;
+  if (b0 >= count)
+    return;
+  if (tid < 64) {
+    const int b = (tid < 32 ? a0 : b0 - 32) + tid;
+    if (b < count) {
+      const TrialPos<T> t = make_trial(a, st, b);
+      tt[tid] = Moved<T>{t.nx, t.ny, t.nz, t.ox, t.oy, t.oz, s.q[t.p], s.r[t.p]};
+      tpp[tid] = t.p;
+    } else {
+      tpp[tid] = -1;
+    }
+  }
+  __syncthreads();
+  for (int k = tid; k < 32 * 32; k += blockDim.x) {
+    const int ia = k >> 5, ib = k & 31;
+    const int ea = a0 + ia, eb = b0 + ib;
+    if (ea >= eb || eb >= count)
+      continue;
+    double e = 0;
+    int o = 0;
+    const int pa = tpp[ia], pb = tpp[32 + ib];
+    if (pa != pb) {
+      const Moved<T> A = tt[ia], B = tt[32 + ib];
+      int o1 = 0, o2 = 0, dummy = 0;
+      const T nn =
+          pair_u<T, false>(pp, B.nx - A.nx, B.ny - A.ny, B.nz - A.nz, B.q, A.q, B.r, A.r, o1);
+      const T no =
+          pair_u<T, false>(pp, B.nx - A.ox, B.ny - A.oy, B.nz - A.oz, B.q, A.q, B.r, A.r, o2);
+      const T on =
+          pair_u<T, false>(pp, B.ox - A.nx, B.oy - A.ny, B.oz - A.nz, B.q, A.q, B.r, A.r, dummy);
+      const T oo =
+          pair_u<T, false>(pp, B.ox - A.ox, B.oy - A.oy, B.oz - A.oz, B.q, A.q, B.r, A.r, dummy);
+      e = (static_cast<double>(nn) - static_cast<double>(no)) -
+          (static_cast<double>(on) - static_cast<double>(oo));
+      o = o1 - o2;
+      if (pp.bond != 0 && s.bond_begin)
+        for (int q = s.bond_begin[pb]; q < s.bond_begin[pb + 1]; ++q) {
+          if (s.bond_nbr[q] != pa)
+            continue;
+          int b1 = 0, b2 = 0;
+          const T bnn = bond_u(pp, B.nx - A.nx, B.ny - A.ny, B.nz - A.nz, b1);
+          const T bno = bond_u(pp, B.nx - A.ox, B.ny - A.oy, B.nz - A.oz, b2);
+          const T bon = bond_u(pp, B.ox - A.nx, B.oy - A.ny, B.oz - A.nz, dummy);
+          const T boo = bond_u(pp, B.ox - A.ox, B.oy - A.oy, B.oz - A.oz, dummy);
+          e += (static_cast<double>(bnn) - static_cast<double>(bno)) -
+               (static_cast<double>(bon) - static_cast<double>(boo));
+          o += b1 - b2;
+        }
+    }
+    a.corr_e[ea * a.ld + eb] = e;
+    a.corr_ov[ea * a.ld + eb] = o;
+  }
+}
+
+// One launch per batch: blocks [0, slices·groups) evaluate ΔU, the rest the corrections.
+template <class T, bool kFast>
+__global__ void __launch_bounds__(kThreads) k_batch(GpuBatchArgs<T> a) {
+  const GpuChainState st = *a.state;
+  const int count = batch_count(a, st);
+  const int delta_blocks = a.slices * a.groups;
+  if (static_cast<int>(blockIdx.x) < delta_blocks)
+    delta_block<T, kFast>(a, st, count, blockIdx.x);
+  else
+    corr_block<T>(a, st, count, blockIdx.x - delta_blocks);
+}
+
+// Metropolis (proposal.hpp's metropolis(du, 0, u)): du < −log u decides without exp() unless the
+// two are within 1e-9 (relative to 1 + |log u|), where exp() itself decides; the rounding of log
+// and exp is far below that margin, so the decision is metropolis()'s.
+__device__ __forceinline__ bool accept_move(double du, double u, double lnu) {
+  if (du <= 0)
+    return true;
+  const double tol = 1e-9 * (1.0 + lnu);
+  if (du < lnu - tol)
+    return true;
+  if (du > lnu + tol)
+    return false;
+  return metropolis(du, 0, u);
+}
+
+// The sequential part of a batch, one block. Trials are decided in order, 32 at a time by warp 0
+// (lane c holds trial c0 + c): lane s decides, the decision is broadcast, and the later lanes add
+// C[s][c] from registers. Between chunks the whole block adds the accepted rows of C to the later
+// trials' corrections, and marks later trials of an accepted particle: reaching such a trial stops
+// the batch there (its proposal was drawn from the particle's old position); the next batch starts
+// at it, so the chain does not depend on B. Accepted positions are written at once; then the
+// chain state moves on and the batch's record is written.
+template <class T> __global__ void __launch_bounds__(kAcceptThreads) k_accept(GpuBatchArgs<T> a) {
+  __shared__ double corr[kMaxBatch];
+  __shared__ int cov[kMaxBatch];
+  __shared__ int pid[kMaxBatch];
+  __shared__ unsigned char stop[kMaxBatch];
+  __shared__ unsigned s_mask;
+  __shared__ int s_end;
+  const GpuChainState st = *a.state;
+  const int count = batch_count(a, st);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (count <= 0) {
+    if (tid == 0)
+      a.records[a.record] = GpuBatchRecord{0, 0, 0, 0.0};
+    return;
+  }
+  for (int b = tid; b < count; b += blockDim.x) {
+    const GpuTrialOut<T> &t = a.trials[b];
+    double e = t.bond_e;
+    int o = t.extra_ov;
+    for (int sl = 0; sl < a.slices; ++sl) {
+      e += a.part_e[sl * a.ld + b];
+      o += a.part_ov[sl * a.ld + b];
+    }
+    corr[b] = e;
+    cov[b] = o;
+    pid[b] = t.p;
+    stop[b] = 0;
+  }
+  __syncthreads();
+
+  long long n_acc = 0, n_rej_ov = 0;
+  double sum_du = 0;
+  int end = count;
+  for (int c0 = 0; c0 < count; c0 += 32) {
+    if (warp == 0) {
+      const int b = c0 + lane;
+      const bool valid = b < count;
+      const int n_here = min(32, count - c0);
+      double du = valid ? corr[b] : 0.0;
+      int ov = valid ? cov[b] : 0;
+      bool my_stop = valid && stop[b] != 0;
+      const int my_p = valid ? pid[b] : -1;
+      double u = 0.5, lnu = 0.0;
+      if (valid) {
+        const GpuDraw &d = a.draws[st.t_next + static_cast<std::uint64_t>(b) - st.window_t0];
+        u = d.u;
+        lnu = d.lnu;
+      }
+      double creg[32];
+      int oreg[32];
+#pragma unroll
+      for (int s = 0; s < 32; ++s) {
+        const bool use = valid && s < lane;
+        creg[s] = use ? a.corr_e[(c0 + s) * a.ld + b] : 0.0;
+        oreg[s] = use ? a.corr_ov[(c0 + s) * a.ld + b] : 0;
+      }
+      unsigned acc_mask = 0, rej_mask = 0;
+      int stop_at = -1;
+#pragma unroll
+      for (int s = 0; s < 32; ++s) {
+        if (s >= n_here)
+          break;
+        const int ps = __shfl_sync(kFull, my_p, s);
+        int code = 0; // 0 reject, 1 accept, 2 stop, 3 reject for an overlap
+        if (lane == s)
+          code = my_stop ? 2 : ov != 0 ? 3 : accept_move(du, u, lnu) ? 1 : 0;
+        code = __shfl_sync(kFull, code, s);
+        if (code == 2) {
+          stop_at = s;
+          break;
+        }
+        if (code == 1) {
+          acc_mask |= 1u << s;
+          du += creg[s];
+          ov += oreg[s];
+          my_stop = my_stop || ps == my_p;
+        } else if (code == 3) {
+          rej_mask |= 1u << s;
+        }
+      }
+      const bool accepted = (acc_mask >> lane) & 1u;
+      if (accepted) {
+        const GpuTrialOut<T> &t = a.trials[b];
+        a.sys.x[t.p] = t.nx;
+        a.sys.y[t.p] = t.ny;
+        a.sys.z[t.p] = t.nz;
+      }
+      n_acc += __popc(acc_mask);
+      n_rej_ov += __popc(rej_mask);
+      sum_du += warp_sum(accepted ? du : 0.0); // lane 0's sum is the one used
+      if (lane == 0) {
+        s_mask = acc_mask;
+        s_end = stop_at >= 0 ? c0 + stop_at : -1;
+      }
+    }
+    __syncthreads();
+    if (s_end >= 0) {
+      end = s_end;
+      break;
+    }
+    const unsigned mask = s_mask;
+    if (mask != 0)
+      for (int c = c0 + 32 + tid; c < count; c += blockDim.x) {
+        double e = 0;
+        int o = 0;
+        bool st_c = false;
+        const int pc = pid[c];
+        for (unsigned m = mask; m != 0; m &= m - 1) {
+          const int ar = c0 + __ffs(m) - 1;
+          e += a.corr_e[ar * a.ld + c];
+          o += a.corr_ov[ar * a.ld + c];
+          st_c = st_c || pid[ar] == pc;
+        }
+        corr[c] += e;
+        cov[c] += o;
+        if (st_c)
+          stop[c] = 1;
+      }
+    __syncthreads();
+  }
+  if (tid == 0) {
+    a.records[a.record] = GpuBatchRecord{end, n_acc, n_rej_ov, sum_du};
+    a.state->t_next = st.t_next + static_cast<std::uint64_t>(end);
+  }
+}
+
+} // namespace
+
+const char *launch_draws(std::uint64_t seed, std::uint64_t t0, std::int64_t n,
+                         const std::int32_t *movable, std::int64_t n_movable, const double *step,
+                         double max_step, GpuDraw *out, void *stream) {
+  if (n > 0) {
+    const std::int64_t blocks = std::min<std::int64_t>((n + 255) / 256, 4096);
+    k_draws<<<static_cast<unsigned>(blocks), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        seed, t0, n, movable, n_movable, step, max_step, out);
+  }
+  return last_error();
+}
+
+template <class T> const char *launch_batch(const GpuBatchArgs<T> &a, void *stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int tiles = a.ld / 32;
+  const int blocks = a.slices * a.groups + tiles * (tiles + 1) / 2;
+  if (a.fast)
+    k_batch<T, true><<<blocks, kThreads, 0, s>>>(a);
+  else
+    k_batch<T, false><<<blocks, kThreads, 0, s>>>(a);
+  k_accept<T><<<1, kAcceptThreads, 0, s>>>(a);
+  return last_error();
+}
+
+template const char *launch_batch<float>(const GpuBatchArgs<float> &, void *);
+template const char *launch_batch<double>(const GpuBatchArgs<double> &, void *);
+
+} // namespace ksum::mc::detail
