@@ -31,6 +31,10 @@
 #          table 1 (bem_balance_bench), the pulsating-sphere convergence, table 4 and the whole
 #          time step on CPU / GPU / both balanced (bem_tdbem_bench, airplane-like surface), and
 #          ksum tdbem under mpirun -n 1, 2, 4
+#   mc     Monte Carlo electrostatics (seed 004 Paper I): ctest -R "Mc|mc" (GPU tests included),
+#          figure 3.1 / table 3.1 beside ours and MC moves/s for N = 1e3 … 1e6 (mc_bench, CPU and
+#          GPU, f32 and f64, sizes past a time budget skipped), ksum mc on the GPU and on the CPU
+#          (KSUM_MC_ARGS: 8 chains × 64 monomers + counter-ions, 500 sweeps); ~150 s; one archive
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -403,6 +407,39 @@ if want tdbem; then
   } >> "$summary"
   cp "$OUT/tdbem/balance_gpu_share.png" "$OUT/tdbem_balance_gpu_share.png" 2>/dev/null
   tar -C "$OUT" -czf "$OUT/tdbem.tar.gz" tdbem && rm -rf "$OUT/tdbem"
+fi
+
+if want mc; then
+  mkdir -p "$OUT/mc"
+  t_mc=$(date +%s)
+  timeout 120 ctest --test-dir $build -R "Mc|mc" -j 4 --output-on-failure > "$OUT/mc/tests.log" 2>&1 || rc=1
+  # Budgets: 2 s per measurement (a size whose N²-scaled prediction exceeds it is skipped) and
+  # 8 s per Simulation::run row; about 100 s on an H100 with 16 cores.
+  timeout 170 $build/bench/mc_bench --max-n 1e6 --budget 2 --sim-budget 8 --reps 3 \
+    --json "$OUT/mc/mc_bench.json" --png "$OUT/mc/rates.png" > "$OUT/mc/mc_bench.md" 2>&1 || rc=1
+  # ksum mc, 8 chains × 64 monomers + 512 counter-ions at 0.01 mol/L monomers, 500 sweeps;
+  # KSUM_MC_ARGS replaces the model and run options (the outputs below are always added).
+  mc_args=${KSUM_MC_ARGS:---chains 8 --monomers 64 --steps 500 --seed 1}
+  declare -A mc_ms
+  for b in gpu cpu; do
+    t_run=$(date +%s%N)
+    # shellcheck disable=SC2086  # mc_args: words, split
+    timeout 60 $build/apps/ksum/ksum mc $mc_args --backend $b --progress-every 100 \
+      --summary "$OUT/mc/ksum_mc_$b.txt" --samples "$OUT/mc/ksum_mc_${b}_samples.csv" \
+      --plot "$OUT/mc/ksum_mc_$b" -f > "$OUT/mc/ksum_mc_$b.log" 2>&1 || rc=1
+    mc_ms[$b]=$(( ($(date +%s%N) - t_run) / 1000000 ))
+  done
+  { echo; echo "MC tests (ctest -R \"Mc|mc\"): $(grep -E 'tests passed|tests failed' "$OUT/mc/tests.log" | tail -n1)"
+    grep -E "\(Failed\)|\*\*\*Failed|Timeout" "$OUT/mc/tests.log" | head -n 10
+    echo; grep -vE '^(model N|plot )' "$OUT/mc/mc_bench.md" | grep -E '^(\(a\)|\(b\)|ΔU|Seed|#|\|)' ||
+      tail -n 5 "$OUT/mc/mc_bench.md"
+    for b in gpu cpu; do
+      echo; echo "ksum mc $mc_args --backend $b (${mc_ms[$b]} ms wall):"
+      cat "$OUT/mc/ksum_mc_$b.txt" 2>/dev/null || tail -n 6 "$OUT/mc/ksum_mc_$b.log"
+    done
+    echo "- mc section: $(( $(date +%s) - t_mc )) s"
+  } >> "$summary"
+  tar -C "$OUT" -czf "$OUT/mc.tar.gz" mc && rm -rf "$OUT/mc"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"
