@@ -43,7 +43,7 @@ ProgressLine::~ProgressLine() {
     fmt::print(stderr, "\n");
 }
 
-void ProgressLine::update(double fraction) {
+void ProgressLine::update(double fraction, const std::string &detail) {
   if (global().quiet)
     return;
   const auto now = std::chrono::steady_clock::now();
@@ -54,15 +54,15 @@ void ProgressLine::update(double fraction) {
   if (tty_) {
     if (std::chrono::duration<double>(now - last_).count() < 0.2 && fraction < 1)
       return;
-    fmt::print(stderr, "\r{}: {:5.1f}% ({:.1f} s elapsed, {:.1f} s left)   ", label_,
-               100 * fraction, elapsed, eta);
+    fmt::print(stderr, "\r{}: {:5.1f}% ({:.1f} s elapsed, {:.1f} s left){}{}   ", label_,
+               100 * fraction, elapsed, eta, detail.empty() ? "" : "  ", detail);
   } else {
     const int tenth = static_cast<int>(fraction * 10);
     if (tenth == last_tenth_)
       return;
     last_tenth_ = tenth;
-    fmt::print(stderr, "{}: {:3.0f}% ({:.1f} s elapsed, {:.1f} s left)\n", label_, 100 * fraction,
-               elapsed, eta);
+    fmt::print(stderr, "{}: {:3.0f}% ({:.1f} s elapsed, {:.1f} s left){}{}\n", label_,
+               100 * fraction, elapsed, eta, detail.empty() ? "" : "  ", detail);
   }
   std::fflush(stderr);
   last_ = now;

@@ -20,7 +20,9 @@ class ProgressLine {
 public:
   explicit ProgressLine(std::string label);
   ~ProgressLine();
-  void update(double fraction);
+  // detail: what the work reports besides its fraction (e.g. an MC run's energy and acceptance),
+  // shown after the times.
+  void update(double fraction, const std::string &detail = {});
   std::function<void(double)> callback() {
     return [this](double f) { update(f); };
   }
@@ -49,5 +51,6 @@ void register_interpolate(CLI::App &app);
 void register_deform(CLI::App &app);
 void register_kde(CLI::App &app);
 void register_tdbem(CLI::App &app);
+void register_mc(CLI::App &app);
 
 } // namespace ksum::cli

@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
   ksum::cli::register_deform(app);
   ksum::cli::register_kde(app);
   ksum::cli::register_tdbem(app);
+  ksum::cli::register_mc(app);
   ksum::cli::register_demo(app);
   ksum::cli::register_simulate(app);
   try {
