@@ -18,6 +18,8 @@ from .fmm2d import FMM2D, cfmm2d
 from .gauss import KDE, GaussTransform, gauss_transform, gaussian_kde
 from .interpolate import PUMInterpolator, RBFInterpolator
 from .tdbem import TDBEM, sphere
+from . import mc
+from .mc import Polyelectrolyte
 
 __version__ = _ksum.info()["version"]
 
@@ -48,4 +50,4 @@ __all__ = ["info", "config", "CopyWarning", "Error", "InputError", "ParseError",
            "DirectSum", "FMM3D", "kernel_sum", "lfmm3d", "FMMOutput", "FMM2D", "cfmm2d",
            "GaussTransform", "gauss_transform", "KDE", "gaussian_kde", "RBFInterpolator",
            "PUMInterpolator", "deform_mesh", "DeformResult", "Simulation", "simulate", "TDBEM",
-           "sphere"]
+           "sphere", "mc", "Polyelectrolyte"]

@@ -138,4 +138,5 @@ NB_MODULE(_ksum, m) {
   ksum::py::bind_rbf(m);
   ksum::py::bind_apps(m);
   ksum::py::bind_tdbem(m);
+  ksum::py::bind_mc(m);
 }
