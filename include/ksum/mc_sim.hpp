@@ -8,8 +8,8 @@
 //
 // Every random number is a counter-based draw keyed by (seed, move number t, stream) (the streams
 // of src/mc/philox.hpp): a run is one Markov chain whatever the backend's batching, and a restart
-// from a checkpoint at sweep k continues it exactly (bit-identically on the CPU with the same
-// threads).
+// from a checkpoint at sweep k continues it exactly (bit-identically on the CPU, on any number of
+// threads: the engine adds its partial sums in a fixed order).
 #include <ksum/mc.hpp>
 #include <ksum/table.hpp>
 

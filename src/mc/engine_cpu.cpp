@@ -110,13 +110,21 @@ template <class T> Energy CpuEngine<T>::total() const {
   const PairParams<T> p = p_;
   const Soa<T> a{x_.data(), y_.data(), z_.data(), q_.data(), r_.data()};
   const std::int64_t n = n_;
-  double e = 0;
-  std::int64_t ov = 0;
+  // Per-row sums added in row order afterwards: the same bits whatever the threads (an OpenMP
+  // reduction combines the threads' partial sums in the order they finish).
+  std::vector<double> er(static_cast<std::size_t>(n), 0.0);
+  std::vector<std::int64_t> orow(static_cast<std::size_t>(n), 0);
   // Triangle rows shrink with i: dynamic scheduling keeps the threads even.
 #pragma omp parallel for if (n * n / 2 >= parallel_pairs) num_threads(thread_count())            \
-    reduction(+ : e, ov) schedule(dynamic, 16)
+    schedule(dynamic, 16)
   for (std::int64_t i = 0; i < n; ++i)
-    row(p, a, i + 1, n, a.x[i], a.y[i], a.z[i], a.q[i], a.r[i], e, ov);
+    row(p, a, i + 1, n, a.x[i], a.y[i], a.z[i], a.q[i], a.r[i], er[i], orow[i]);
+  double e = 0;
+  std::int64_t ov = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    e += er[i];
+    ov += orow[i];
+  }
   for (const auto &b : bonds_)
     e += bond_at(p, x_[b[0]] - x_[b[1]], y_[b[0]] - y_[b[1]], z_[b[0]] - z_[b[1]], ov);
   for (std::int64_t i = 0; i < n; ++i)
@@ -131,13 +139,18 @@ template <class T> Energy CpuEngine<T>::total_full_recompute(const System &s) co
       r(s.radius.begin(), s.radius.end());
   const Soa<T> a{x.data(), y.data(), z.data(), q.data(), r.data()};
   const std::int64_t n = s.size();
+  std::vector<double> er(static_cast<std::size_t>(n), 0.0);
+  std::vector<std::int64_t> orow(static_cast<std::size_t>(n), 0);
+#pragma omp parallel for if (n * n >= parallel_pairs) num_threads(thread_count()) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    row(p, a, 0, i, a.x[i], a.y[i], a.z[i], a.q[i], a.r[i], er[i], orow[i]);
+    row(p, a, i + 1, n, a.x[i], a.y[i], a.z[i], a.q[i], a.r[i], er[i], orow[i]);
+  }
   double e = 0;
   std::int64_t ov = 0;
-#pragma omp parallel for if (n * n >= parallel_pairs) num_threads(thread_count())                 \
-    reduction(+ : e, ov) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    row(p, a, 0, i, a.x[i], a.y[i], a.z[i], a.q[i], a.r[i], e, ov);
-    row(p, a, i + 1, n, a.x[i], a.y[i], a.z[i], a.q[i], a.r[i], e, ov);
+  for (std::int64_t i = 0; i < n; ++i) { // in row order: reproducible bits (as total())
+    e += er[i];
+    ov += orow[i];
   }
   // Each pair was seen from both ends (its two terms are the same numbers: (−d)² = d²).
   e *= 0.5;
@@ -173,12 +186,25 @@ Energy CpuEngine<T>::delta_moved(const std::int64_t *idx, const T *nx, const T *
     }
   };
   if (n * m >= parallel_pairs && thread_count() > 1) {
-#pragma omp parallel for num_threads(thread_count()) reduction(+ : e, ov) schedule(static)
+    // Per-block sums added in block order: ΔU, hence every Metropolis decision, has the same bits
+    // on any number of threads (blocks are fixed-size), unlike an OpenMP reduction.
+    block_e_.assign(static_cast<std::size_t>(blocks), 0.0);
+    block_ov_.assign(static_cast<std::size_t>(blocks), 0);
+#pragma omp parallel for num_threads(thread_count()) schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b)
-      sweep_block(b, e, ov);
+      sweep_block(b, block_e_[b], block_ov_[b]);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      e += block_e_[b];
+      ov += block_ov_[b];
+    }
   } else {
-    for (std::int64_t b = 0; b < blocks; ++b)
-      sweep_block(b, e, ov);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      double eb = 0;
+      std::int64_t ob = 0;
+      sweep_block(b, eb, ob);
+      e += eb;
+      ov += ob;
+    }
   }
   // The mutual terms of the moved particles (unchanged, hence skipped, for a rigid move).
   if (!rigid)

@@ -47,6 +47,8 @@ private:
   // T, and a 0/1 mask (T, so that the inner loop stays one type wide for SIMD).
   mutable std::vector<std::int64_t> slot_;
   mutable std::vector<T> moved_mask_, mx_, my_, mz_;
+  mutable std::vector<double> block_e_; // delta(): per-block partial sums, added in order
+  mutable std::vector<std::int64_t> block_ov_;
 };
 
 extern template class CpuEngine<float>;

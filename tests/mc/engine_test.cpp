@@ -373,6 +373,9 @@ TEST(McEngine, ParallelPathsMatchReference) {
   EXPECT_LE(std::abs(one.total().value - ref.value), 1e-12 * scale);
   EXPECT_LE(std::abs(two.total().value - ref.value), 1e-12 * scale);
   EXPECT_LE(std::abs(two.total_full_recompute(s).value - ref.value), 1e-12 * scale);
+  // Partial sums are added in a fixed order: the same bits on any number of threads.
+  EXPECT_EQ(one.total().value, two.total().value);
+  EXPECT_EQ(one.total_full_recompute(s).value, two.total_full_recompute(s).value);
   // A 60-particle cluster (N·m = 24000 pairs: the parallel ΔU), each displaced a little.
   std::mt19937_64 g(3);
   std::uniform_real_distribution<double> u(-0.015, 0.015);
@@ -388,6 +391,7 @@ TEST(McEngine, ParallelPathsMatchReference) {
     }
     const Energy ra = reference_total(after, pot, cell);
     const Energy d1 = one.delta(mv), d2 = two.delta(mv);
+    EXPECT_EQ(d1.value, d2.value); // bit for bit (see above)
     EXPECT_EQ(d1.overlaps, ra.overlaps);
     EXPECT_EQ(d2.overlaps, ra.overlaps);
     if (ra.overlaps == 0) {
