@@ -100,8 +100,10 @@ struct Move {
 // draws from the counter-based stream (seed, t): a particle p among `movable` (uniformly), a
 // displacement uniform in the cube [−step_p, step_p]³ (step_p = step[p] if step is given, else
 // max_step), and the uniform number of the Metropolis test (accept if u < exp(−ΔU)). The draws
-// depend only on (seed, t): a run is the same Markov chain whatever the batch size or backend, and
-// a restart at move t continues it exactly.
+// depend only on (seed, t): a run is the same Markov chain whatever the batch size, and a restart
+// at move t continues it exactly. In double, CPU and GPU make the same chain up to rounding of ΔU;
+// in float the GPU keeps the positions in float on the device (the CPU starts each trial from its
+// double copy), so its float chain is its own.
 struct TranslateParams {
   std::uint64_t seed = 1;
   std::uint64_t first = 0;              // the first move's number t
@@ -127,7 +129,8 @@ struct EngineOptions {
 };
 
 // The energy engine (the library of Paper I). T is the precision of the pair arithmetic; sums are
-// accumulated in double on both backends.
+// accumulated in double on both backends (on the GPU in float, T = float, over runs of at most 128
+// terms first).
 template <std::floating_point T> class Engine {
 public:
   explicit Engine(EngineOptions options);

@@ -289,6 +289,32 @@ Move random_move(const System &s, int kind, double step, std::mt19937_64 &g) {
   return mv;
 }
 
+// The move's positions as an engine in precision T holds them (wrapped into a periodic box, then
+// rounded to T), so that the fp64 CPU engine computes with the same inputs.
+template <class T> Move rounded_move(Move mv, const Cell &cell) {
+  for (std::size_t k = 0; k < mv.xyz.size(); ++k) {
+    double v = mv.xyz[k];
+    if (cell.boundary == Boundary::periodic) {
+      const double L = cell.box[k % 3];
+      v -= L * std::floor(v / L);
+    }
+    mv.xyz[k] = static_cast<double>(static_cast<T>(v));
+  }
+  return mv;
+}
+
+// Σ |terms| of the system after the move (with the system before it, the scale of ΔU's rounding:
+// a move can bring Lennard-Jones particles close enough for terms of 1e10 kT).
+double moved_magnitude(System s, const Move &mv, const Potential &pot, const Cell &cell) {
+  for (std::size_t k = 0; k < mv.particles.size(); ++k) {
+    const auto i = static_cast<std::size_t>(mv.particles[k]);
+    s.x[i] = mv.xyz[3 * k];
+    s.y[i] = mv.xyz[3 * k + 1];
+    s.z[i] = mv.xyz[3 * k + 2];
+  }
+  return magnitude(s, pot, cell);
+}
+
 // ΔU on the GPU against the CPU's over random moves, the finite ones applied on both; the GPU's
 // own U(after) − U(before) agrees too.
 template <class T> void delta_matches_cpu(int moves) {
@@ -306,20 +332,22 @@ template <class T> void delta_matches_cpu(int moves) {
           auto cpu = engine<double>(Backend::cpu, pot, cell);
           gpu.set_system(s);
           cpu.set_system(rounded<T>(s));
-          const double scale = magnitude(s, pot, cell);
+          double scale = magnitude(s, pot, cell);
           const auto what = ::testing::Message()
                             << to_string(e) << " " << to_string(sr) << " boundary "
                             << static_cast<int>(bd) << " " << to_string(bk);
           for (int k = 0; k < moves; ++k) {
-            const Move mv = random_move(cpu.system(), k % 4, 0.4, g);
+            const Move mv = rounded_move<T>(random_move(cpu.system(), k % 4, 0.4, g), cell);
+            const double mscale = std::max(scale, moved_magnitude(cpu.system(), mv, pot, cell));
             const Energy dg = gpu.delta(mv), dc = cpu.delta(mv);
             ASSERT_EQ(dg.overlaps, dc.overlaps) << what << " move " << k;
-            ASSERT_LE(std::abs(dg.value - dc.value), tol<T>() * scale)
+            ASSERT_LE(std::abs(dg.value - dc.value), tol<T>() * mscale)
                 << what << " move " << k << ": " << dg.value << " vs " << dc.value;
             if (dc.overlaps == 0 && k % 2 == 0) {
               const Energy before = gpu.total();
               gpu.apply(mv);
               cpu.apply(mv);
+              scale = mscale; // the terms of the state before and after the move
               const Energy after = gpu.total();
               ASSERT_EQ(after.overlaps, 0) << what;
               ASSERT_LE(std::abs((after.value - before.value) - dg.value), 2 * tol<T>() * scale)
