@@ -72,8 +72,11 @@ public:
       lo_[a] = periodic_ ? 0.0 : -cell.radius;
       extent_[a] = periodic_ ? cell.box[a] : 2 * cell.radius;
     }
+    // A float engine checks contacts in float: coordinates of size L carry ~6e-8·L rounding, so
+    // the placements keep a margin of 1e-6·L (≈ 16 float ulps) above the contact distance.
+    margin_ = 1e-6 * std::max({extent_[0], extent_[1], extent_[2]});
     // Cells no narrower than the contact distance, and no more of them than ~2 per particle.
-    double h = std::max(max_contact, 1e-300);
+    double h = std::max(max_contact + margin_, 1e-300);
     const double budget = std::max<double>(64, 2.0 * double(capacity));
     while (double(count(h, 0)) * count(h, 1) * count(h, 2) > budget)
       h *= 1.25;
@@ -131,7 +134,7 @@ public:
             if (periodic_)
               for (int a = 0; a < 3; ++a)
                 d[a] -= cell_.box[a] * std::nearbyint(d[a] / cell_.box[a]);
-            const double sigma = r + s.radius[other];
+            const double sigma = r + s.radius[other] + margin_;
             const double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
             // Point charges (σ = 0) may not coincide either: the engine counts r = 0 as infinite.
             if (r2 < sigma * sigma || r2 == 0)
@@ -151,6 +154,7 @@ private:
   }
 
   Cell cell_;
+  double margin_ = 0;
   bool periodic_ = false;
   double lo_[3]{}, extent_[3]{}, width_[3]{};
   std::int64_t n_[3]{};
