@@ -1,0 +1,163 @@
+#pragma once
+// Dense inverses through the Sherman–Morrison–Woodbury formula (seed 004 Paper III, He, Holm &
+// Neytcheva): a matrix written as A = A0 + X Yᵀ, A0 easy to invert and X, Y of size n × m, has
+//
+//   A⁻¹ = A0⁻¹ − A0⁻¹ U R⁻¹ Vᵀ A0⁻¹                                    (Paper III eq. (3), (10))
+//
+// with U, V (n × m) and R block diagonal, built column by column (SVSM, Algorithm 1), block by
+// block of width s with level-3 BLAS only (BSM, Algorithm 2), or accumulating H = U R⁻¹ Vᵀ
+// (n × n) instead of U and V (RMBSM, Algorithm 3: less memory when m is close to n). Any matrix
+// has such a form: A0 = diag(A), X = A − A0, Y = I (the standard case, m = n).
+//
+// Breakdown: the recursion needs every block R_k = I_s + Y_kᵀ A_{k−1}⁻¹ X_k nonsingular (Paper III
+// §2.2 and Remark 1), a stronger condition than A being nonsingular. Each R_k is LU-factored with
+// partial pivoting; its pivot measure is
+//
+//   ρ_k = min_i |(U_Rk)_ii| / (1 + ‖Y_k‖_F ‖A0⁻¹ U_k‖_F)
+//
+// (for s = 1: |1 + v_kᵀA0⁻¹x_k| over the size of the terms that were added), i.e. how much
+// cancellation produced the pivot. ρ_k ≤ pivot_threshold is a breakdown at step k; then the
+// options' fallback either throws (the message names k, its columns and ρ_k) or finishes with LU.
+//
+// The update use case (InverseUpdate): A⁻¹ known, A ← A + X Yᵀ costs O(n²m) through the
+// Woodbury formula with a partial-pivoted LU of the m × m capacitance matrix I + Yᵀ A⁻¹ X, which
+// needs only that matrix nonsingular (the paper's condition for formula (2)).
+//
+// Storage is column-major (Table<T>, or a pointer with a leading dimension). Backend::cuda is not
+// built yet (Error unsupported); automatic runs on the CPU.
+#include <ksum/direct.hpp>
+#include <ksum/table.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace ksum {
+
+// svsm: Algorithm 1 (level-1/2 BLAS). bsm: Algorithm 2 with block size s (level-3 BLAS). rmbsm:
+// Algorithm 3 (reduced memory). lu: LAPACK getrf + getri of A; in the general case, the Woodbury
+// formula with getrf of the capacitance matrix (the reference, and the fallback).
+enum class BsmMethod { svsm, bsm, rmbsm, lu };
+BsmMethod parse_bsm_method(std::string_view name); // "svsm", "bsm", "rmbsm" or "lu"
+std::string_view to_string(BsmMethod m);
+
+// What to do on a breakdown (a pivot measure ρ_k ≤ pivot_threshold): throw Error
+// (invalid_argument, naming the step), or compute the inverse by the method lu instead.
+enum class BsmFallback { error, lu };
+BsmFallback parse_bsm_fallback(std::string_view name); // "error" or "lu"
+std::string_view to_string(BsmFallback f);
+
+// The splitting of the standard case A = A0 + (A − A0) I: A0 = diag(A) (refuses a zero diagonal
+// entry) or A0 = I.
+enum class BsmA0 { diagonal, identity };
+BsmA0 parse_bsm_a0(std::string_view name); // "diagonal" or "identity"
+std::string_view to_string(BsmA0 a);
+
+struct BsmOptions {
+  BsmMethod method = BsmMethod::bsm;
+  // Block size s of bsm and rmbsm (1 … m; a last short block takes m mod s columns). 0: automatic
+  // (m when m ≤ 256, else 64 … 256 by m: Paper III §4.1 finds s = m best for m ≤ n/2 and
+  // 0.02 m … 0.2 m above).
+  std::int64_t block = 0;
+  Backend backend = Backend::automatic; // cuda: not built yet (Error unsupported)
+  int threads = 0;                      // BLAS threads; 0: the BLAS library's default
+  // Breakdown threshold on the pivot measure ρ_k (see the top of this file); 0: automatic,
+  // 1000 · u (u the unit roundoff of T: 2.2e-13 in double, 1.2e-4 in float). Negative: never
+  // break down (only an exactly singular R_k stops the recursion).
+  double pivot_threshold = 0;
+  BsmFallback fallback = BsmFallback::lu;
+  BsmA0 a0 = BsmA0::diagonal; // the standard case's splitting (inverse(A) only)
+};
+
+struct BsmStats {
+  BsmMethod method = BsmMethod::bsm; // the method that produced the result (lu after a fallback)
+  BsmMethod requested = BsmMethod::bsm;
+  std::int64_t block = 0;          // the block size s used (1 for svsm, 0 for lu)
+  bool fallback = false;           // a breakdown happened and the lu fallback produced the result
+  std::int64_t fallback_step = -1; // the 1-based step k that broke down (-1: none)
+  // The smallest pivot measure ρ_k seen (before any fallback); for lu / InverseUpdate the
+  // reciprocal 1-norm condition estimate of the factored matrix (A, or the capacitance matrix).
+  double min_pivot = 0;
+  double seconds = 0;
+  double flops = 0; // floating-point operations counted from the algorithm (not measured)
+};
+
+// A0⁻¹ (transpose = false) or A0⁻ᵀ (transpose = true) applied to `cols` columns: out = op(A0⁻¹) in,
+// both n × cols, column-major with leading dimensions ld_in and ld_out (≥ n).
+template <std::floating_point T>
+using ApplyInverse = std::function<void(bool transpose, const T *in, std::int64_t ld_in, T *out,
+                                        std::int64_t ld_out, std::int64_t cols)>;
+
+// The standard case: A (n × n, leading dimension lda ≥ n) split as A0 + X Yᵀ with A0 = diag(A) or
+// I (options.a0), X = A − A0, Y = I. Errors: n ≤ 0 or lda < n (invalid_argument), NaN/Inf
+// (non_finite, naming row, column and value), a zero diagonal with a0 = diagonal
+// (invalid_argument), a singular A (invalid_argument), a breakdown with fallback = error.
+template <std::floating_point T>
+Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions &options = {},
+                 BsmStats *stats = nullptr);
+template <std::floating_point T>
+Table<T> inverse(const Table<T> &A, const BsmOptions &options = {}, BsmStats *stats = nullptr);
+
+// The general case (A0 + X Yᵀ)⁻¹ from a dense A0⁻¹ (n × n) and X, Y (n × m, m ≥ 1). The lu method
+// (and fallback) is the Woodbury formula with a pivoted LU of I + Yᵀ A0⁻¹ X.
+template <std::floating_point T>
+Table<T> inverse_update(const Table<T> &a0_inverse, const Table<T> &X, const Table<T> &Y,
+                        const BsmOptions &options = {}, BsmStats *stats = nullptr);
+// The same with A0⁻¹ given as an operator on n-vectors (applied to the n columns of I once for
+// the result's first term).
+template <std::floating_point T>
+Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const Table<T> &X,
+                        const Table<T> &Y, const BsmOptions &options = {},
+                        BsmStats *stats = nullptr);
+
+// A⁻¹ kept up to date under low-rank changes: set_matrix (LU: getrf + getri) or set_inverse, then
+// update(X, Y) replaces A by A + X Yᵀ and A⁻¹ by the Woodbury formula in O(n²m) (m = X.cols()).
+// A capacitance matrix whose reciprocal condition estimate is ≤ pivot_threshold is a breakdown:
+// with fallback = error, update throws and leaves the state unchanged; with fallback = lu, A + XYᵀ
+// is refactored (A itself is kept when set_matrix gave it, else recovered by inverting A⁻¹).
+// options.method, block and a0 are not used.
+template <std::floating_point T> class InverseUpdate {
+public:
+  explicit InverseUpdate(BsmOptions options = {});
+  ~InverseUpdate();
+  InverseUpdate(InverseUpdate &&) noexcept;
+  InverseUpdate &operator=(InverseUpdate &&) noexcept;
+
+  void set_matrix(const T *A, std::int64_t n, std::int64_t lda);
+  void set_matrix(const Table<T> &A);
+  void set_inverse(const Table<T> &A_inverse);
+  void update(const Table<T> &X, const Table<T> &Y);
+
+  Table<T> solve(const Table<T> &b) const; // A⁻¹ b, b with n rows and any number of columns
+  const Table<T> &inverse() const;
+  std::int64_t size() const;
+  const BsmOptions &options() const;
+  const BsmStats &stats() const; // of the last set_matrix / update
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template Table<float> inverse(const float *, std::int64_t, std::int64_t, const BsmOptions &,
+                                     BsmStats *);
+extern template Table<double> inverse(const double *, std::int64_t, std::int64_t,
+                                      const BsmOptions &, BsmStats *);
+extern template Table<float> inverse(const Table<float> &, const BsmOptions &, BsmStats *);
+extern template Table<double> inverse(const Table<double> &, const BsmOptions &, BsmStats *);
+extern template Table<float> inverse_update(const Table<float> &, const Table<float> &,
+                                            const Table<float> &, const BsmOptions &, BsmStats *);
+extern template Table<double> inverse_update(const Table<double> &, const Table<double> &,
+                                             const Table<double> &, const BsmOptions &, BsmStats *);
+extern template Table<float> inverse_update(const ApplyInverse<float> &, std::int64_t,
+                                            const Table<float> &, const Table<float> &,
+                                            const BsmOptions &, BsmStats *);
+extern template Table<double> inverse_update(const ApplyInverse<double> &, std::int64_t,
+                                             const Table<double> &, const Table<double> &,
+                                             const BsmOptions &, BsmStats *);
+extern template class InverseUpdate<float>;
+extern template class InverseUpdate<double>;
+
+} // namespace ksum
