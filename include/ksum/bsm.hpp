@@ -15,9 +15,12 @@
 //
 //   ρ_k = min_i |(U_Rk)_ii| / (1 + ‖Y_k‖_F ‖A0⁻¹ U_k‖_F)
 //
-// (for s = 1: |1 + v_kᵀA0⁻¹x_k| over the size of the terms that were added), i.e. how much
-// cancellation produced the pivot. ρ_k ≤ pivot_threshold is a breakdown at step k; then the
-// options' fallback either throws (the message names k, its columns and ρ_k) or finishes with LU.
+// (SVSM, s = 1, forms the same number as |1 + v_kᵀA0⁻¹x_k| / (1 + ‖v_k‖ ‖A0⁻¹x_k‖)), i.e. how
+// much cancellation produced the pivot. In the standard case (Y = I) the k-th SVSM pivot is
+// det(A(1:k,1:k)) / (det(A(1:k−1,1:k−1)) a_kk): a singular leading block breaks the recursion even
+// when A is nonsingular, as in Gaussian elimination without pivoting. ρ_k ≤ pivot_threshold is a
+// breakdown at step k; then the options' fallback either throws (the message names k, its columns
+// and ρ_k) or finishes with LU.
 //
 // The update use case (InverseUpdate): A⁻¹ known, A ← A + X Yᵀ costs O(n²m) through the
 // Woodbury formula with a partial-pivoted LU of the m × m capacitance matrix I + Yᵀ A⁻¹ X, which
@@ -64,8 +67,9 @@ struct BsmOptions {
   Backend backend = Backend::automatic; // cuda: not built yet (Error unsupported)
   int threads = 0;                      // BLAS threads; 0: the BLAS library's default
   // Breakdown threshold on the pivot measure ρ_k (see the top of this file); 0: automatic,
-  // 1000 · u (u the unit roundoff of T: 2.2e-13 in double, 1.2e-4 in float). Negative: never
-  // break down (only an exactly singular R_k stops the recursion).
+  // 100 · u (u the unit roundoff of T: 1.1e-14 in double, 6.0e-6 in float): a pivot that small
+  // has lost all but about two digits to cancellation. Negative: never break down (only an
+  // exactly singular R_k stops the recursion).
   double pivot_threshold = 0;
   BsmFallback fallback = BsmFallback::lu;
   BsmA0 a0 = BsmA0::diagonal; // the standard case's splitting (inverse(A) only)
@@ -77,8 +81,9 @@ struct BsmStats {
   std::int64_t block = 0;          // the block size s used (1 for svsm, 0 for lu)
   bool fallback = false;           // a breakdown happened and the lu fallback produced the result
   std::int64_t fallback_step = -1; // the 1-based step k that broke down (-1: none)
-  // The smallest pivot measure ρ_k seen (before any fallback); for lu / InverseUpdate the
-  // reciprocal 1-norm condition estimate of the factored matrix (A, or the capacitance matrix).
+  // The smallest pivot measure ρ_k seen (before any fallback); for the method lu the reciprocal
+  // 1-norm condition estimate of the factored matrix (A, or the capacitance matrix); for
+  // InverseUpdate::update the smaller of the capacitance matrix's pivot measure and estimate.
   double min_pivot = 0;
   double seconds = 0;
   double flops = 0; // floating-point operations counted from the algorithm (not measured)
@@ -114,7 +119,9 @@ Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const
 
 // A⁻¹ kept up to date under low-rank changes: set_matrix (LU: getrf + getri) or set_inverse, then
 // update(X, Y) replaces A by A + X Yᵀ and A⁻¹ by the Woodbury formula in O(n²m) (m = X.cols()).
-// A capacitance matrix whose reciprocal condition estimate is ≤ pivot_threshold is a breakdown:
+// A capacitance matrix C whose pivot measure (min |LU pivot of C| / (1 + ‖Y‖_F ‖A⁻¹X‖_F)) or
+// reciprocal condition estimate is ≤ pivot_threshold is a breakdown (stats().min_pivot: the
+// smaller of the two):
 // with fallback = error, update throws and leaves the state unchanged; with fallback = lu, A + XYᵀ
 // is refactored (A itself is kept when set_matrix gave it, else recovered by inverting A⁻¹).
 // options.method, block and a0 are not used.

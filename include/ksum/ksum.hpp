@@ -1,5 +1,6 @@
 #pragma once
 // The ksum umbrella header.
+#include <ksum/bsm.hpp>
 #include <ksum/datasets.hpp>
 #include <ksum/deform.hpp>
 #include <ksum/device.hpp>

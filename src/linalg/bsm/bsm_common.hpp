@@ -1,0 +1,21 @@
+#pragma once
+// Checks and helpers shared by the inverse (bsm.cpp) and the update (update.cpp).
+#include "linalg/bsm/sm.hpp"
+
+#include <string_view>
+
+namespace ksum::bsm {
+
+void check_options(const BsmOptions &o);
+// Error non_finite naming the first NaN/Inf (0-based row, column, value) of a rows × cols block.
+template <std::floating_point T>
+void check_finite(const T *A, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                  std::string_view what);
+// The breakdown threshold in use: options' pivot_threshold, or 100 u when it is 0.
+template <std::floating_point T> double resolve_threshold(double t);
+// An LU with an exactly zero pivot or a reciprocal condition estimate below the unit roundoff.
+template <std::floating_point T> bool lu_singular(const LuFactor<T> &f);
+template <std::floating_point T>
+[[noreturn]] void throw_singular(std::string_view what, const LuFactor<T> &f);
+
+} // namespace ksum::bsm
