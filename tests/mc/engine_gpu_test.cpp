@@ -7,6 +7,7 @@
 #include "mc/potential.hpp"
 #include "support/expect_error.hpp"
 #include "support/gpu.hpp"
+#include "support/mc_support.hpp"
 
 #include <ksum/error.hpp>
 #include <ksum/mc.hpp>
@@ -23,6 +24,9 @@ namespace ksum::mc {
 namespace {
 
 using test::expect_error;
+using test_support::magnitude;
+using test_support::make_potential;
+using test_support::rounded;
 
 template <class T> constexpr double tol() {
   return sizeof(T) == 4 ? 1e-5 : 1e-12;
@@ -68,43 +72,6 @@ System lattice_system(const Cell &cell, int side, std::int64_t n, int chain, std
     if (monomer && ix % chain != 0)
       s.bonds.push_back({k - 1, k});
   }
-  return s;
-}
-
-Potential make_potential(Electrostatics e, ShortRange sr, BondKind b) {
-  Potential p;
-  p.electrostatics = e;
-  p.bjerrum = 7.14;
-  p.debye_length = 3;
-  p.short_range = sr;
-  p.lj_epsilon = 0.8;
-  p.bond = b;
-  p.bond_k = b == BondKind::fene ? 3 : 5;
-  p.bond_r0 = 1.2;
-  p.bond_rmax = 2;
-  return p;
-}
-
-// Σ |terms| of U: a summation's rounding error scales with it (U itself cancels).
-double magnitude(const System &s, const Potential &pot, const Cell &cell) {
-  const PairParams<double> p = detail::make_pair_params<double>(pot, cell);
-  double m = 0;
-  int ov = 0;
-  for (std::int64_t i = 0; i < s.size(); ++i)
-    for (std::int64_t j = i + 1; j < s.size(); ++j)
-      m += std::abs(pair_energy(p, distance2(p, s.x[i] - s.x[j], s.y[i] - s.y[j], s.z[i] - s.z[j]),
-                                s.charge[i] * s.charge[j], s.radius[i] + s.radius[j], ov));
-  for (const auto &b : s.bonds)
-    m += std::abs(bond_energy(
-        p, distance2(p, s.x[b[0]] - s.x[b[1]], s.y[b[0]] - s.y[b[1]], s.z[b[0]] - s.z[b[1]]), ov));
-  return std::max(m, 1.0);
-}
-
-// The values an engine in precision T computes with: rounding its input is not its error.
-template <class T> System rounded(System s) {
-  for (auto *v : {&s.x, &s.y, &s.z, &s.charge, &s.radius})
-    for (double &a : *v)
-      a = static_cast<double>(static_cast<T>(a));
   return s;
 }
 
