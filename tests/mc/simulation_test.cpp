@@ -87,8 +87,6 @@ SimulationOptions small_options(std::uint64_t seed = 5) {
   return o;
 }
 
-// ---------------------------------------------------------------- model builder
-
 TEST(McModel, CountsNeutralityBondsAndNoOverlaps) {
   for (Boundary boundary : {Boundary::sphere, Boundary::periodic}) {
     ModelOptions o = small_model(boundary);
@@ -229,8 +227,6 @@ TEST(McModel, BadInputs) {
                "chains = -1");
 }
 
-// ---------------------------------------------------------------- chain moves
-
 // Random Philox words for the proposals (a fixed stream of this test, not the simulation's).
 Philox4 test_draw(std::uint64_t k) {
   return draw(99, k, 7);
@@ -335,8 +331,6 @@ TEST(McChainMoves, UniformRotationIsHaar) {
   EXPECT_NEAR(s2 / n, 1.0, 5 * std::sqrt(2.0 / n));
 }
 
-// ---------------------------------------------------------------- block averaging
-
 TEST(McBlockAverage, IidAndCorrelatedSeriesAgainstTheirKnownErrors) {
   std::mt19937_64 rng(3);
   std::normal_distribution<double> normal;
@@ -364,8 +358,6 @@ TEST(McBlockAverage, IidAndCorrelatedSeriesAgainstTheirKnownErrors) {
   EXPECT_GT(b.error, 3 * std::sqrt(1 / (1 - rho * rho) / double(n)));
   EXPECT_EQ(block_average({}).samples, 0);
 }
-
-// ---------------------------------------------------------------- simulation
 
 bool same_positions(const System &a, const System &b) {
   return a.x == b.x && a.y == b.y && a.z == b.z;
@@ -521,8 +513,6 @@ TEST(McSimulation, ChainMovesAloneKeepBondLengths) {
   }
 }
 
-// ---------------------------------------------------------------- energy drift
-
 TEST(McSimulation, RunningEnergyMatchesFullRecomputeOver1e5Moves) {
   const Model m = build_polyelectrolyte(small_model(Boundary::sphere));
   for (Precision precision : {Precision::float64, Precision::float32}) {
@@ -552,8 +542,6 @@ TEST(McSimulation, RunningEnergyMatchesFullRecomputeOver1e5Moves) {
                 (precision == Precision::float64 ? 1e-10 : 1e-5) * (1 + std::abs(ref.value)));
   }
 }
-
-// ---------------------------------------------------------------- observables
 
 TEST(McObservables, ChainSizesUnwrappedAcrossTheBox) {
   Model m;
@@ -615,8 +603,6 @@ TEST(McObservables, RadialDistributionOfAnIdealGas) {
     }
   }
 }
-
-// ---------------------------------------------------------------- trajectories and progress
 
 TEST(McSimulation, TrajectoriesAndProgress) {
   TempDir dir("traj");
@@ -685,8 +671,6 @@ TEST(McSimulation, TrajectoriesAndProgress) {
     ++rows;
   EXPECT_EQ(rows, 1 + 4 * 38); // one header, four frames
 }
-
-// ---------------------------------------------------------------- error contracts
 
 TEST(McSimulation, BadInputs) {
   const Model good = build_polyelectrolyte(small_model(Boundary::sphere));
