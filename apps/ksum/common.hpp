@@ -52,5 +52,6 @@ void register_deform(CLI::App &app);
 void register_kde(CLI::App &app);
 void register_tdbem(CLI::App &app);
 void register_mc(CLI::App &app);
+void register_bsm(CLI::App &app);
 
 } // namespace ksum::cli

@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
   ksum::cli::register_kde(app);
   ksum::cli::register_tdbem(app);
   ksum::cli::register_mc(app);
+  ksum::cli::register_bsm(app);
   ksum::cli::register_demo(app);
   ksum::cli::register_simulate(app);
   try {
