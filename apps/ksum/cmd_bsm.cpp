@@ -247,8 +247,7 @@ void register_bsm(CLI::App &app) {
       ->check(CLI::IsMember({"svsm", "bsm", "rmbsm", "lu"}))
       ->capture_default_str();
   cmd->add_option("--block", a.block,
-                  "Block size s of bsm/rmbsm (0: automatic, s = n up to 256, else n/20 in "
-                  "64 … 256)")
+                  "Block size s of bsm/rmbsm (0: automatic, the library's choice)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--a0", a.a0, "The splitting's A0: diagonal (diag(A)) or identity")
       ->check(CLI::IsMember({"diagonal", "identity"}))
