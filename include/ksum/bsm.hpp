@@ -26,8 +26,13 @@
 // Woodbury formula with a partial-pivoted LU of the m × m capacitance matrix I + Yᵀ A⁻¹ X, which
 // needs only that matrix nonsingular (the paper's condition for formula (2)).
 //
-// Storage is column-major (Table<T>, or a pointer with a leading dimension). Backend::cuda is not
-// built yet (Error unsupported); automatic runs on the CPU.
+// Storage is column-major (Table<T>, or a pointer with a leading dimension). Backend::cuda (CUDA
+// builds) runs inverse() and inverse_update() on the current GPU through cuBLAS/cuSOLVER with the
+// matrices resident on the device: A (or A0⁻¹, X, Y) uploaded once, the inverse downloaded once;
+// the same variants, breakdown steps, errors and fallback (lu: cuSOLVER getrf + getrs with I). In
+// the standard case the GPU runs the general recursion on X and Y formed on the device, and an
+// operator A0⁻¹ runs on the host on columns copied off and back. InverseUpdate runs on the CPU
+// only (Error unsupported for cuda). automatic runs on the CPU.
 #include <ksum/direct.hpp>
 #include <ksum/table.hpp>
 
@@ -64,7 +69,7 @@ struct BsmOptions {
   // (m when m ≤ 256, else 64 … 256 by m: Paper III §4.1 finds s = m best for m ≤ n/2 and
   // 0.02 m … 0.2 m above).
   std::int64_t block = 0;
-  Backend backend = Backend::automatic; // cuda: not built yet (Error unsupported)
+  Backend backend = Backend::automatic; // automatic: the CPU; cuda: the GPU (see the top)
   int threads = 0;                      // BLAS threads; 0: the BLAS library's default
   // Breakdown threshold on the pivot measure ρ_k (see the top of this file); 0: automatic,
   // 100 · u (u the unit roundoff of T: 1.1e-14 in double, 6.0e-6 in float): a pivot that small

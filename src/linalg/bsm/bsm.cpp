@@ -1,6 +1,7 @@
 // The public entry points of bsm.hpp: input checks, the standard splitting A = diag(A) + (A −
 // diag(A)) I, the choice of variant and block size, breakdown → error or LU fallback.
 #include "linalg/bsm/bsm_common.hpp"
+#include "linalg/bsm/bsm_gpu.hpp"
 
 #include <ksum/bsm.hpp>
 
@@ -85,11 +86,10 @@ BlasThreads::~BlasThreads() {
     openblas_set_num_threads(saved_);
 }
 
-void check_options(const BsmOptions &o) {
-  if (o.backend == Backend::cuda)
+void check_options(const BsmOptions &o, bool gpu_path) {
+  if (o.backend == Backend::cuda && !gpu_path)
     throw Error(ErrorCode::unsupported,
-                "the GPU path of the block Sherman-Morrison inverse is not built yet: use "
-                "backend cpu (or auto)");
+                "InverseUpdate has no GPU path yet: use backend cpu (or auto)");
   if (o.block < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("block size {} is negative (0: automatic)", o.block));
@@ -241,7 +241,7 @@ template <std::floating_point T>
 Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions &options,
                  BsmStats *stats) {
   const auto t0 = std::chrono::steady_clock::now();
-  check_options(options);
+  check_options(options, true);
   if (n <= 0)
     throw Error(ErrorCode::invalid_argument, fmt::format("matrix size n = {} must be ≥ 1", n));
   if (lda < n)
@@ -250,6 +250,8 @@ Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions 
   if (A == nullptr)
     throw Error(ErrorCode::invalid_argument, "the matrix A is a null pointer");
   check_finite(A, n, n, lda, "the matrix A");
+  if (options.backend == Backend::cuda) // bsm_gpu.cpp: the same variants on the device
+    return gpu_inverse(A, n, lda, resolve_block(options.block, n), options, t0, stats);
   BlasThreads threads(options.threads);
   BsmStats st;
   A0Inverse<T> a0;
@@ -315,6 +317,9 @@ template <std::floating_point T>
 Table<T> general(const A0Inverse<T> &a0, const Table<T> &X, const Table<T> &Y,
                  const BsmOptions &options, BsmStats *stats) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (options.backend == Backend::cuda)
+    return gpu_inverse_update(a0, X.data(), Y.data(), X.cols(),
+                              resolve_block(options.block, X.cols()), options, t0, stats);
   BlasThreads threads(options.threads);
   BsmStats st;
   Table<T> out =
@@ -332,7 +337,7 @@ Table<T> general(const A0Inverse<T> &a0, const Table<T> &X, const Table<T> &Y,
 template <std::floating_point T>
 Table<T> inverse_update(const Table<T> &a0_inverse, const Table<T> &X, const Table<T> &Y,
                         const BsmOptions &options, BsmStats *stats) {
-  check_options(options);
+  check_options(options, true);
   if (a0_inverse.rows() != a0_inverse.cols())
     throw Error(ErrorCode::shape_mismatch, fmt::format("A0⁻¹ is {} × {}: a square matrix is needed",
                                                        a0_inverse.rows(), a0_inverse.cols()));
@@ -349,7 +354,7 @@ Table<T> inverse_update(const Table<T> &a0_inverse, const Table<T> &X, const Tab
 template <std::floating_point T>
 Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const Table<T> &X,
                         const Table<T> &Y, const BsmOptions &options, BsmStats *stats) {
-  check_options(options);
+  check_options(options, true);
   if (!a0_inverse)
     throw Error(ErrorCode::invalid_argument, "the A0⁻¹ operator is empty");
   check_factors(n, X, Y);

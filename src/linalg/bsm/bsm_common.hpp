@@ -6,7 +6,9 @@
 
 namespace ksum::bsm {
 
-void check_options(const BsmOptions &o);
+// Backend::cuda passes only where the caller has a GPU path (gpu_path: inverse and
+// inverse_update, bsm_gpu.cpp); InverseUpdate has none.
+void check_options(const BsmOptions &o, bool gpu_path = false);
 // Error non_finite naming the first NaN/Inf (0-based row, column, value) of a rows × cols block.
 template <std::floating_point T>
 void check_finite(const T *A, std::int64_t rows, std::int64_t cols, std::int64_t ld,

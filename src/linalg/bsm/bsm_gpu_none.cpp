@@ -1,0 +1,39 @@
+// Builds without CUDA: the block Sherman–Morrison inverse has no GPU path.
+#include "linalg/bsm/bsm_gpu.hpp"
+
+#include <ksum/error.hpp>
+
+namespace ksum::bsm {
+
+namespace {
+[[noreturn]] void no_gpu() {
+  throw Error(ErrorCode::unsupported,
+              "the GPU path of the block Sherman-Morrison inverse is not in this build (built "
+              "without CUDA): use backend cpu (or auto)");
+}
+} // namespace
+
+template <std::floating_point T>
+Table<T> gpu_inverse(const T *, std::int64_t, std::int64_t, std::int64_t, const BsmOptions &,
+                     std::chrono::steady_clock::time_point, BsmStats *) {
+  no_gpu();
+}
+
+template <std::floating_point T>
+Table<T> gpu_inverse_update(const A0Inverse<T> &, const T *, const T *, std::int64_t, std::int64_t,
+                            const BsmOptions &, std::chrono::steady_clock::time_point, BsmStats *) {
+  no_gpu();
+}
+
+#define KSUM_BSM_GPU_INSTANTIATE(T)                                                                \
+  template Table<T> gpu_inverse(const T *, std::int64_t, std::int64_t, std::int64_t,               \
+                                const BsmOptions &, std::chrono::steady_clock::time_point,         \
+                                BsmStats *);                                                       \
+  template Table<T> gpu_inverse_update(const A0Inverse<T> &, const T *, const T *, std::int64_t,   \
+                                       std::int64_t, const BsmOptions &,                           \
+                                       std::chrono::steady_clock::time_point, BsmStats *);
+KSUM_BSM_GPU_INSTANTIATE(float)
+KSUM_BSM_GPU_INSTANTIATE(double)
+#undef KSUM_BSM_GPU_INSTANTIATE
+
+} // namespace ksum::bsm

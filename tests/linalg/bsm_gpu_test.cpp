@@ -1,0 +1,332 @@
+// Block Sherman–Morrison inverses (seed 004 Paper III) with Backend::cuda against the CPU path:
+// every method in float and double, the standard and the general case, block sizes dividing n
+// and not, breakdowns at the same step, the same documented errors. Both paths are within
+// c κ(A) u of the inverse (bsm_test.cpp), so they must agree to 2 c κ(A) u, κ(A) = ‖A‖_F ‖A⁻¹‖_F
+// and u the unit roundoff of the precision under test. Skipped without a GPU.
+#include "support/expect_error.hpp"
+#include "support/gpu.hpp"
+
+#include <ksum/bsm.hpp>
+#include <ksum/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using ksum::Backend;
+using ksum::BsmA0;
+using ksum::BsmFallback;
+using ksum::BsmMethod;
+using ksum::BsmOptions;
+using ksum::BsmStats;
+using ksum::Table;
+using ksum::test::expect_error;
+
+constexpr double kC = 10; // bsm_test.cpp's accuracy constant
+
+template <class T> double unit_roundoff() {
+  return std::ldexp(1.0, sizeof(T) == 4 ? -24 : -53);
+}
+
+template <class T> Table<T> convert(const Table<double> &A) {
+  Table<T> out(A.rows(), A.cols(), ksum::Uninitialized{});
+  for (std::int64_t j = 0; j < A.cols(); ++j)
+    for (std::int64_t i = 0; i < A.rows(); ++i)
+      out(i, j) = T(A(i, j));
+  return out;
+}
+
+template <class T> double frob(const Table<T> &A) {
+  double s = 0;
+  for (std::int64_t j = 0; j < A.cols(); ++j)
+    for (std::int64_t i = 0; i < A.rows(); ++i)
+      s += double(A(i, j)) * double(A(i, j));
+  return std::sqrt(s);
+}
+
+template <class T> double rel_diff(const Table<T> &a, const Table<T> &b) {
+  double num = 0;
+  for (std::int64_t j = 0; j < b.cols(); ++j)
+    for (std::int64_t i = 0; i < b.rows(); ++i) {
+      const double d = double(a(i, j)) - double(b(i, j));
+      num += d * d;
+    }
+  return std::sqrt(num) / frob(b);
+}
+
+// κ_F(A) from the CPU's fp64 LU inverse.
+double kappa(const Table<double> &A) {
+  BsmOptions o;
+  o.method = BsmMethod::lu;
+  o.backend = Backend::cpu;
+  return frob(A) * frob(ksum::inverse(A, o));
+}
+
+// Diagonally dominant with random signs (well conditioned), or I + G/(2√n) (random).
+Table<double> make_matrix(bool dominant, std::int64_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uni(-1, 1);
+  Table<double> A(n, n);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i)
+      A(i, j) =
+          dominant ? uni(rng) : (i == j ? 1.0 : 0.0) + normal(rng) / (2 * std::sqrt(double(n)));
+  if (dominant)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double row = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        row += j == i ? 0 : std::abs(A(i, j));
+      A(i, i) = (uni(rng) < 0 ? -1 : 1) * (1 + row);
+    }
+  return A;
+}
+
+struct Case {
+  BsmMethod method;
+  std::int64_t block;
+};
+
+// Block sizes dividing n and not (1, 4, 16, 64, n), explicit so that CPU and GPU use the same s.
+std::vector<Case> cases(std::int64_t n) {
+  std::vector<Case> out{{BsmMethod::svsm, 0}, {BsmMethod::lu, 0}};
+  for (BsmMethod m : {BsmMethod::bsm, BsmMethod::rmbsm})
+    for (std::int64_t s : {std::int64_t(1), std::int64_t(4), std::int64_t(16), std::int64_t(64), n})
+      if (s <= n)
+        out.push_back({m, s});
+  return out;
+}
+
+std::string describe(const Case &c, std::int64_t n) {
+  return std::string(ksum::to_string(c.method)) + " n=" + std::to_string(n) +
+         " s=" + std::to_string(c.block);
+}
+
+template <class T> void standard_case_matches_cpu() {
+  const double u = unit_roundoff<T>();
+  for (bool dominant : {false, true})
+    for (std::int64_t n : {1, 3, 17, 64, 130, 257}) {
+      const Table<double> A64 = make_matrix(dominant, n, 500 + unsigned(n));
+      const Table<T> A = convert<T>(A64);
+      const double bound = 2 * kC * kappa(A64) * u;
+      for (const Case &c : cases(n))
+        for (BsmA0 a0 : {BsmA0::diagonal, BsmA0::identity}) {
+          if (a0 == BsmA0::identity && (dominant || c.method == BsmMethod::lu))
+            continue; // A0 = I only on the random matrices (I + G/(2√n): X = A − I is small)
+          BsmOptions o;
+          o.method = c.method;
+          o.block = c.block;
+          o.a0 = a0;
+          o.fallback = BsmFallback::error;
+          o.backend = Backend::cpu;
+          BsmStats cs, gs;
+          const Table<T> cpu = ksum::inverse(A, o, &cs);
+          o.backend = Backend::cuda;
+          const Table<T> gpu = ksum::inverse(A, o, &gs);
+          EXPECT_LE(rel_diff(gpu, cpu), bound) << describe(c, n) << " " << ksum::to_string(a0);
+          EXPECT_EQ(gs.method, c.method);
+          EXPECT_EQ(gs.requested, c.method);
+          EXPECT_EQ(gs.block, cs.block) << describe(c, n);
+          EXPECT_FALSE(gs.fallback);
+          EXPECT_GT(gs.flops, 0);
+          EXPECT_GT(gs.min_pivot, 0);
+        }
+    }
+}
+
+TEST(BsmGpu, StandardCaseMatchesCpuInDouble) {
+  KSUM_REQUIRE_GPU();
+  standard_case_matches_cpu<double>();
+}
+
+TEST(BsmGpu, StandardCaseMatchesCpuInFloat) {
+  KSUM_REQUIRE_GPU();
+  standard_case_matches_cpu<float>();
+}
+
+TEST(BsmGpu, AutomaticBlockGivesTheInverse) {
+  KSUM_REQUIRE_GPU();
+  const std::int64_t n = 700; // automatic s = m / 20 clamped to [64, 256]: 64, not dividing 700
+  const Table<double> A = make_matrix(true, n, 9);
+  const double bound = 2 * kC * kappa(A) * unit_roundoff<double>();
+  for (BsmMethod m : {BsmMethod::bsm, BsmMethod::rmbsm}) {
+    BsmOptions o;
+    o.method = m;
+    o.backend = Backend::cpu;
+    const Table<double> cpu = ksum::inverse(A, o);
+    o.backend = Backend::cuda;
+    BsmStats st;
+    EXPECT_LE(rel_diff(ksum::inverse(A, o, &st), cpu), bound) << ksum::to_string(m);
+    EXPECT_EQ(st.block, 64);
+  }
+}
+
+template <class T> void general_case_matches_cpu() {
+  const double u = unit_roundoff<T>();
+  for (auto [n, m] : {std::pair<std::int64_t, std::int64_t>{17, 5}, {64, 20}, {130, 130}}) {
+    const Table<double> A0 = make_matrix(false, n, 31 + unsigned(n));
+    BsmOptions lu;
+    lu.method = BsmMethod::lu;
+    lu.backend = Backend::cpu;
+    const Table<double> A0inv64 = ksum::inverse(A0, lu);
+    std::mt19937_64 rng(77 + n);
+    std::normal_distribution<double> normal;
+    Table<double> X64(n, m), Y64(n, m), A64 = A0;
+    for (std::int64_t j = 0; j < m; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        X64(i, j) = normal(rng) / std::sqrt(double(n));
+        Y64(i, j) = normal(rng) / std::sqrt(double(n));
+      }
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t k = 0; k < m; ++k)
+          A64(i, j) += X64(i, k) * Y64(j, k);
+    const double bound = 2 * kC * kappa(A64) * u;
+    const Table<T> A0inv = convert<T>(A0inv64), X = convert<T>(X64), Y = convert<T>(Y64);
+    const ksum::ApplyInverse<T> op = [&](bool t, const T *in, std::int64_t ldi, T *out,
+                                         std::int64_t ldo, std::int64_t cols) {
+      for (std::int64_t c = 0; c < cols; ++c)
+        for (std::int64_t i = 0; i < n; ++i) {
+          double s = 0;
+          for (std::int64_t k = 0; k < n; ++k)
+            s += double(t ? A0inv(k, i) : A0inv(i, k)) * double(in[c * ldi + k]);
+          out[c * ldo + i] = T(s);
+        }
+    };
+    for (const Case &c : cases(m))
+      for (BsmFallback fb : {BsmFallback::error, BsmFallback::lu}) {
+        BsmOptions o;
+        o.method = c.method;
+        o.block = c.block;
+        o.fallback = fb; // error lets the GPU keep U in X's storage; lu keeps X
+        o.backend = Backend::cpu;
+        const Table<T> cpu = ksum::inverse_update(A0inv, X, Y, o);
+        o.backend = Backend::cuda;
+        BsmStats st;
+        EXPECT_LE(rel_diff(ksum::inverse_update(A0inv, X, Y, o, &st), cpu), bound)
+            << "dense " << describe(c, m) << " n=" << n;
+        EXPECT_FALSE(st.fallback);
+        EXPECT_EQ(st.method, c.method);
+        EXPECT_LE(rel_diff(ksum::inverse_update(op, n, X, Y, o), cpu), bound)
+            << "operator " << describe(c, m) << " n=" << n;
+      }
+  }
+}
+
+TEST(BsmGpu, GeneralCaseMatchesCpuInDouble) {
+  KSUM_REQUIRE_GPU();
+  general_case_matches_cpu<double>();
+}
+
+TEST(BsmGpu, GeneralCaseMatchesCpuInFloat) {
+  KSUM_REQUIRE_GPU();
+  general_case_matches_cpu<float>();
+}
+
+// Nonsingular, with a singular leading 2 × 2 block: the standard-case recursion breaks down at
+// the step whose leading minor is singular (bsm.hpp).
+Table<double> leading_block_singular() {
+  Table<double> A(6, 6);
+  for (std::int64_t i = 0; i < 6; ++i)
+    A(i, i) = 5;
+  A(0, 0) = 1;
+  A(0, 1) = 2;
+  A(1, 0) = 2;
+  A(1, 1) = 4;
+  A(1, 2) = 1;
+  A(2, 1) = 1;
+  return A;
+}
+
+// The error message of a call, "" when it succeeds.
+template <class F> std::string error_of(F &&f) {
+  try {
+    f();
+  } catch (const ksum::Error &e) {
+    EXPECT_EQ(e.code(), ksum::ErrorCode::invalid_argument) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+std::string step_of(const std::string &msg) {
+  const auto at = msg.find("broke down at step ");
+  return at == std::string::npos ? "" : msg.substr(at, msg.find(' ', at + 19) - at);
+}
+
+TEST(BsmGpu, BreakdownIsReportedAtTheCpuStep) {
+  KSUM_REQUIRE_GPU();
+  const Table<double> A = leading_block_singular();
+  // Blocks that straddle the singular minor lose digits (bsm_test.cpp allows 1e3 c κ u).
+  const double bound = 2e3 * kC * kappa(A) * unit_roundoff<double>();
+  for (auto [m, s] : {std::pair{BsmMethod::svsm, 0},
+                      {BsmMethod::bsm, 1},
+                      {BsmMethod::rmbsm, 1},
+                      {BsmMethod::bsm, 2},
+                      {BsmMethod::rmbsm, 2},
+                      {BsmMethod::bsm, 4}}) {
+    BsmOptions o;
+    o.method = m;
+    o.block = s;
+    o.fallback = BsmFallback::error;
+    o.backend = Backend::cpu;
+    const std::string cpu = error_of([&] { (void)ksum::inverse(A, o); });
+    o.backend = Backend::cuda;
+    const std::string gpu = error_of([&] { (void)ksum::inverse(A, o); });
+    EXPECT_EQ(step_of(gpu), step_of(cpu))
+        << ksum::to_string(m) << " s=" << s << "\nCPU: " << cpu << "\nGPU: " << gpu;
+    o.fallback = BsmFallback::lu;
+    BsmStats cs, gs;
+    o.backend = Backend::cpu;
+    const Table<double> cinv = ksum::inverse(A, o, &cs);
+    o.backend = Backend::cuda;
+    EXPECT_LE(rel_diff(ksum::inverse(A, o, &gs), cinv), bound) << ksum::to_string(m);
+    EXPECT_EQ(gs.fallback, cs.fallback);
+    EXPECT_EQ(gs.fallback_step, cs.fallback_step);
+    EXPECT_EQ(gs.method, cs.method);
+    EXPECT_EQ(gs.requested, m);
+  }
+}
+
+TEST(BsmGpu, SingularInputsGiveTheDocumentedErrors) {
+  KSUM_REQUIRE_GPU();
+  Table<double> A = make_matrix(true, 8, 3);
+  for (std::int64_t j = 0; j < 8; ++j)
+    A(5, j) = A(2, j); // two equal rows
+  for (BsmMethod m : {BsmMethod::lu, BsmMethod::bsm, BsmMethod::svsm}) {
+    BsmOptions o;
+    o.method = m;
+    o.backend = Backend::cuda;
+    expect_error([&] { (void)ksum::inverse(A, o); }, ksum::ErrorCode::invalid_argument,
+                 "the matrix A is singular");
+  }
+  // I + Yᵀ A0⁻¹ X = 1 − 1 = 0 with A0 = I, X = −e1, Y = e1.
+  Table<double> eye(4, 4), X(4, 1), Y(4, 1);
+  for (std::int64_t i = 0; i < 4; ++i)
+    eye(i, i) = 1;
+  X(0, 0) = -1;
+  Y(0, 0) = 1;
+  BsmOptions o;
+  o.method = BsmMethod::lu;
+  o.backend = Backend::cuda;
+  expect_error([&] { (void)ksum::inverse_update(eye, X, Y, o); }, ksum::ErrorCode::invalid_argument,
+               "the capacitance matrix I + Yᵀ A0⁻¹ X (so A0 + X Yᵀ) is singular");
+  Table<double> Z = make_matrix(true, 4, 1);
+  Z(1, 1) = 0;
+  o.method = BsmMethod::bsm;
+  expect_error([&] { (void)ksum::inverse(Z, o); }, ksum::ErrorCode::invalid_argument,
+               "A(1, 1) = 0");
+  Z(1, 1) = NAN;
+  expect_error([&] { (void)ksum::inverse(Z, o); }, ksum::ErrorCode::non_finite,
+               "row 1, column 1 (0-based): nan");
+  expect_error([&] { ksum::InverseUpdate<double> update(o); }, ksum::ErrorCode::unsupported,
+               "GPU path");
+}
+
+} // namespace
