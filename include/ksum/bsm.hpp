@@ -7,7 +7,11 @@
 // with U, V (n × m) and R block diagonal, built column by column (SVSM, Algorithm 1), block by
 // block of width s with level-3 BLAS only (BSM, Algorithm 2), or accumulating H = U R⁻¹ Vᵀ
 // (n × n) instead of U and V (RMBSM, Algorithm 3: less memory when m is close to n). Any matrix
-// has such a form: A0 = diag(A), X = A − A0, Y = I (the standard case, m = n).
+// has such a form: A0 = diag(A), X = A − A0, Y = I (the standard case, m = n). There X and Y are
+// never formed: Yᵀ Z is a selection of rows, A0⁻¹ a row scaling, and Y = I makes V unit upper
+// triangular (and H's columns past the current block zero), so the counted flops are 8/3 n³ for
+// SVSM and BSM and 2 n³ + O(n² s) for RMBSM, against 2 n³ for LAPACK getrf + getri (BsmStats::flops
+// counts what is done).
 //
 // Breakdown: the recursion needs every block R_k = I_s + Y_kᵀ A_{k−1}⁻¹ X_k nonsingular (Paper III
 // §2.2 and Remark 1), a stronger condition than A being nonsingular. Each R_k is LU-factored with
@@ -65,9 +69,11 @@ std::string_view to_string(BsmA0 a);
 
 struct BsmOptions {
   BsmMethod method = BsmMethod::bsm;
-  // Block size s of bsm and rmbsm (1 … m; a last short block takes m mod s columns). 0: automatic
-  // (m when m ≤ 256, else 64 … 256 by m: Paper III §4.1 finds s = m best for m ≤ n/2 and
-  // 0.02 m … 0.2 m above).
+  // Block size s of bsm and rmbsm (1 … m; a last short block takes m mod s columns). 0: automatic.
+  // Standard case (inverse(A), m = n): min(n, n / 8 clamped to [128, 256]), from bsm_bench on
+  // this project's CPU (times within ~5–10 % of the best for s = 96 … 384 at n = 1024 … 4096).
+  // General case (inverse_update): m when m ≤ 256, else m / 20 clamped to [64, 256] (Paper III §4.1
+  // finds s = m best for m ≤ n/2 and 0.02 m … 0.2 m above).
   std::int64_t block = 0;
   Backend backend = Backend::automatic; // automatic: the CPU; cuda: the GPU (see the top)
   int threads = 0;                      // BLAS threads; 0: the BLAS library's default

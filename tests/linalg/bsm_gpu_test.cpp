@@ -152,7 +152,7 @@ TEST(BsmGpu, StandardCaseMatchesCpuInFloat) {
 
 TEST(BsmGpu, AutomaticBlockGivesTheInverse) {
   KSUM_REQUIRE_GPU();
-  const std::int64_t n = 700; // automatic s = m / 20 clamped to [64, 256]: 64, not dividing 700
+  const std::int64_t n = 700; // automatic s = n / 8 clamped to [128, 256]: 128, not dividing 700
   const Table<double> A = make_matrix(true, n, 9);
   const double bound = 2 * kC * kappa(A) * unit_roundoff<double>();
   for (BsmMethod m : {BsmMethod::bsm, BsmMethod::rmbsm}) {
@@ -163,7 +163,7 @@ TEST(BsmGpu, AutomaticBlockGivesTheInverse) {
     o.backend = Backend::cuda;
     BsmStats st;
     EXPECT_LE(rel_diff(ksum::inverse(A, o, &st), cpu), bound) << ksum::to_string(m);
-    EXPECT_EQ(st.block, 64);
+    EXPECT_EQ(st.block, 128);
   }
 }
 

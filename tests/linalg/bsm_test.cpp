@@ -131,10 +131,9 @@ TEST(BsmInverse, StandardCaseMatchesLapackInDouble) {
         EXPECT_FALSE(st.fallback);
         EXPECT_EQ(st.method, c.method);
         if (c.method == BsmMethod::bsm || c.method == BsmMethod::rmbsm) {
-          // automatic: s = m up to 256, else m / 20 within [64, 256] (bsm.hpp)
-          EXPECT_EQ(st.block, c.block > 0 ? c.block
-                              : n <= 256  ? n
-                                          : std::clamp<std::int64_t>(n / 20, 64, 256));
+          // automatic in the standard case: min(n, n / 8 within [128, 256]) (bsm.hpp)
+          EXPECT_EQ(st.block,
+                    c.block > 0 ? c.block : std::min(n, std::clamp<std::int64_t>(n / 8, 128, 256)));
         }
         EXPECT_GT(st.flops, 0);
       }

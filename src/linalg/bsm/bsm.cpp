@@ -124,6 +124,16 @@ std::int64_t resolve_block(std::int64_t block, std::int64_t m) {
   return std::clamp<std::int64_t>(m / 20, 64, 256);
 }
 
+// The standard case's default block (bsm.hpp), from bsm_bench's sweeps s = 32 … 512 at n = 1024,
+// 2048, 4096 in fp64 and fp32 on 2 cores (AMD EPYC, OpenBLAS Haswell kernels): BSM and RMBSM are
+// within about 5–10 % of their best for s = 96 … 384 (best 96–192 at n = 1024, 256 at 2048,
+// 192–384 at 4096); s ≤ 64 thins the gemm panels (up to +30 %), s ≥ 512 adds to the O(n² s) terms.
+std::int64_t resolve_standard_block(std::int64_t block, std::int64_t n) {
+  if (block > 0)
+    return std::min(block, n);
+  return std::min(n, std::clamp<std::int64_t>(n / 8, 128, 256));
+}
+
 template <std::floating_point T>
 [[noreturn]] void throw_singular(std::string_view what, const LuFactor<T> &f) {
   if (f.zero_pivot > 0)
@@ -182,35 +192,49 @@ Table<T> woodbury_lu(CpuOps<T> &ops, const A0Inverse<T> &a0, const T *X, const T
   return out;
 }
 
-// Runs the requested variant on A0 + X Yᵀ; on breakdown throws or calls `fallback`.
-template <std::floating_point T, class Fallback>
-Table<T> run_sm(const A0Inverse<T> &a0, const T *X, const T *Y, std::int64_t m, const BsmOptions &o,
-                BsmStats &st, Fallback &&fallback) {
+// The variants on A0 + X Yᵀ (m columns) in general: sm.cpp.
+template <std::floating_point T> struct GeneralVariants {
+  const A0Inverse<T> &a0;
+  const T *X, *Y;
+  std::int64_t m;
+  SmResult<T> operator()(CpuOps<T> &ops, BsmMethod method, std::int64_t s, double threshold) const {
+    if (method == BsmMethod::svsm)
+      return svsm(ops, a0, X, Y, m, threshold);
+    if (method == BsmMethod::bsm)
+      return block_sm(ops, a0, X, Y, m, s, threshold);
+    return reduced_memory_sm(ops, a0, X, Y, m, s, threshold);
+  }
+};
+
+// The variants in the standard case (A0 diagonal, Y = I): standard.cpp.
+template <std::floating_point T> struct StandardVariants {
+  const StandardSplit<T> &sp;
+  SmResult<T> operator()(CpuOps<T> &ops, BsmMethod method, std::int64_t s, double threshold) const {
+    if (method == BsmMethod::svsm)
+      return svsm_standard(ops, sp, threshold);
+    if (method == BsmMethod::bsm)
+      return block_sm_standard(ops, sp, s, threshold);
+    return reduced_memory_sm_standard(ops, sp, s, threshold);
+  }
+};
+
+// Runs the requested variant with block size `block`; on breakdown throws or calls `fallback`.
+template <std::floating_point T, class Variants, class Fallback>
+Table<T> run_sm(std::int64_t block, const BsmOptions &o, BsmStats &st, Variants &&variants,
+                Fallback &&fallback) {
   CpuOps<T> ops;
   const double threshold = resolve_threshold<T>(o.pivot_threshold);
   SmResult<T> r;
   st.requested = o.method;
   st.method = o.method;
-  switch (o.method) {
-  case BsmMethod::svsm:
-    st.block = 1;
-    r = svsm(ops, a0, X, Y, m, threshold);
-    break;
-  case BsmMethod::bsm:
-    st.block = resolve_block(o.block, m);
-    r = block_sm(ops, a0, X, Y, m, st.block, threshold);
-    break;
-  case BsmMethod::rmbsm:
-    st.block = resolve_block(o.block, m);
-    r = reduced_memory_sm(ops, a0, X, Y, m, st.block, threshold);
-    break;
-  case BsmMethod::lu: {
+  if (o.method == BsmMethod::lu) {
     st.block = 0;
     Table<T> out = fallback(ops, &st.min_pivot);
     st.flops = ops.flops;
     return out;
   }
-  }
+  st.block = o.method == BsmMethod::svsm ? 1 : block;
+  r = variants(ops, o.method, st.block, threshold);
   st.min_pivot = r.min_pivot;
   if (!r.broke_down) {
     st.flops = ops.flops;
@@ -251,38 +275,32 @@ Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions 
     throw Error(ErrorCode::invalid_argument, "the matrix A is a null pointer");
   check_finite(A, n, n, lda, "the matrix A");
   if (options.backend == Backend::cuda) // bsm_gpu.cpp: the same variants on the device
-    return gpu_inverse(A, n, lda, resolve_block(options.block, n), options, t0, stats);
+    return gpu_inverse(A, n, lda, resolve_standard_block(options.block, n), options, t0, stats);
   BlasThreads threads(options.threads);
   BsmStats st;
-  A0Inverse<T> a0;
-  a0.n = n;
-  if (options.method != BsmMethod::lu && options.a0 == BsmA0::diagonal) {
-    a0.kind = A0Inverse<T>::Kind::diagonal;
-    a0.diag.resize(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (A[i * lda + i] == T(0))
-        throw Error(ErrorCode::invalid_argument,
-                    fmt::format("A0 = diag(A) is singular: A({0}, {0}) = 0 (0-based); use a0 = "
-                                "identity or method lu",
-                                i));
-      a0.diag[static_cast<std::size_t>(i)] = T(1) / A[i * lda + i];
-    }
-  }
-  // The standard splitting (Paper III §1): X = A − A0, Y = I.
-  std::vector<T> X, Y;
+  // The standard splitting (Paper III §1): X = A − A0, Y = I, neither formed (standard.cpp).
+  StandardSplit<T> sp;
+  sp.A = A;
+  sp.n = n;
+  sp.lda = lda;
   if (options.method != BsmMethod::lu) {
-    X.resize(static_cast<std::size_t>(n * n));
-    Y.assign(static_cast<std::size_t>(n * n), T(0));
-    for (std::int64_t j = 0; j < n; ++j) {
-      std::memcpy(X.data() + j * n, A + j * lda, sizeof(T) * static_cast<std::size_t>(n));
-      X[static_cast<std::size_t>(j * n + j)] -=
-          a0.kind == A0Inverse<T>::Kind::diagonal ? A[j * lda + j] : T(1);
-      Y[static_cast<std::size_t>(j * n + j)] = T(1);
-    }
+    sp.a0.assign(static_cast<std::size_t>(n), T(1));
+    if (options.a0 == BsmA0::diagonal)
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (A[i * lda + i] == T(0))
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("A0 = diag(A) is singular: A({0}, {0}) = 0 (0-based); use a0 = "
+                                  "identity or method lu",
+                                  i));
+        sp.a0[static_cast<std::size_t>(i)] = A[i * lda + i];
+      }
+    sp.d.resize(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < sp.d.size(); ++i)
+      sp.d[i] = T(1) / sp.a0[i];
   }
-  Table<T> out = run_sm(a0, X.data(), Y.data(), n, options, st, [&](CpuOps<T> &ops, double *rc) {
-    return lu_inverse_of(ops, A, n, lda, rc);
-  });
+  Table<T> out =
+      run_sm<T>(resolve_standard_block(options.block, n), options, st, StandardVariants<T>{sp},
+                [&](CpuOps<T> &ops, double *rc) { return lu_inverse_of(ops, A, n, lda, rc); });
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats)
     *stats = st;
@@ -322,10 +340,10 @@ Table<T> general(const A0Inverse<T> &a0, const Table<T> &X, const Table<T> &Y,
                               resolve_block(options.block, X.cols()), options, t0, stats);
   BlasThreads threads(options.threads);
   BsmStats st;
-  Table<T> out =
-      run_sm(a0, X.data(), Y.data(), X.cols(), options, st, [&](CpuOps<T> &ops, double *rc) {
-        return woodbury_lu(ops, a0, X.data(), Y.data(), X.cols(), rc);
-      });
+  const std::int64_t m = X.cols();
+  Table<T> out = run_sm<T>(
+      resolve_block(options.block, m), options, st, GeneralVariants<T>{a0, X.data(), Y.data(), m},
+      [&](CpuOps<T> &ops, double *rc) { return woodbury_lu(ops, a0, X.data(), Y.data(), m, rc); });
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats)
     *stats = st;

@@ -9,6 +9,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <concepts>
@@ -64,6 +65,86 @@ template <std::floating_point T> struct CpuOps {
     else
       cblas_sgemv(CblasColMajor, op, blas_int(m), blas_int(n), alpha, A, blas_int(lda), x, 1, beta,
                   y, 1);
+  }
+
+  // B = alpha op(A) B (left) or B = alpha B op(A) (right), A triangular (upper or lower, unit
+  // diagonal or not), B m × n, in place (cuBLAS trmm: B passed as its output too).
+  void trmm(bool left, bool upper, bool ta, bool unit, std::int64_t m, std::int64_t n, T alpha,
+            const T *A, std::int64_t lda, T *B, std::int64_t ldb) {
+    if (m == 0 || n == 0)
+      return;
+    const double k = left ? double(m) : double(n), other = left ? double(n) : double(m);
+    flops += (unit ? k * (k - 1) : k * k) * other;
+    const auto side = left ? CblasLeft : CblasRight;
+    const auto uplo = upper ? CblasUpper : CblasLower;
+    const auto op = ta ? CblasTrans : CblasNoTrans;
+    const auto diag = unit ? CblasUnit : CblasNonUnit;
+    if constexpr (std::same_as<T, double>)
+      cblas_dtrmm(CblasColMajor, side, uplo, op, diag, blas_int(m), blas_int(n), alpha, A,
+                  blas_int(lda), B, blas_int(ldb));
+    else
+      cblas_strmm(CblasColMajor, side, uplo, op, diag, blas_int(m), blas_int(n), alpha, A,
+                  blas_int(lda), B, blas_int(ldb));
+  }
+
+  // out = in, both m × n.
+  void copy(std::int64_t m, std::int64_t n, const T *in, std::int64_t ld_in, T *out,
+            std::int64_t ld_out) {
+    for (std::int64_t j = 0; j < n; ++j)
+      std::copy(in + j * ld_in, in + j * ld_in + m, out + j * ld_out);
+  }
+
+  // A ← alpha A, m × n.
+  void scale(std::int64_t m, std::int64_t n, T alpha, T *A, std::int64_t lda) {
+    flops += double(m) * double(n);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        A[j * lda + i] *= alpha;
+  }
+
+  // out(i, j) = d[i] in(i, j), m × n: a diagonal A0⁻¹ = diag(d) applied as a row scaling.
+  void scale_rows(std::int64_t m, std::int64_t n, const T *d, const T *in, std::int64_t ld_in,
+                  T *out, std::int64_t ld_out) {
+    flops += double(m) * double(n);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        out[j * ld_out + i] = d[i] * in[j * ld_in + i];
+  }
+
+  // out(i, j) = d[j] in(j, i), out m × n from the n × m block `in`: Zᵀ A0⁻¹ E with E a block of
+  // identity columns (Y = I) is a selection of rows of Z, transposed and scaled.
+  void transpose_scaled(std::int64_t m, std::int64_t n, const T *d, const T *in, std::int64_t ld_in,
+                        T *out, std::int64_t ld_out) {
+    flops += double(m) * double(n);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        out[j * ld_out + i] = d[j] * in[i * ld_in + j];
+  }
+
+  // A(j, j) += alpha for j < s (R = I + …).
+  void shift_diagonal(std::int64_t s, T alpha, T *A, std::int64_t lda) {
+    flops += double(s);
+    for (std::int64_t j = 0; j < s; ++j)
+      A[j * lda + j] += alpha;
+  }
+
+  // A(j, j) −= v[j] for j < s (X = A − A0 on the diagonal of a block of A's columns).
+  void subtract_diagonal(std::int64_t s, const T *v, T *A, std::int64_t lda) {
+    flops += double(s);
+    for (std::int64_t j = 0; j < s; ++j)
+      A[j * lda + j] -= v[j];
+  }
+
+  // A ← diag(d) − diag(d) A diag(d), n × n: the last step A⁻¹ = A0⁻¹ − A0⁻¹ G A0⁻¹ for a diagonal
+  // A0⁻¹ = diag(d).
+  void diagonal_minus_scaled(std::int64_t n, const T *d, T *A, std::int64_t lda) {
+    flops += 3.0 * double(n) * double(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      T *a = A + j * lda;
+      for (std::int64_t i = 0; i < n; ++i)
+        a[i] = -(d[i] * a[i]) * d[j];
+      a[j] += d[j];
+    }
   }
 
   T dot(std::int64_t n, const T *x, const T *y) {

@@ -59,20 +59,6 @@ template <std::floating_point T> Table<T> A0Inverse<T>::materialize() const {
 
 namespace {
 
-// Factors R_k = I + Fᵀ G (in place → R_k⁻¹) and returns its pivot measure: the smallest LU pivot
-// over 1 + ‖F‖_F ‖G‖_F, the size of what was added to I (bsm.hpp). 0 for an exactly singular R_k.
-template <std::floating_point T>
-double factor_pivot(CpuOps<T> &ops, std::int64_t s, T *R, std::int64_t ldr, double scale) {
-  const BlockFactor f = ops.invert_block(s, R, ldr);
-  if (f.singular || !std::isfinite(f.min_pivot))
-    return 0;
-  return f.min_pivot / scale;
-}
-
-bool breaks(double rho, double threshold) {
-  return rho == 0 || rho <= threshold;
-}
-
 // The last step of every variant (Paper III eq. (10)): A⁻¹ = A0⁻¹ − (A0⁻¹U R⁻¹)(A0⁻ᵀV)ᵀ, with
 // AUR = A0⁻¹ U R⁻¹ (n × m) already formed and V (n × m).
 template <std::floating_point T>
