@@ -134,6 +134,19 @@ std::int64_t resolve_standard_block(std::int64_t block, std::int64_t n) {
   return std::min(n, std::clamp<std::int64_t>(n / 8, 128, 256));
 }
 
+void on_breakdown(const BsmOptions &o, const Breakdown &b, double threshold, BsmStats &st) {
+  if (o.fallback == BsmFallback::error)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{} broke down at step {} (columns {}…{} of X and Y, 0-based): pivot "
+                            "measure of R_{} = I + Y_kᵀ A_(k-1)⁻¹ X_k is {:.3g} ≤ threshold "
+                            "{:.3g}; reorder the columns of X and Y, or use fallback lu",
+                            to_string(o.method), b.step, b.col, b.col + b.cols - 1, b.step, b.rho,
+                            threshold));
+  st.fallback = true;
+  st.fallback_step = b.step;
+  st.method = BsmMethod::lu;
+}
+
 template <std::floating_point T>
 [[noreturn]] void throw_singular(std::string_view what, const LuFactor<T> &f) {
   if (f.zero_pivot > 0)
@@ -144,6 +157,24 @@ template <std::floating_point T>
               fmt::format("{} is singular to working precision: reciprocal condition estimate "
                           "{:.3g}",
                           what, f.rcond));
+}
+
+template <std::floating_point T>
+void standard_diagonal(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions &o,
+                       std::vector<T> &a0, std::vector<T> &d) {
+  a0.assign(static_cast<std::size_t>(n), T(1));
+  if (o.a0 == BsmA0::diagonal)
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (A[i * lda + i] == T(0))
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("A0 = diag(A) is singular: A({0}, {0}) = 0 (0-based); use a0 = "
+                                "identity or method lu",
+                                i));
+      a0[static_cast<std::size_t>(i)] = A[i * lda + i];
+    }
+  d.resize(a0.size());
+  for (std::size_t i = 0; i < d.size(); ++i)
+    d[i] = T(1) / a0[i];
 }
 
 template <std::floating_point T> bool lu_singular(const LuFactor<T> &f) {
@@ -240,17 +271,7 @@ Table<T> run_sm(std::int64_t block, const BsmOptions &o, BsmStats &st, Variants 
     st.flops = ops.flops;
     return std::move(r.inverse);
   }
-  const Breakdown &b = r.breakdown;
-  if (o.fallback == BsmFallback::error)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("{} broke down at step {} (columns {}…{} of X and Y, 0-based): pivot "
-                            "measure of R_{} = I + Y_kᵀ A_(k-1)⁻¹ X_k is {:.3g} ≤ threshold "
-                            "{:.3g}; reorder the columns of X and Y, or use fallback lu",
-                            to_string(o.method), b.step, b.col, b.col + b.cols - 1, b.step, b.rho,
-                            threshold));
-  st.fallback = true;
-  st.fallback_step = b.step;
-  st.method = BsmMethod::lu;
+  on_breakdown(o, r.breakdown, threshold, st);
   double rcond = 0;
   Table<T> out = fallback(ops, &rcond);
   st.flops = ops.flops;
@@ -279,25 +300,10 @@ Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions 
   BlasThreads threads(options.threads);
   BsmStats st;
   // The standard splitting (Paper III §1): X = A − A0, Y = I, neither formed (standard.cpp).
-  StandardSplit<T> sp;
-  sp.A = A;
-  sp.n = n;
-  sp.lda = lda;
-  if (options.method != BsmMethod::lu) {
-    sp.a0.assign(static_cast<std::size_t>(n), T(1));
-    if (options.a0 == BsmA0::diagonal)
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (A[i * lda + i] == T(0))
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("A0 = diag(A) is singular: A({0}, {0}) = 0 (0-based); use a0 = "
-                                  "identity or method lu",
-                                  i));
-        sp.a0[static_cast<std::size_t>(i)] = A[i * lda + i];
-      }
-    sp.d.resize(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < sp.d.size(); ++i)
-      sp.d[i] = T(1) / sp.a0[i];
-  }
+  std::vector<T> a0, d;
+  if (options.method != BsmMethod::lu)
+    standard_diagonal(A, n, lda, options, a0, d);
+  const StandardSplit<T> sp{A, n, lda, a0.data(), d.data()};
   Table<T> out =
       run_sm<T>(resolve_standard_block(options.block, n), options, st, StandardVariants<T>{sp},
                 [&](CpuOps<T> &ops, double *rc) { return lu_inverse_of(ops, A, n, lda, rc); });
@@ -395,7 +401,9 @@ Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const
                                   std::string_view);                                               \
   template double bsm::resolve_threshold<T>(double);                                               \
   template bool bsm::lu_singular(const LuFactor<T> &);                                             \
-  template void bsm::throw_singular(std::string_view, const LuFactor<T> &);
+  template void bsm::throw_singular(std::string_view, const LuFactor<T> &);                        \
+  template void bsm::standard_diagonal(const T *, std::int64_t, std::int64_t, const BsmOptions &,  \
+                                       std::vector<T> &, std::vector<T> &);
 KSUM_BSM_INSTANTIATE(float)
 KSUM_BSM_INSTANTIATE(double)
 #undef KSUM_BSM_INSTANTIATE

@@ -3,6 +3,7 @@
 #include "linalg/bsm/sm.hpp"
 
 #include <string_view>
+#include <vector>
 
 namespace ksum::bsm {
 
@@ -19,5 +20,14 @@ template <std::floating_point T> double resolve_threshold(double t);
 template <std::floating_point T> bool lu_singular(const LuFactor<T> &f);
 template <std::floating_point T>
 [[noreturn]] void throw_singular(std::string_view what, const LuFactor<T> &f);
+// The variant `o.method` broke down (b) at the breakdown threshold in use: throws the breakdown
+// error (fallback error) or records the LU fallback in st (the caller then runs LU). Shared by
+// the CPU (bsm.cpp) and GPU (bsm_gpu.cpp) paths, so the message is the same on both.
+void on_breakdown(const BsmOptions &o, const Breakdown &b, double threshold, BsmStats &st);
+// The standard splitting (Paper III §1): a0 = diag(A) (o.a0 diagonal; an exactly zero entry is an
+// error) or ones, d = 1 / a0.
+template <std::floating_point T>
+void standard_diagonal(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions &o,
+                       std::vector<T> &a0, std::vector<T> &d);
 
 } // namespace ksum::bsm

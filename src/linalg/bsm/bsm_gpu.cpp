@@ -1,10 +1,12 @@
-// Backend::cuda of inverse() and inverse_update() (seed 004 Paper III): the variants of sm_gpu.hpp
-// and the LU reference (cuSOLVER getrf + getrs) on matrices resident on the device. Pivots come
-// back to the host, so the breakdown test, its step, the error messages and the LU fallback are
-// those of bsm.cpp.
+// Backend::cuda of inverse() and inverse_update() (seed 004 Paper III): sm_impl.hpp's variants —
+// the code the CPU runs — over GpuOps, and the LU reference (cuSOLVER getrf + getrs), on matrices
+// resident on the device. The standard case takes the Y = I path (A0 = diag(A), X = A − A0, Y = I,
+// neither formed) as the CPU does. Pivots come back to the host, so the breakdown test, its step,
+// the error message (bsm_common.hpp, on_breakdown) and the LU fallback are those of bsm.cpp.
 #include "linalg/bsm/bsm_gpu.hpp"
 #include "linalg/bsm/bsm_common.hpp"
-#include "linalg/bsm/sm_gpu.hpp"
+#include "linalg/bsm/gpu_ops.hpp"
+#include "linalg/bsm/sm_impl.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,17 +18,79 @@ namespace ksum::bsm {
 // bsm.cpp: the automatic block size of Paper III §4.1.
 std::int64_t resolve_block(std::int64_t block, std::int64_t m);
 
+// A0⁻¹ of the general case on the device, as sm_impl.hpp uses it: dense (uploaded once) or the
+// caller's host operator applied to columns copied off and back on. (The identity and diagonal
+// A0 of the standard case take the Y = I path.)
+template <std::floating_point T> struct DevA0 {
+  using Kind = typename A0Inverse<T>::Kind;
+  Kind kind = Kind::dense;
+  std::int64_t n = 0;
+  typename GpuOps<T>::Buffer dense;
+  const ApplyInverse<T> *fn = nullptr;
+
+  DevA0(GpuOps<T> &ops, const A0Inverse<T> &a0) : kind(a0.kind), n(a0.n), fn(a0.fn) {
+    if (kind == Kind::dense) {
+      dense = ops.alloc(n, n, false);
+      ops.upload(n, n, a0.dense, a0.ld, dense.data(), n);
+    } else if (kind != Kind::op) {
+      throw Error(ErrorCode::internal, "backend cuda: the general case takes a dense or operator "
+                                       "A0⁻¹");
+    }
+  }
+
+  // out = A0⁻¹ in (transpose: A0⁻ᵀ in), n × cols; in and out do not overlap.
+  void apply(GpuOps<T> &ops, bool transpose, const T *in, std::int64_t ld_in, T *out,
+             std::int64_t ld_out, std::int64_t cols) const {
+    if (kind == Kind::dense) {
+      ops.gemm(transpose, false, n, cols, n, T(1), dense.data(), n, in, ld_in, T(0), out, ld_out);
+      return;
+    }
+    ops.flops += 2.0 * double(n) * double(n) * double(cols);
+    std::vector<T> hin(static_cast<std::size_t>(n * cols)), hout(hin.size());
+    ops.download(n, cols, in, ld_in, hin.data(), n);
+    (*fn)(transpose, hin.data(), n, hout.data(), n, cols);
+    ops.upload(n, cols, hout.data(), n, out, ld_out);
+  }
+
+  // out (n × n, leading dimension n) = A0⁻¹.
+  void materialize(GpuOps<T> &ops, T *out) const {
+    if (kind == Kind::dense) {
+      ops.copy(n, n, dense.data(), n, out, n);
+      return;
+    }
+    std::vector<T> eye(static_cast<std::size_t>(n * n), T(0)), h(eye.size());
+    for (std::int64_t i = 0; i < n; ++i)
+      eye[static_cast<std::size_t>(i * n + i)] = T(1);
+    (*fn)(false, eye.data(), n, h.data(), n, n);
+    ops.upload(n, n, h.data(), n, out, n);
+  }
+};
+
+#define KSUM_BSM_GPU_SM_INSTANTIATE(T)                                                             \
+  template OpsResult<GpuOps<T>> svsm(GpuOps<T> &, const DevA0<T> &, const T *, const T *,          \
+                                     std::int64_t, double);                                        \
+  template OpsResult<GpuOps<T>> block_sm(GpuOps<T> &, const DevA0<T> &, const T *, const T *,      \
+                                         std::int64_t, std::int64_t, double);                      \
+  template OpsResult<GpuOps<T>> reduced_memory_sm(GpuOps<T> &, const DevA0<T> &, const T *,        \
+                                                  const T *, std::int64_t, std::int64_t, double);  \
+  template OpsResult<GpuOps<T>> svsm_standard(GpuOps<T> &, const StandardSplit<T> &, double);      \
+  template OpsResult<GpuOps<T>> block_sm_standard(GpuOps<T> &, const StandardSplit<T> &,           \
+                                                  std::int64_t, double);                           \
+  template OpsResult<GpuOps<T>> reduced_memory_sm_standard(GpuOps<T> &, const StandardSplit<T> &,  \
+                                                           std::int64_t, double);
+KSUM_BSM_GPU_SM_INSTANTIATE(float)
+KSUM_BSM_GPU_SM_INSTANTIATE(double)
+#undef KSUM_BSM_GPU_SM_INSTANTIATE
+
 namespace {
 
-using detail::DeviceArray;
-using gpu::DevA0;
+template <std::floating_point T> using Buffer = typename GpuOps<T>::Buffer;
 
 // The method lu in the standard case (and its fallback): getrf of A in place, then getrs with
 // the identity (cuSOLVER has no getri). Singular to working precision is decided on the host
 // after the download (gpu_inverse).
-template <std::floating_point T>
-void lu_inverse(GpuOps<T> &ops, T *A, std::int64_t n, DeviceArray<T> &out) {
-  DeviceArray<std::int64_t> piv;
+template <std::floating_point T> Buffer<T> lu_inverse(GpuOps<T> &ops, T *A, std::int64_t n) {
+  detail::DeviceArray<std::int64_t> piv;
   const std::int64_t zero = ops.lu_factor(n, A, n, piv, "getrf (the matrix A)");
   ops.flops += 2.0 / 3.0 * double(n) * double(n) * double(n);
   if (zero > 0) {
@@ -34,10 +98,11 @@ void lu_inverse(GpuOps<T> &ops, T *A, std::int64_t n, DeviceArray<T> &out) {
     f.zero_pivot = static_cast<lapack_int>(zero);
     throw_singular("the matrix A", f);
   }
-  out.reserve(n * n);
-  ops.set_diagonal(n, nullptr, out.ptr, n);
-  ops.lu_solve(n, n, A, n, piv.ptr, out.ptr, n, "getrs (the matrix A with I)");
+  Buffer<T> out = ops.alloc(n, n, false);
+  ops.set_identity(n, out.data(), n);
+  ops.lu_solve(n, n, A, n, piv.ptr, out.data(), n, "getrs (the matrix A with I)");
   ops.flops += 2.0 * double(n) * double(n) * double(n);
+  return out;
 }
 
 // ‖A‖₁ (largest column sum of |a_ij|) in double on the host; +∞ when an entry is not finite.
@@ -71,84 +136,58 @@ template <std::floating_point T> double host_rcond(std::int64_t m, const T *LU, 
 // with C factored by cuSOLVER; C and its LU (m × m) come to the host for LAPACK's condition
 // estimate, so the singularity test is the CPU's.
 template <std::floating_point T>
-void woodbury_lu(GpuOps<T> &ops, const DevA0<T> &a0, const T *X, const T *Y, std::int64_t m,
-                 DeviceArray<T> &out, double *rcond) {
+Buffer<T> woodbury_lu(GpuOps<T> &ops, const DevA0<T> &a0, const T *X, const T *Y, std::int64_t m,
+                      double *rcond) {
   const std::int64_t n = a0.n;
-  DeviceArray<T> W, C, Bt, B;
-  DeviceArray<std::int64_t> piv;
-  W.reserve(n * m);
-  C.reserve(m * m);
-  a0.apply(ops, false, X, n, W.ptr, n, m);
-  ops.set_diagonal(m, nullptr, C.ptr, m);
-  ops.gemm(true, false, m, m, n, T(1), Y, n, W.ptr, n, T(1), C.ptr, m);
+  detail::DeviceArray<std::int64_t> piv;
+  Buffer<T> W = ops.alloc(n, m, false), C = ops.alloc(m, m, false);
+  a0.apply(ops, false, X, n, W.data(), n, m);
+  ops.set_identity(m, C.data(), m);
+  ops.gemm(true, false, m, m, n, T(1), Y, n, W.data(), n, T(1), C.data(), m);
   std::vector<T> hc(static_cast<std::size_t>(m * m));
-  ops.download(m, m, C.ptr, m, hc.data(), m);
+  ops.download(m, m, C.data(), m, hc.data(), m);
   const double anorm = norm1(hc.data(), m, m);
   LuFactor<T> f;
   f.zero_pivot =
-      static_cast<lapack_int>(ops.lu_factor(m, C.ptr, m, piv, "getrf (capacitance matrix)"));
+      static_cast<lapack_int>(ops.lu_factor(m, C.data(), m, piv, "getrf (capacitance matrix)"));
   ops.flops += 2.0 / 3.0 * double(m) * double(m) * double(m);
   if (f.zero_pivot == 0) {
-    ops.download(m, m, C.ptr, m, hc.data(), m);
+    ops.download(m, m, C.data(), m, hc.data(), m);
     f.rcond = host_rcond(m, hc.data(), anorm);
   }
   if (lu_singular(f))
     throw_singular("the capacitance matrix I + Yᵀ A0⁻¹ X (so A0 + X Yᵀ)", f);
-  Bt.reserve(n * m);
-  B.reserve(m * n);
-  a0.apply(ops, true, Y, n, Bt.ptr, n, m);
-  ops.transpose(n, m, Bt.ptr, n, B.ptr, m);
-  ops.lu_solve(m, n, C.ptr, m, piv.ptr, B.ptr, m, "getrs (capacitance matrix)");
+  Buffer<T> Bt = ops.alloc(n, m, false), B = ops.alloc(m, n, false);
+  a0.apply(ops, true, Y, n, Bt.data(), n, m);
+  ops.transpose(n, m, Bt.data(), n, B.data(), m);
+  ops.lu_solve(m, n, C.data(), m, piv.ptr, B.data(), m, "getrs (capacitance matrix)");
   ops.flops += 2.0 * double(m) * double(m) * double(n);
-  out.reserve(n * n);
-  a0.materialize(ops, out.ptr);
-  ops.gemm(false, false, n, n, m, T(-1), W.ptr, n, B.ptr, m, T(1), out.ptr, n);
+  Buffer<T> out = ops.alloc(n, n);
+  a0.materialize(ops, out.data());
+  ops.gemm(false, false, n, n, m, T(-1), W.data(), n, B.data(), m, T(1), out.data(), n);
   *rcond = f.rcond;
+  return out;
 }
 
-// bsm.cpp's run_sm on the device: the requested variant; on breakdown the same error (message
-// included) or `lu(&rcond)`.
-template <std::floating_point T, class Lu>
-void run(GpuOps<T> &ops, const DevA0<T> &a0, T *X, bool x_scratch, const T *Y, std::int64_t m,
-         std::int64_t block, const BsmOptions &o, BsmStats &st, DeviceArray<T> &out, Lu &&lu) {
+// bsm.cpp's run_sm on the device: the requested variant (variants(method, s, threshold)); on
+// breakdown the shared error (on_breakdown) or the LU `lu(&rcond)`.
+template <std::floating_point T, class Variants, class Lu>
+Buffer<T> run(std::int64_t block, const BsmOptions &o, BsmStats &st, Variants &&variants, Lu &&lu) {
   const double threshold = resolve_threshold<T>(o.pivot_threshold);
   st.requested = o.method;
   st.method = o.method;
-  SmResult<T> r;
-  switch (o.method) {
-  case BsmMethod::svsm:
-    st.block = 1;
-    r = gpu::svsm(ops, a0, X, x_scratch, Y, m, threshold, out);
-    break;
-  case BsmMethod::bsm:
-    st.block = block;
-    r = gpu::block_sm(ops, a0, X, x_scratch, Y, m, block, threshold, out);
-    break;
-  case BsmMethod::rmbsm:
-    st.block = block;
-    r = gpu::reduced_memory_sm(ops, a0, X, Y, m, block, threshold, out);
-    break;
-  case BsmMethod::lu:
+  if (o.method == BsmMethod::lu) {
     st.block = 0;
-    lu(&st.min_pivot);
-    return;
+    return lu(&st.min_pivot);
   }
+  st.block = o.method == BsmMethod::svsm ? 1 : block;
+  OpsResult<GpuOps<T>> r = variants(o.method, st.block, threshold);
   st.min_pivot = r.min_pivot;
   if (!r.broke_down)
-    return;
-  const Breakdown &b = r.breakdown;
-  if (o.fallback == BsmFallback::error)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("{} broke down at step {} (columns {}…{} of X and Y, 0-based): pivot "
-                            "measure of R_{} = I + Y_kᵀ A_(k-1)⁻¹ X_k is {:.3g} ≤ threshold "
-                            "{:.3g}; reorder the columns of X and Y, or use fallback lu",
-                            to_string(o.method), b.step, b.col, b.col + b.cols - 1, b.step, b.rho,
-                            threshold));
-  st.fallback = true;
-  st.fallback_step = b.step;
-  st.method = BsmMethod::lu;
+    return std::move(r.inverse);
+  on_breakdown(o, r.breakdown, threshold, st);
   double rcond = 0;
-  lu(&rcond);
+  return lu(&rcond);
 }
 
 template <std::floating_point T>
@@ -166,57 +205,38 @@ template <std::floating_point T>
 Table<T> gpu_inverse(const T *A, std::int64_t n, std::int64_t lda, std::int64_t block,
                      const BsmOptions &options, std::chrono::steady_clock::time_point t0,
                      BsmStats *stats) {
-  // The standard splitting (Paper III §1): A0 = diag(a0), X = A − A0, Y = I.
+  // The standard splitting (Paper III §1): A0 = diag(a0), X = A − A0, Y = I, neither formed.
   std::vector<T> a0v, d;
-  const bool split = options.method != BsmMethod::lu;
-  if (split) {
-    a0v.assign(static_cast<std::size_t>(n), T(1));
-    if (options.a0 == BsmA0::diagonal)
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (A[i * lda + i] == T(0))
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("A0 = diag(A) is singular: A({0}, {0}) = 0 (0-based); use a0 = "
-                                  "identity or method lu",
-                                  i));
-        a0v[static_cast<std::size_t>(i)] = A[i * lda + i];
-      }
-    d.resize(a0v.size());
-    for (std::size_t i = 0; i < d.size(); ++i)
-      d[i] = T(1) / a0v[i];
-  }
+  if (options.method != BsmMethod::lu)
+    standard_diagonal(A, n, lda, options, a0v, d);
   GpuOps<T> ops;
   BsmStats st;
-  DeviceArray<T> dA, out;
-  dA.reserve(n * n);
-  ops.upload(n, n, A, lda, dA.ptr, n);
-  bool used_lu = false;
-  auto lu = [&](double *) {
-    lu_inverse(ops, dA.ptr, n, out);
-    used_lu = true;
-  };
-  if (split) {
-    A0Inverse<T> host;
-    host.kind =
-        options.a0 == BsmA0::diagonal ? A0Inverse<T>::Kind::diagonal : A0Inverse<T>::Kind::identity;
-    host.n = n;
-    const DevA0<T> a0(ops, host, d);
-    DeviceArray<T> X, Y, a0d;
-    a0d.reserve(n);
-    ops.upload(n, 1, a0v.data(), n, a0d.ptr, n);
-    X.reserve(n * n);
-    ops.copy(n, n, dA.ptr, n, X.ptr, n);
-    ops.axpy(n, T(-1), a0d.ptr, 1, X.ptr, n + 1);
-    Y.reserve(n * n);
-    ops.set_diagonal(n, nullptr, Y.ptr, n);
-    // X is scratch: the LU fallback works on dA.
-    run(ops, a0, X.ptr, true, Y.ptr, n, block, options, st, out, lu);
-  } else {
-    st.requested = st.method = BsmMethod::lu;
-    st.block = 0;
-    lu(nullptr);
+  Buffer<T> dA = ops.alloc(n, n, false), da0, dd;
+  ops.upload(n, n, A, lda, dA.data(), n);
+  if (options.method != BsmMethod::lu) {
+    da0 = ops.alloc(n, 1, false);
+    dd = ops.alloc(n, 1, false);
+    ops.upload(n, 1, a0v.data(), n, da0.data(), n);
+    ops.upload(n, 1, d.data(), n, dd.data(), n);
   }
+  const StandardSplit<T> sp{dA.data(), n, n, da0.data(), dd.data()};
+  bool used_lu = false;
+  // The variants only read dA, so the LU (and its fallback) factors it in place.
+  const Buffer<T> out = run<T>(
+      block, options, st,
+      [&](BsmMethod method, std::int64_t s, double threshold) {
+        if (method == BsmMethod::svsm)
+          return svsm_standard(ops, sp, threshold);
+        if (method == BsmMethod::bsm)
+          return block_sm_standard(ops, sp, s, threshold);
+        return reduced_memory_sm_standard(ops, sp, s, threshold);
+      },
+      [&](double *) {
+        used_lu = true;
+        return lu_inverse(ops, dA.data(), n);
+      });
   Table<T> inv(n, n, Uninitialized{});
-  ops.download(n, n, out.ptr, n, inv.data(), n);
+  ops.download(n, n, out.data(), n, inv.data(), n);
   if (used_lu) {
     // 1 / (‖A‖₁ ‖A⁻¹‖₁): the exact reciprocal condition number where the CPU has LAPACK's
     // estimate of it; the same test of singularity to working precision.
@@ -239,18 +259,23 @@ Table<T> gpu_inverse_update(const A0Inverse<T> &a0_host, const T *X, const T *Y,
   const std::int64_t n = a0_host.n;
   GpuOps<T> ops;
   BsmStats st;
-  const DevA0<T> a0(ops, a0_host, {});
-  DeviceArray<T> dX, dY, out;
-  dX.reserve(n * m);
-  dY.reserve(n * m);
-  ops.upload(n, m, X, n, dX.ptr, n);
-  ops.upload(n, m, Y, n, dY.ptr, n);
-  // X may hold U unless the LU fallback needs it after a breakdown.
-  const bool x_scratch = options.fallback == BsmFallback::error;
-  run(ops, a0, dX.ptr, x_scratch, dY.ptr, m, block, options, st, out,
-      [&](double *rc) { woodbury_lu(ops, a0, dX.ptr, dY.ptr, m, out, rc); });
+  const DevA0<T> a0(ops, a0_host);
+  Buffer<T> dX = ops.alloc(n, m, false), dY = ops.alloc(n, m, false);
+  ops.upload(n, m, X, n, dX.data(), n);
+  ops.upload(n, m, Y, n, dY.data(), n);
+  const T *x = dX.data(), *y = dY.data();
+  const Buffer<T> out = run<T>(
+      block, options, st,
+      [&](BsmMethod method, std::int64_t s, double threshold) {
+        if (method == BsmMethod::svsm)
+          return svsm(ops, a0, x, y, m, threshold);
+        if (method == BsmMethod::bsm)
+          return block_sm(ops, a0, x, y, m, s, threshold);
+        return reduced_memory_sm(ops, a0, x, y, m, s, threshold);
+      },
+      [&](double *rc) { return woodbury_lu(ops, a0, x, y, m, rc); });
   Table<T> inv(n, n, Uninitialized{});
-  ops.download(n, n, out.ptr, n, inv.data(), n);
+  ops.download(n, n, out.data(), n, inv.data(), n);
   finish(st, ops, t0, stats);
   return inv;
 }

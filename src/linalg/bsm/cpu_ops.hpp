@@ -2,9 +2,11 @@
 // The handful of dense operations the Sherman–Morrison algorithms are written in (seed 004 Paper
 // III §3: "almost exclusively GEMM and the inverse of small blocks"), on the CPU through
 // OpenBLAS (cblas) and LAPACKE. A GPU backend provides the same members over device memory
-// (cuBLAS gemm/gemv, cuSOLVER getrf/getrs), so the algorithms in sm.hpp stay as they are.
-// All matrices are column-major; the members count the floating-point operations they perform.
+// (cuBLAS gemm/gemv, cuSOLVER getrf/getrs), so the one code of the algorithms (sm_impl.hpp) serves
+// both. All matrices are column-major; the members count the floating-point operations they
+// perform.
 #include <ksum/error.hpp>
+#include <ksum/table.hpp>
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -35,7 +37,24 @@ struct BlockFactor {
 };
 
 template <std::floating_point T> struct CpuOps {
+  using Value = T;
+  using Buffer = Table<T>; // work buffers and results of the algorithms (sm_impl.hpp)
   double flops = 0;
+
+  // A rows × cols work buffer, leading dimension rows, zero-filled unless `zeroed` is false.
+  Buffer alloc(std::int64_t rows, std::int64_t cols, bool zeroed = true) {
+    return zeroed ? Table<T>(rows, cols) : Table<T>(rows, cols, Uninitialized{});
+  }
+
+  // *dst = v (one entry of a buffer).
+  void store(T *dst, T v) { *dst = v; }
+
+  // A (s × s) = I.
+  void set_identity(std::int64_t s, T *A, std::int64_t lda) {
+    for (std::int64_t j = 0; j < s; ++j)
+      for (std::int64_t i = 0; i < s; ++i)
+        A[j * lda + i] = i == j ? T(1) : T(0);
+  }
 
   // C = alpha op(A) op(B) + beta C, op(A) m × k, op(B) k × n.
   void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T *A,
@@ -109,6 +128,30 @@ template <std::floating_point T> struct CpuOps {
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t i = 0; i < m; ++i)
         out[j * ld_out + i] = d[i] * in[j * ld_in + i];
+  }
+
+  // out(i, j) = in(i, j) d[j], m × n: a column scaling.
+  void scale_cols(std::int64_t m, std::int64_t n, const T *d, const T *in, std::int64_t ld_in,
+                  T *out, std::int64_t ld_out) {
+    flops += double(m) * double(n);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        out[j * ld_out + i] = in[j * ld_in + i] * d[j];
+  }
+
+  // out = inᵀ, in m × n, out n × m.
+  void transpose(std::int64_t m, std::int64_t n, const T *in, std::int64_t ld_in, T *out,
+                 std::int64_t ld_out) {
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        out[i * ld_out + j] = in[j * ld_in + i];
+  }
+
+  // A ← A − Bᵀ, both n × n.
+  void subtract_transposed(std::int64_t n, const T *B, std::int64_t ldb, T *A, std::int64_t lda) {
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i)
+        A[j * lda + i] -= B[i * ldb + j];
   }
 
   // out(i, j) = d[j] in(j, i), out m × n from the n × m block `in`: Zᵀ A0⁻¹ E with E a block of

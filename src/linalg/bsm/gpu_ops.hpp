@@ -19,12 +19,19 @@
 #include <concepts>
 #include <cstdint>
 #include <fmt/format.h>
+#include <memory>
 #include <vector>
 
 namespace ksum::bsm {
 
 template <std::floating_point T> class GpuOps {
 public:
+  using Value = T;
+  // A device work array owned by the algorithm that allocated it (sm_impl.hpp); movable.
+  struct Buffer {
+    std::unique_ptr<detail::DeviceArray<T>> array;
+    T *data() const { return array ? array->ptr : nullptr; }
+  };
   double flops = 0;
 
   GpuOps() {
@@ -59,6 +66,21 @@ public:
 
   int device() const { return dev_; }
 
+  // A rows × cols device buffer, leading dimension rows, zero-filled unless `zeroed` is false.
+  Buffer alloc(std::int64_t rows, std::int64_t cols, bool zeroed = true) {
+    Buffer b{std::make_unique<detail::DeviceArray<T>>()};
+    b.array->reserve(rows * cols, dev_);
+    if (zeroed)
+      zero(rows, cols, b.data(), rows);
+    return b;
+  }
+
+  // *dst = v, dst in device memory (waits for the stream).
+  void store(T *dst, T v) { upload(1, 1, &v, 1, dst, 1); }
+
+  // A (s × s) = I.
+  void set_identity(std::int64_t s, T *A, std::int64_t lda) { set_diagonal(s, nullptr, A, lda); }
+
   // C = alpha op(A) op(B) + beta C, op(A) m × k, op(B) k × n.
   void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T *A,
             std::int64_t lda, const T *B, std::int64_t ldb, T beta, T *C, std::int64_t ldc) {
@@ -75,26 +97,6 @@ public:
            "cublasSgemm");
   }
 
-  // `batch` products C_i = alpha op(A_i) op(B_i) + beta C_i with X_i = X + i · stride_x.
-  void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-                    const T *A, std::int64_t lda, std::int64_t sa, const T *B, std::int64_t ldb,
-                    std::int64_t sb, T beta, T *C, std::int64_t ldc, std::int64_t sc,
-                    std::int64_t batch) {
-    if (m == 0 || n == 0 || batch == 0)
-      return;
-    flops += 2.0 * double(m) * double(n) * double(k) * double(batch);
-    if constexpr (std::same_as<T, double>)
-      blas(cublasDgemmStridedBatched(blas_, op(ta), op(tb), blas_int(m), blas_int(n), blas_int(k),
-                                     &alpha, A, blas_int(lda), sa, B, blas_int(ldb), sb, &beta, C,
-                                     blas_int(ldc), sc, blas_int(batch)),
-           "cublasDgemmStridedBatched");
-    else
-      blas(cublasSgemmStridedBatched(blas_, op(ta), op(tb), blas_int(m), blas_int(n), blas_int(k),
-                                     &alpha, A, blas_int(lda), sa, B, blas_int(ldb), sb, &beta, C,
-                                     blas_int(ldc), sc, blas_int(batch)),
-           "cublasSgemmStridedBatched");
-  }
-
   // y = alpha op(A) x + beta y, A m × n.
   void gemv(bool ta, std::int64_t m, std::int64_t n, T alpha, const T *A, std::int64_t lda,
             const T *x, T beta, T *y) {
@@ -109,6 +111,102 @@ public:
       blas(cublasSgemv(blas_, op(ta), blas_int(m), blas_int(n), &alpha, A, blas_int(lda), x, 1,
                        &beta, y, 1),
            "cublasSgemv");
+  }
+
+  // B = alpha op(A) B (left) or B = alpha B op(A) (right), A triangular, B m × n, in place: cuBLAS
+  // trmm writes C = alpha op(A) B, and C = B (ldc = ldb) is its documented in-place use.
+  void trmm(bool left, bool upper, bool ta, bool unit, std::int64_t m, std::int64_t n, T alpha,
+            const T *A, std::int64_t lda, T *B, std::int64_t ldb) {
+    if (m == 0 || n == 0)
+      return;
+    const double k = left ? double(m) : double(n), other = left ? double(n) : double(m);
+    flops += (unit ? k * (k - 1) : k * k) * other;
+    const auto side = left ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+    const auto uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+    const auto diag = unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+    if constexpr (std::same_as<T, double>)
+      blas(cublasDtrmm(blas_, side, uplo, op(ta), diag, blas_int(m), blas_int(n), &alpha, A,
+                       blas_int(lda), B, blas_int(ldb), B, blas_int(ldb)),
+           "cublasDtrmm");
+    else
+      blas(cublasStrmm(blas_, side, uplo, op(ta), diag, blas_int(m), blas_int(n), &alpha, A,
+                       blas_int(lda), B, blas_int(ldb), B, blas_int(ldb)),
+           "cublasStrmm");
+  }
+
+  // A ← alpha A, m × n (one scal per column, or one for a contiguous block).
+  void scale(std::int64_t m, std::int64_t n, T alpha, T *A, std::int64_t lda) {
+    flops += double(m) * double(n);
+    if (m == 0 || n == 0)
+      return;
+    if (lda == m || n == 1) {
+      scal(m * n, alpha, A);
+      return;
+    }
+    for (std::int64_t j = 0; j < n; ++j)
+      scal(m, alpha, A + j * lda);
+  }
+
+  // out(i, j) = d[i] in(i, j), m × n (dgmm, left); out does not overlap in.
+  void scale_rows(std::int64_t m, std::int64_t n, const T *d, const T *in, std::int64_t ld_in,
+                  T *out, std::int64_t ld_out) {
+    flops += double(m) * double(n);
+    dgmm(true, m, n, in, ld_in, d, out, ld_out);
+  }
+
+  // out(i, j) = in(i, j) d[j], m × n (dgmm, right); out does not overlap in.
+  void scale_cols(std::int64_t m, std::int64_t n, const T *d, const T *in, std::int64_t ld_in,
+                  T *out, std::int64_t ld_out) {
+    flops += double(m) * double(n);
+    dgmm(false, m, n, in, ld_in, d, out, ld_out);
+  }
+
+  // out(i, j) = d[j] in(j, i), out m × n from the n × m block `in`: the rows of `in` scaled into
+  // a work array (dgmm), then transposed into out (geam).
+  void transpose_scaled(std::int64_t m, std::int64_t n, const T *d, const T *in, std::int64_t ld_in,
+                        T *out, std::int64_t ld_out) {
+    flops += double(m) * double(n);
+    if (m == 0 || n == 0)
+      return;
+    grow(scratch_, m * n);
+    dgmm(true, n, m, in, ld_in, d, scratch_.ptr, n);
+    transpose(n, m, scratch_.ptr, n, out, ld_out);
+  }
+
+  // A(j, j) += alpha for j < s (axpy of ones onto the diagonal, stride lda + 1).
+  void shift_diagonal(std::int64_t s, T alpha, T *A, std::int64_t lda) {
+    flops += double(s);
+    if (s > 0)
+      axpy(s, alpha, ones(s), 1, A, lda + 1);
+  }
+
+  // A(j, j) −= v[j] for j < s.
+  void subtract_diagonal(std::int64_t s, const T *v, T *A, std::int64_t lda) {
+    flops += double(s);
+    if (s > 0)
+      axpy(s, T(-1), v, 1, A, lda + 1);
+  }
+
+  // A ← diag(d) − diag(d) A diag(d), n × n: column blocks through a work array (dgmm left, scal
+  // by −1, dgmm right back into A), then d added onto the diagonal.
+  void diagonal_minus_scaled(std::int64_t n, const T *d, T *A, std::int64_t lda) {
+    flops += 3.0 * double(n) * double(n);
+    if (n == 0)
+      return;
+    const std::int64_t cb = std::min<std::int64_t>(n, 256);
+    grow(scratch_, n * cb);
+    for (std::int64_t j0 = 0; j0 < n; j0 += cb) {
+      const std::int64_t c = std::min(cb, n - j0);
+      dgmm(true, n, c, A + j0 * lda, lda, d, scratch_.ptr, n);
+      scal(n * c, T(-1), scratch_.ptr);
+      dgmm(false, n, c, scratch_.ptr, n, d + j0, A + j0 * lda, lda);
+    }
+    axpy(n, T(1), d, 1, A, lda + 1);
+  }
+
+  // A ← A − Bᵀ, both n × n (geam in place: C = A, op(A) = A, ldc = lda).
+  void subtract_transposed(std::int64_t n, const T *B, std::int64_t ldb, T *A, std::int64_t lda) {
+    geam(false, true, n, n, T(1), A, lda, T(-1), B, ldb, A, lda);
   }
 
   // xᵀy, returned to the host (waits for the stream).
@@ -300,7 +398,7 @@ private:
   // info_[0]: getrf's (read after each factorisation); info_[1]: the last getrs's (0 or a
   // negative argument index; checked at every read_info).
   detail::DeviceArray<int> info_;
-  detail::DeviceArray<T> block_lu_, ones_;
+  detail::DeviceArray<T> block_lu_, ones_, scratch_;
   detail::DeviceArray<std::int64_t> block_piv_;
   detail::DeviceArray<char> work_;
   std::vector<char> host_work_;
@@ -329,6 +427,13 @@ private:
       sync("before a reallocation");
       a.reserve(n, dev_);
     }
+  }
+
+  void scal(std::int64_t n, T alpha, T *x) {
+    if constexpr (std::same_as<T, double>)
+      blas(cublasDscal(blas_, blas_int(n), &alpha, x, 1), "cublasDscal");
+    else
+      blas(cublasSscal(blas_, blas_int(n), &alpha, x, 1), "cublasSscal");
   }
 
   T nrm2(std::int64_t n, const T *x) {
