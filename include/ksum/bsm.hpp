@@ -33,9 +33,9 @@
 // Storage is column-major (Table<T>, or a pointer with a leading dimension). Backend::cuda (CUDA
 // builds) runs inverse() and inverse_update() on the current GPU through cuBLAS/cuSOLVER with the
 // matrices resident on the device: A (or A0⁻¹, X, Y) uploaded once, the inverse downloaded once;
-// the same variants, breakdown steps, errors and fallback (lu: cuSOLVER getrf + getrs with I). In
-// the standard case the GPU runs the general recursion on X and Y formed on the device, and an
-// operator A0⁻¹ runs on the host on columns copied off and back. InverseUpdate runs on the CPU
+// the same variants (one templated code for both backends), breakdown steps, errors and fallback
+// (lu: cuSOLVER getrf + getrs with I); an operator A0⁻¹ runs on the host on columns copied off
+// and back. InverseUpdate runs on the CPU
 // only (Error unsupported for cuda). automatic runs on the CPU.
 #include <ksum/direct.hpp>
 #include <ksum/table.hpp>
