@@ -16,6 +16,7 @@
 // sum stays under 2 s). A size whose predicted time (the last size's, scaled by n³) exceeds
 // --budget is skipped, and so is every measurement once --time-limit seconds have passed (the
 // tables of what was measured are still printed and written).
+#include "bench_common.hpp"
 #include "log_plot.hpp"
 
 #include <ksum/bsm.hpp>
@@ -74,21 +75,9 @@ struct Args {
   std::string json, png;
 };
 
-std::vector<std::string> split(const std::string &s) {
-  std::vector<std::string> out;
-  std::size_t p = 0;
-  while (p <= s.size()) {
-    const std::size_t q = std::min(s.find(',', p), s.size());
-    if (q > p)
-      out.push_back(s.substr(p, q - p));
-    p = q + 1;
-  }
-  return out;
-}
-
 std::vector<std::int64_t> parse_list(const std::string &s) {
   std::vector<std::int64_t> out;
-  for (const std::string &v : split(s))
+  for (const std::string &v : bench::split(s))
     out.push_back(static_cast<std::int64_t>(std::stod(v)));
   return out;
 }
@@ -551,7 +540,7 @@ int main(int argc, char **argv) {
         a.sizes = parse_list(next());
       else if (s == "--precision") {
         a.precisions.clear();
-        for (const std::string &v : split(next()))
+        for (const std::string &v : bench::split(next()))
           a.precisions.push_back(v == "f32" || v == "float" || v == "32" ? 32 : 64);
       } else if (s == "--svsm-max-n")
         a.svsm_max_n = static_cast<std::int64_t>(std::stod(next()));
@@ -622,12 +611,8 @@ int main(int argc, char **argv) {
   }
   b.print();
   if (!a.png.empty())
-    for (int prec : a.precisions) {
-      std::string stem = a.png;
-      if (stem.size() > 4 && stem.ends_with(".png"))
-        stem.resize(stem.size() - 4);
-      b.plot(fmt::format("{}_f{}.png", stem, prec), prec);
-    }
+    for (int prec : a.precisions)
+      b.plot(bench::png_path(a.png, prec), prec);
   b.out["inverse"] = b.rows;
   b.out["block"] = b.block_rows;
   b.out["update"] = b.update_rows;

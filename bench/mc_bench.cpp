@@ -20,6 +20,7 @@
 // is finished when it returns and the host time is fair; it includes the launch and read-back
 // latencies a caller pays, as the seed's measurements did. A size whose predicted time (the last
 // size's, scaled by N²) exceeds the budget is skipped ("—").
+#include "bench_common.hpp"
 #include "log_plot.hpp"
 
 #include <ksum/device.hpp>
@@ -587,17 +588,6 @@ std::int64_t parse_count(const std::string &s) {
   return static_cast<std::int64_t>(std::llround(std::stod(s)));
 }
 
-std::vector<std::string> split(const std::string &list) {
-  std::vector<std::string> v;
-  for (std::size_t b = 0; b <= list.size();) {
-    const std::size_t e = std::min(list.find(',', b), list.size());
-    if (e > b)
-      v.push_back(list.substr(b, e - b));
-    b = e + 1;
-  }
-  return v;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -617,11 +607,11 @@ int main(int argc, char **argv) {
         a.max_n = std::stod(next());
       else if (s == "--sizes") {
         a.sizes.clear();
-        for (const auto &v : split(next()))
+        for (const auto &v : bench::split(next()))
           a.sizes.push_back(parse_count(v));
       } else if (s == "--precision") {
         a.precisions.clear();
-        for (const auto &v : split(next()))
+        for (const auto &v : bench::split(next()))
           a.precisions.push_back(parse_precision(v) == Precision::float32 ? 32 : 64);
       } else if (s == "--budget")
         a.budget = std::stod(next());
@@ -684,13 +674,8 @@ int main(int argc, char **argv) {
     b.print_seed_table();
     b.write_rates_json();
     if (!a.png.empty())
-      for (int prec : a.precisions) {
-        std::string stem = a.png;
-        std::string ext = ".png";
-        if (stem.size() > 4 && stem.ends_with(".png"))
-          stem.resize(stem.size() - 4);
-        b.plot(fmt::format("{}_f{}{}", stem, prec, ext), prec);
-      }
+      for (int prec : a.precisions)
+        b.plot(bench::png_path(a.png, prec), prec);
     if (a.sim)
       b.simulations();
   } catch (const std::exception &e) {

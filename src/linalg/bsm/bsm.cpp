@@ -111,6 +111,17 @@ void check_finite(const T *A, std::int64_t rows, std::int64_t cols, std::int64_t
                                 what, i, j, double(A[j * ld + i])));
 }
 
+template <std::floating_point T> void check_matrix(const T *A, std::int64_t n, std::int64_t lda) {
+  if (n <= 0)
+    throw Error(ErrorCode::invalid_argument, fmt::format("matrix size n = {} must be ≥ 1", n));
+  if (lda < n)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("leading dimension {} is smaller than n = {}", lda, n));
+  if (A == nullptr)
+    throw Error(ErrorCode::invalid_argument, "the matrix A is a null pointer");
+  check_finite(A, n, n, lda, "the matrix A");
+}
+
 template <std::floating_point T> double resolve_threshold(double t) {
   return t == 0 ? 100.0 * double(std::numeric_limits<T>::epsilon()) / 2 : t;
 }
@@ -287,14 +298,7 @@ Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions 
                  BsmStats *stats) {
   const auto t0 = std::chrono::steady_clock::now();
   check_options(options, true);
-  if (n <= 0)
-    throw Error(ErrorCode::invalid_argument, fmt::format("matrix size n = {} must be ≥ 1", n));
-  if (lda < n)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("leading dimension {} is smaller than n = {}", lda, n));
-  if (A == nullptr)
-    throw Error(ErrorCode::invalid_argument, "the matrix A is a null pointer");
-  check_finite(A, n, n, lda, "the matrix A");
+  check_matrix(A, n, lda);
   if (options.backend == Backend::cuda) // bsm_gpu.cpp: the same variants on the device
     return gpu_inverse(A, n, lda, resolve_standard_block(options.block, n), options, t0, stats);
   BlasThreads threads(options.threads);
@@ -399,6 +403,7 @@ Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const
                                    const Table<T> &, const BsmOptions &, BsmStats *);              \
   template void bsm::check_finite(const T *, std::int64_t, std::int64_t, std::int64_t,             \
                                   std::string_view);                                               \
+  template void bsm::check_matrix(const T *, std::int64_t, std::int64_t);                          \
   template double bsm::resolve_threshold<T>(double);                                               \
   template bool bsm::lu_singular(const LuFactor<T> &);                                             \
   template void bsm::throw_singular(std::string_view, const LuFactor<T> &);                        \

@@ -14,6 +14,9 @@ void check_options(const BsmOptions &o, bool gpu_path = false);
 template <std::floating_point T>
 void check_finite(const T *A, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                   std::string_view what);
+// Checks an n × n matrix argument A with leading dimension lda: n ≥ 1, lda ≥ n, A not null, its
+// entries finite.
+template <std::floating_point T> void check_matrix(const T *A, std::int64_t n, std::int64_t lda);
 // The breakdown threshold in use: options' pivot_threshold, or 100 u when it is 0.
 template <std::floating_point T> double resolve_threshold(double t);
 // An LU with an exactly zero pivot or a reciprocal condition estimate below the unit roundoff.

@@ -49,6 +49,19 @@ double factor_r(Ops &ops, std::int64_t n, std::int64_t c0, std::int64_t sk, cons
   return factor_pivot(ops, sk, R, ldr, scale);
 }
 
+// Records step k's pivot measure rho in res; true (with res's breakdown filled in) when the step
+// breaks down at `threshold`.
+template <class Result>
+bool broke_down(Result &res, double threshold, std::int64_t step, std::int64_t column,
+                std::int64_t size, double rho) {
+  res.min_pivot = std::min(res.min_pivot, rho);
+  if (!breaks(rho, threshold))
+    return false;
+  res.broke_down = true;
+  res.breakdown = {step, column, size, rho};
+  return true;
+}
+
 } // namespace sm_detail
 
 // Algorithm 1. The inner loop over l uses only the original columns X(:,k), Y(:,k) in its dot
@@ -81,12 +94,8 @@ OpsResult<Ops> svsm(Ops &ops, const A0 &a0, const OpsValue<Ops> *X, const OpsVal
     const T d = T(1) + ops.dot(n, vk, w.data());
     const double scale = 1 + ops.frobenius(n, 1, vk, n) * ops.frobenius(n, 1, w.data(), n);
     const double rho = std::isfinite(double(d)) ? std::abs(double(d)) / scale : 0.0;
-    res.min_pivot = std::min(res.min_pivot, rho);
-    if (breaks(rho, threshold)) {
-      res.broke_down = true;
-      res.breakdown = {k + 1, k, 1, rho};
+    if (sm_detail::broke_down(res, threshold, k + 1, k, 1, rho))
       return res;
-    }
     ops.store(r.data() + k, T(1) / d);
   }
   // A0⁻¹ U R, then eq. (3).
@@ -136,12 +145,8 @@ OpsResult<Ops> block_sm(Ops &ops, const A0 &a0, const OpsValue<Ops> *X, const Op
     ops.gemm(true, false, sk, sk, n, T(1), Yk, n, AUk, n, T(1), R, s);
     const double scale = 1 + ops.frobenius(n, sk, Yk, n) * ops.frobenius(n, sk, AUk, n);
     const double rho = factor_pivot(ops, sk, R, s, scale);
-    res.min_pivot = std::min(res.min_pivot, rho);
-    if (breaks(rho, threshold)) {
-      res.broke_down = true;
-      res.breakdown = {k, c0, sk, rho};
+    if (sm_detail::broke_down(res, threshold, k, c0, sk, rho))
       return res;
-    }
   }
   // A0⁻¹ U R⁻¹ block by block into U's storage (U is no longer needed), then eq. (10).
   for (std::int64_t c0 = 0; c0 < m; c0 += s) {
@@ -180,12 +185,8 @@ OpsResult<Ops> reduced_memory_sm(Ops &ops, const A0 &a0, const OpsValue<Ops> *X,
     ops.gemm(true, false, sk, sk, n, T(1), Yk, n, AU.data(), n, T(1), R.data(), s);
     const double scale = 1 + ops.frobenius(n, sk, Yk, n) * ops.frobenius(n, sk, AU.data(), n);
     const double rho = factor_pivot(ops, sk, R.data(), s, scale);
-    res.min_pivot = std::min(res.min_pivot, rho);
-    if (breaks(rho, threshold)) {
-      res.broke_down = true;
-      res.breakdown = {k, c0, sk, rho};
+    if (sm_detail::broke_down(res, threshold, k, c0, sk, rho))
       return res;
-    }
     // H += U R0⁻¹ Vᵀ
     ops.gemm(false, false, n, sk, sk, T(1), U.data(), n, R.data(), s, T(0), W.data(), n);
     ops.gemm(false, true, n, n, sk, T(1), W.data(), n, V.data(), n, T(1), H.data(), n);
@@ -232,12 +233,8 @@ OpsResult<Ops> svsm_standard(Ops &ops, const StandardSplit<OpsValue<Ops>> &sp, d
     const T piv = T(1) + ops.dot(k + 1, vk, w.data());
     const double scale = 1 + ops.frobenius(k + 1, 1, vk, n) * ops.frobenius(n, 1, w.data(), n);
     const double rho = std::isfinite(double(piv)) ? std::abs(double(piv)) / scale : 0.0;
-    res.min_pivot = std::min(res.min_pivot, rho);
-    if (breaks(rho, threshold)) {
-      res.broke_down = true;
-      res.breakdown = {k + 1, k, 1, rho};
+    if (sm_detail::broke_down(res, threshold, k + 1, k, 1, rho))
       return res;
-    }
     ops.scale(n, 1, T(1) / piv, gk, n);
   }
   // A⁻¹ = A0⁻¹ − A0⁻¹ G Vᵀ A0⁻¹ (eq. (3)).
@@ -277,12 +274,8 @@ OpsResult<Ops> block_sm_standard(Ops &ops, const StandardSplit<OpsValue<Ops>> &s
     }
     ops.scale_rows(n, sk, d, U.data(), n, W.data(), n);
     const double rho = sm_detail::factor_r(ops, n, c0, sk, W.data(), R.data(), s);
-    res.min_pivot = std::min(res.min_pivot, rho);
-    if (breaks(rho, threshold)) {
-      res.broke_down = true;
-      res.breakdown = {k, c0, sk, rho};
+    if (sm_detail::broke_down(res, threshold, k, c0, sk, rho))
       return res;
-    }
     ops.gemm(false, false, n, sk, sk, T(1), U.data(), n, R.data(), s, T(0), G.data() + c0 * n, n);
   }
   ops.trmm(false, true, true, true, n, n, T(1), V.data(), n, G.data(), n);
@@ -315,12 +308,8 @@ OpsResult<Ops> reduced_memory_sm_standard(Ops &ops, const StandardSplit<OpsValue
     }
     ops.scale_rows(n, sk, d, U.data(), n, W.data(), n);
     const double rho = sm_detail::factor_r(ops, n, c0, sk, W.data(), R.data(), s);
-    res.min_pivot = std::min(res.min_pivot, rho);
-    if (breaks(rho, threshold)) {
-      res.broke_down = true;
-      res.breakdown = {k, c0, sk, rho};
+    if (sm_detail::broke_down(res, threshold, k, c0, sk, rho))
       return res;
-    }
     ops.gemm(false, false, n, sk, sk, T(1), U.data(), n, R.data(), s, T(0), W.data(), n);
     if (c0 > 0) {
       ops.transpose_scaled(c0, sk, d + c0, H.data() + c0, n, Vt.data(), n);

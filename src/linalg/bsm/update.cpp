@@ -56,14 +56,7 @@ InverseUpdate<T> &InverseUpdate<T>::operator=(InverseUpdate &&) noexcept = defau
 template <std::floating_point T>
 void InverseUpdate<T>::set_matrix(const T *A, std::int64_t n, std::int64_t lda) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (n <= 0)
-    throw Error(ErrorCode::invalid_argument, fmt::format("matrix size n = {} must be ≥ 1", n));
-  if (lda < n)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("leading dimension {} is smaller than n = {}", lda, n));
-  if (A == nullptr)
-    throw Error(ErrorCode::invalid_argument, "the matrix A is a null pointer");
-  check_finite(A, n, n, lda, "the matrix A");
+  check_matrix(A, n, lda);
   BlasThreads threads(impl_->options.threads);
   Table<T> copy(n, n, Uninitialized{});
   for (std::int64_t j = 0; j < n; ++j)
