@@ -28,6 +28,7 @@
 //     Random   uniform in [1, 10) (std::mt19937_64, seed 7)
 //   The seed's values are printed beside ours; its Up-Down row kept only three values, whose
 //   columns are unknown: we show them in columns 1-3.
+#include "bench_common.hpp"
 #include "runtime/slice_balancer.hpp"
 
 #include <ksum/error.hpp>
@@ -230,13 +231,8 @@ int main(int argc, char **argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string k = argv[i];
-      if (k == "--help" || k == "-h") {
-        std::ifstream self(__FILE__);
-        std::string line;
-        while (std::getline(self, line) && line.rfind("//", 0) == 0)
-          fmt::print("{}\n", line.substr(std::min<std::size_t>(3, line.size())));
-        return 0;
-      }
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
       if (k == "--iterations")
         a.iterations = std::stoi(need(i));
       else if (k == "--elements")

@@ -15,6 +15,7 @@
 //   state its n_g; ours is --ng (default 8).
 #include "bem/blocking.hpp"
 #include "bem/blocking_cuda.hpp"
+#include "bench_common.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
@@ -409,13 +410,8 @@ int main(int argc, char **argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string k = argv[i];
-      if (k == "--help" || k == "-h") {
-        std::ifstream self(__FILE__);
-        std::string line;
-        while (std::getline(self, line) && line.rfind("//", 0) == 0)
-          fmt::print("{}\n", line.substr(std::min<std::size_t>(3, line.size())));
-        return 0;
-      }
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
       if (k == "--kernel")
         a.kernels = need(i);
       else if (k == "--precision")

@@ -1,6 +1,9 @@
 #pragma once
-// Small helpers shared by the benchmarks' command lines (bsm_bench, mc_bench).
+// Small helpers shared by the benchmarks' command lines.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,16 @@ inline std::string png_path(std::string stem, int precision) {
   if (stem.size() > 4 && stem.ends_with(".png"))
     stem.resize(stem.size() - 4);
   return stem + "_f" + std::to_string(precision) + ".png";
+}
+
+// --help: the leading comment block of the benchmark's source file (its usage), read from `file`
+// (pass __FILE__); returns the exit code 0.
+inline int print_header_help(const char *file) {
+  std::ifstream self(file);
+  std::string line;
+  while (std::getline(self, line) && line.rfind("//", 0) == 0)
+    fmt::print("{}\n", line.substr(std::min<std::size_t>(3, line.size())));
+  return 0;
 }
 
 } // namespace bench

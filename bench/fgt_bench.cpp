@@ -13,6 +13,7 @@
 //       end to end: method fgt (setup + execute) against the direct Gaussian sum on K targets,
 //       scaled to M (its time is exactly linear in M), the ratio and the error relative to Σ|q|.
 // Times are medians of --reps (default 3) runs after a warm-up; --json FILE writes the rows.
+#include "bench_common.hpp"
 #include "fgt/fgt_gpu.hpp"
 
 #include <ksum/error.hpp>
@@ -480,13 +481,8 @@ int main(int argc, char **argv) {
       a.mode = argv[i++];
     for (; i < argc; ++i) {
       const std::string k = argv[i];
-      if (k == "--help" || k == "-h") {
-        std::ifstream self(__FILE__);
-        std::string line;
-        while (std::getline(self, line) && line.rfind("//", 0) == 0)
-          fmt::print("{}\n", line.substr(std::min<std::size_t>(3, line.size())));
-        return 0;
-      }
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
       if (k == "--d")
         a.d = need(i);
       else if (k == "--p")

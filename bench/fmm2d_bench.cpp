@@ -16,6 +16,7 @@
 //       seed 002 tables 2–3: the GPU M2L kernel (row traversal) for p = 8, 12, 16 and 2,160 …
 //       2,359,152 translations: kernel time, transfers, Gop/s, GB/s, translations/s.
 // Every mode prints Markdown tables; --json FILE writes the rows.
+#include "bench_common.hpp"
 #include "fmm/fmm2d/fmm2d_gpu.hpp"
 
 #include <ksum/device.hpp>
@@ -127,7 +128,8 @@ double rel_error(const std::vector<cd> &u, const std::vector<cd> &ref,
 }
 
 struct Run {
-  double total = 0, partition = 0, split = 0, connect = 0, upward = 0, downward = 0, near = 0, gpu_near = 0, error = -1;
+  double total = 0, partition = 0, split = 0, connect = 0, upward = 0, downward = 0, near = 0,
+         gpu_near = 0, error = -1;
   double theta = 0;
   int levels = 0, order = 0, threads = 0;
   std::int64_t m2l = 0, p2p = 0;
@@ -187,7 +189,8 @@ Run tuned(const Args &a, const std::vector<cd> &z, const std::vector<cd> &q, int
   const int l0 = fmm2d_default_levels(static_cast<std::int64_t>(z.size()));
   // The GPU's near field is cheap: its optimum sits one or two levels above the CPU's (seed 004
   // Paper IV §3.2).
-  const int lo = backend == Backend::cuda ? l0 - 3 : l0 - 1, hi = backend == Backend::cuda ? l0 : l0;
+  const int lo = backend == Backend::cuda ? l0 - 3 : l0 - 1,
+            hi = backend == Backend::cuda ? l0 : l0;
   std::vector<Run> probes;
   for (int l = std::max(2, lo); l <= std::min(14, hi); ++l)
     for (double th : {0.45, 0.55})
@@ -209,13 +212,13 @@ std::string row(const Run &r) {
   return fmt::format("| {} | {} | {:.2f} | {} | {} | {:.4f} | {:.4f} ({:.4f} + {:.4f}) | {:.4f} | "
                      "{:.4f} | {:.4f} | {:.4f} | {} | {:.2e} |",
                      r.backend, r.threads, r.theta, r.levels, r.order, r.total, r.partition,
-                     r.split, r.connect,
-                     r.upward, r.downward, r.near, r.gpu_near, r.m2l,
+                     r.split, r.connect, r.upward, r.downward, r.near, r.gpu_near, r.m2l,
                      static_cast<double>(r.p2p));
 }
-const char *header = "| backend | threads | θ | levels | p | total [s] | partition (splits + lists) | upward | "
-                     "downward | near (CPU or wait) | GPU near | M2L | P2P pairs |\n"
-                     "|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+const char *header =
+    "| backend | threads | θ | levels | p | total [s] | partition (splits + lists) | upward | "
+    "downward | near (CPU or wait) | GPU near | M2L | P2P pairs |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 std::string json_run(const Run &r) {
   return fmt::format("{{\"backend\":\"{}\",\"threads\":{},\"theta\":{},\"levels\":{},\"p\":{},"
@@ -260,9 +263,9 @@ int mode_time(const Args &a) {
   const auto at = sample(a.n, a.check);
   const auto ref = reference(a.kernel == "harmonic", z, q, at);
   r.error = rel_error(u, ref, at);
-  fmt::print("fmm2d time: n {} {}, {} kernel, tol {:.0e}{}\n\n{}\n{} error {} |\n", a.n,
-             a.dist, a.kernel, a.tol, a.tune ? ", tuned" : "", std::string(header) + " error |",
-             row(r), r.error >= 0 ? fmt::format("{:.2e}", r.error) : "not checked (--check 0)");
+  fmt::print("fmm2d time: n {} {}, {} kernel, tol {:.0e}{}\n\n{}\n{} error {} |\n", a.n, a.dist,
+             a.kernel, a.tol, a.tune ? ", tuned" : "", std::string(header) + " error |", row(r),
+             r.error >= 0 ? fmt::format("{:.2e}", r.error) : "not checked (--check 0)");
   if (!a.save.empty()) {
     std::filesystem::create_directories(a.save);
     Table<double> pts(a.n, 2), str(a.n, 2), ri(static_cast<std::int64_t>(at.size()), 1),
@@ -323,10 +326,9 @@ int mode_sweep(const Args &a) {
   const Backend b = parse_backend(a.backend);
   double lo = 0.3, hi = 0.76, step = 0.05;
   std::sscanf(a.thetas.c_str(), "%lf:%lf:%lf", &lo, &hi, &step);
-  std::vector<int> levels = a.levels_list.empty()
-                                ? std::vector<int>{fmm2d_default_levels(a.n) - 1,
-                                                   fmm2d_default_levels(a.n)}
-                                : int_list(a.levels_list);
+  std::vector<int> levels = a.levels_list.empty() ? std::vector<int>{fmm2d_default_levels(a.n) - 1,
+                                                                     fmm2d_default_levels(a.n)}
+                                                  : int_list(a.levels_list);
   std::ostringstream csv;
   csv << "levels,theta,p,total,partition,upward,downward,near,gpu_near,m2l_cpu_part,q_part\n";
   std::vector<Run> runs;
@@ -386,8 +388,8 @@ int mode_m2l(const Args &a) {
            << fmt::format("{{\"precision\":\"{}\",\"p\":{},\"translations\":{},\"kernel\":{},"
                           "\"upload\":{},\"download\":{},\"gops\":{},\"translations_per_s\":{},"
                           "\"seed_mtps\":{},\"max_rel_diff\":{}}}",
-                          prec, p, n, r.kernel, r.upload, r.download, gops, tps,
-                          seed_mtps[pi][ci], r.max_rel_diff);
+                          prec, p, n, r.kernel, r.upload, r.download, gops, tps, seed_mtps[pi][ci],
+                          r.max_rel_diff);
         first = false;
       }
   }
@@ -412,13 +414,9 @@ int main(int argc, char **argv) {
       a.mode = argv[i++];
     for (; i < argc; ++i) {
       const std::string k = argv[i];
-      if (k == "--help" || k == "-h") {
-        std::ifstream self(__FILE__);
-        std::string line;
-        while (std::getline(self, line) && line.rfind("//", 0) == 0)
-          fmt::print("{}\n", line.substr(std::min<std::size_t>(3, line.size())));
-        return 0;
-      } else if (k == "--n")
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
+      else if (k == "--n")
         a.n = static_cast<std::int64_t>(std::stod(need(i)));
       else if (k == "--dist")
         a.dist = need(i);
