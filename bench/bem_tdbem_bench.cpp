@@ -15,6 +15,7 @@
 // dt = dt-ratio × mean edge / c (c = 1). E is measured, not estimated: the kernel is timed on the
 // blocks of --sample slices in the middle of the numbering (GPU 0 when present, else the CPU on all
 // threads) and scaled by the block count; the seed's E≈ scaled its table 2 rates the same way.
+#include "bench_common.hpp"
 #include "bem/assembly.hpp"
 #include "bem/blocking.hpp"
 #include "bem/blocking_cuda.hpp"
@@ -429,6 +430,8 @@ int main(int argc, char **argv) {
           throw Error(ErrorCode::invalid_argument, fmt::format("{} needs a value", k));
         return argv[++i];
       };
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
       if (k == "--nodes")
         a.nodes = value();
       else if (k == "--triangles")
@@ -462,7 +465,7 @@ int main(int argc, char **argv) {
       else if (k == "--figure2")
         a.figure2 = true;
       else
-        throw Error(ErrorCode::invalid_argument, fmt::format("unknown option {}", k));
+        throw Error(ErrorCode::invalid_argument, fmt::format("unknown option '{}' (see --help)", k));
     }
     if (a.convergence > 0) {
       const json j = {{"convergence", convergence(a.convergence)}};
