@@ -89,6 +89,17 @@ public:
                   fmt::format("the GPU Monte Carlo engine holds < 2^30 particles; got {}", n));
     n_ = static_cast<std::int32_t>(n);
     put_particles(system, x_, y_, z_, q_, r_);
+    // One contact distance for every pair (no short range, or hard spheres of one radius, as T):
+    // translate()'s ΔU kernel then takes its uniform loop (mc_launch.hpp).
+    uniform_ = fast_;
+    T radius = 0;
+    if (pp_.short_range == 1 && n > 0) {
+      radius = static_cast<T>(system.radius[0]);
+      for (std::int64_t i = 1; uniform_ && i < n; ++i)
+        uniform_ = static_cast<T>(system.radius[static_cast<std::size_t>(i)]) == radius;
+    }
+    const T contact = radius + radius;
+    contact2_ = std::max(contact * contact, std::numeric_limits<T>::min());
     // Bonds: CSR in both directions (ΔU of a moved particle) and the list (totals).
     std::vector<std::int32_t> begin(static_cast<std::size_t>(n) + 1, 0), nbr, pairs;
     for (const auto &bd : system.bonds) {
@@ -203,15 +214,12 @@ public:
     a.sys = resident();
     a.pp = pp_;
     a.fast = fast_;
+    a.uniform = uniform_;
+    a.contact2 = contact2_;
     a.batch = B;
     a.ld = (B + 31) / 32 * 32;
     a.groups = (B + kTrialGroup - 1) / kTrialGroup;
-    // Enough ΔU blocks for ~2 waves of the chip (4 resident per multiprocessor), and slices of
-    // at least 256 particles.
-    const std::int64_t target = std::int64_t(8) * sms_;
-    a.slices = static_cast<int>(std::clamp<std::int64_t>(
-        std::min<std::int64_t>((target + a.groups - 1) / a.groups, (n_ + 255) / 256), 1,
-        kMaxSlices));
+    a.slices = slices_for(a);
 
     // The movable list (null: every particle, in order) and the per-particle steps.
     bool identity = static_cast<std::int64_t>(movable.size()) == n_;
@@ -294,6 +302,36 @@ public:
   }
 
 private:
+  // The ΔU kernel's grid is groups × slices blocks of equal work: the slices (of at least 256
+  // particles, at most kMaxSlices) are chosen so that the grid fills whole waves of the chip's
+  // resident blocks (a last wave a third full would leave two thirds of the chip idle while it
+  // runs): the fewest waves, up to 8, whose fill is ≥ 90 %, else the best fill.
+  int slices_for(const GpuBatchArgs<T> &a) {
+    if (resident_ <= 0 || resident_uniform_ != a.uniform || resident_fast_ != a.fast) {
+      resident_ = batch_blocks_per_sm(a) * sms_;
+      resident_uniform_ = a.uniform;
+      resident_fast_ = a.fast;
+    }
+    const std::int64_t most = std::clamp<std::int64_t>((n_ + 255) / 256, 1, kMaxSlices);
+    int best =
+        static_cast<int>(std::min<std::int64_t>(most, (resident_ + a.groups - 1) / a.groups));
+    double best_fill = 0;
+    for (int waves = 1; waves <= 8; ++waves) {
+      const auto sl = static_cast<int>(
+          std::clamp<std::int64_t>(std::int64_t(waves) * resident_ / a.groups, 1, most));
+      const std::int64_t blocks = std::int64_t(sl) * a.groups;
+      const std::int64_t used = (blocks + resident_ - 1) / resident_;
+      const double fill = static_cast<double>(blocks) / static_cast<double>(used * resident_);
+      if (fill > best_fill + 1e-9) {
+        best_fill = fill;
+        best = sl;
+      }
+      if (fill >= 0.9 || sl == most)
+        break;
+    }
+    return best;
+  }
+
   void enter() { cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice"); }
   void sync(const char *what) { cuda_check(cudaStreamSynchronize(stream_), dev_, what); }
   void check(const char *err, const char *what) {
@@ -410,7 +448,10 @@ private:
 
   int dev_ = 0, sms_ = 1, batch_opt_ = 0, batch_ = 32;
   PairParams<T> pp_;
-  bool fast_ = false;
+  bool fast_ = false, uniform_ = false;
+  T contact2_ = 0;
+  int resident_ = 0; // resident ΔU blocks on the chip for the variant below
+  bool resident_uniform_ = false, resident_fast_ = false;
   cudaStream_t stream_ = nullptr;
   GpuResult *host_result_ = nullptr;
   GpuBatchRecord *host_records_ = nullptr;

@@ -104,6 +104,11 @@ template <class T> struct GpuBatchArgs {
   GpuParticles<T> sys;
   PairParams<T> pp;
   bool fast = false;
+  // `fast` with one contact distance for every pair (hard spheres of one radius, or no short
+  // range): the overlap test is r² < contact2 (= max((2R)², smallest normal)) and the charges of
+  // the trial particle are factored out of its sum, ΔU_t = l_B q_t Σ_j q_j (1/r_new − 1/r_old).
+  bool uniform = false;
+  T contact2 = 0;
   int batch = 1;  // B: trials per batch (≤ kMaxBatch)
   int ld = 32;    // leading dimension of the per-batch matrices (B rounded up to 32)
   int slices = 1; // particle-range slices of the ΔU kernel
@@ -129,5 +134,8 @@ const char *launch_draws(std::uint64_t seed, std::uint64_t t0, std::int64_t n,
 // One batch: the ΔU and pair-correction kernel, then the sequential accept kernel, which applies
 // the accepted moves, advances state->t_next and writes records[record].
 template <class T> const char *launch_batch(const GpuBatchArgs<T> &a, void *stream);
+// Resident blocks per multiprocessor of the batch's ΔU kernel in the variant `a` selects (its
+// fast and uniform flags), for sizing its grid in whole waves.
+template <class T> int batch_blocks_per_sm(const GpuBatchArgs<T> &a);
 
 } // namespace ksum::mc::detail

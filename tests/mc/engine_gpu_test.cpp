@@ -343,6 +343,7 @@ struct ChainCase {
   ShortRange short_range;
   BondKind bond;
   double step;
+  double radius = 0; // > 0: every particle's radius (the uniform ΔU loop of the fast potentials)
 };
 
 // translate() on the GPU is the CPU's chain: the same accepted and overlap-rejected counts, the
@@ -355,11 +356,18 @@ TEST(McEngineGpu, TranslateIsTheCpuChainForEveryBatchSize) {
   const ChainCase cases[] = {
       {Boundary::sphere, Electrostatics::coulomb, ShortRange::hard_sphere, BondKind::harmonic, 0.7},
       {Boundary::periodic, Electrostatics::debye_huckel, ShortRange::wca, BondKind::fene, 0.5},
-      {Boundary::open, Electrostatics::coulomb, ShortRange::lennard_jones, BondKind::none, 0.4}};
+      {Boundary::open, Electrostatics::coulomb, ShortRange::lennard_jones, BondKind::none, 0.4},
+      // The fast potentials with one contact distance: hard spheres of one radius, and none.
+      {Boundary::sphere, Electrostatics::coulomb, ShortRange::hard_sphere, BondKind::harmonic, 0.7,
+       0.45},
+      {Boundary::open, Electrostatics::coulomb, ShortRange::none, BondKind::none, 0.4}};
   for (const ChainCase &c : cases) {
     const Cell cell = make_cell(c.boundary, side);
     const Potential pot = make_potential(c.electrostatics, c.short_range, c.bond);
-    const System s = lattice_system(cell, side, n, c.bond == BondKind::none ? 1 : 5, 31);
+    System s = lattice_system(cell, side, n, c.bond == BondKind::none ? 1 : 5, 31);
+    if (c.radius > 0)
+      for (double &r : s.radius)
+        r = c.radius;
     TranslateParams p;
     p.seed = 20240601;
     p.first = 12345;
@@ -489,23 +497,30 @@ TEST(McEngineGpu, TranslateFloatKeepsTheEnergyConsistent) {
   const Cell cell = make_cell(Boundary::sphere, side);
   const Potential pot =
       make_potential(Electrostatics::coulomb, ShortRange::hard_sphere, BondKind::harmonic);
-  const System s = lattice_system(cell, side, n, 5, 8);
-  auto gpu = engine<float>(Backend::cuda, pot, cell);
-  gpu.set_system(s);
-  const Energy u0 = gpu.total();
-  TranslateParams p;
-  p.seed = 3;
-  p.count = 30000;
-  p.max_step = 0.5;
-  const TranslateResult r = gpu.translate(p);
-  const Energy u1 = gpu.total();
-  EXPECT_GT(r.accepted, 0);
-  EXPECT_EQ(u1.overlaps, 0);
-  const double scale = magnitude(gpu.system(), pot, cell);
-  EXPECT_LE(std::abs((u1.value - u0.value) - r.delta_u), 1e-4 * scale);
-  const Energy ref = reference_total(rounded<float>(gpu.system()), pot, cell);
-  EXPECT_EQ(ref.overlaps, 0);
-  EXPECT_LE(std::abs(u1.value - ref.value), 1e-5 * scale);
+  // Radii 0.5 / 0.35 (the general fast loop), then all 0.45 (the uniform one).
+  for (const double radius : {0.0, 0.45}) {
+    SCOPED_TRACE(radius);
+    System s = lattice_system(cell, side, n, 5, 8);
+    if (radius > 0)
+      for (double &r : s.radius)
+        r = radius;
+    auto gpu = engine<float>(Backend::cuda, pot, cell);
+    gpu.set_system(s);
+    const Energy u0 = gpu.total();
+    TranslateParams p;
+    p.seed = 3;
+    p.count = 30000;
+    p.max_step = 0.5;
+    const TranslateResult r = gpu.translate(p);
+    const Energy u1 = gpu.total();
+    EXPECT_GT(r.accepted, 0);
+    EXPECT_EQ(u1.overlaps, 0);
+    const double scale = magnitude(gpu.system(), pot, cell);
+    EXPECT_LE(std::abs((u1.value - u0.value) - r.delta_u), 1e-4 * scale);
+    const Energy ref = reference_total(rounded<float>(gpu.system()), pot, cell);
+    EXPECT_EQ(ref.overlaps, 0);
+    EXPECT_LE(std::abs(u1.value - ref.value), 1e-5 * scale);
+  }
 }
 
 TEST(McEngineGpu, BadDeviceAndBatchAreRefused) {

@@ -94,14 +94,43 @@ trial_terms(const PairParams<T> &pp, const Moved<T> *tr, const int *tp, const in
   }
 }
 
+// The same with one contact distance for all pairs (GpuBatchArgs::uniform): the charges are
+// factored out, tacc[t] = Σ_j q_j (1/r_new − 1/r_old) (a term inside the contact distance counts 0,
+// and as an overlap at the new position), the trial's l_B q multiplies the sum afterwards.
+template <class T, int NJ>
+__device__ __forceinline__ void
+trial_terms_uniform(T contact2, const Moved<T> *tr, const int *tp, const int (&j)[NJ],
+                    const T (&xj)[NJ], const T (&yj)[NJ], const T (&zj)[NJ], const T (&qj)[NJ],
+                    T (&tacc)[kTrialGroup], int (&ov)[kTrialGroup]) {
+#pragma unroll
+  for (int t = 0; t < kTrialGroup; ++t) {
+    const Moved<T> c = tr[t];
+    const int p = tp[t];
+#pragma unroll
+    for (int u = 0; u < NJ; ++u) {
+      const T ax = c.nx - xj[u], ay = c.ny - yj[u], az = c.nz - zj[u];
+      const T bx = c.ox - xj[u], by = c.oy - yj[u], bz = c.oz - zj[u];
+      const T rn2 = ax * ax + ay * ay + az * az;
+      const T ro2 = bx * bx + by * by + bz * bz;
+      const bool bad_n = rn2 < contact2;
+      const T in = bad_n ? T(0) : rsqrt_t(rn2);
+      const T io = ro2 < contact2 ? T(0) : rsqrt_t(ro2);
+      const bool keep = j[u] != p;
+      tacc[t] += keep ? qj[u] * (in - io) : T(0);
+      ov[t] += (keep && bad_n) ? 1 : 0;
+    }
+  }
+}
+
 // ΔU of trials b0 … b0 + 15 against the particles of slice s: a thread per particle j (two at a
 // time), the trials in shared memory (broadcast reads), so that each particle loaded from global
 // memory serves 16 trials × 2 energies. Partial sums per (slice, trial) go to part_e/part_ov.
 // The blocks of slice 0 also write what the accept kernel needs of their trials: the new
 // position, the bond-energy change and the overlaps that are not pair terms.
-template <class T, bool kFast>
+template <class T, bool kFast, bool kUniform>
 __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, int count,
                             int block) {
+  static_assert(kFast || !kUniform, "the uniform loop is a case of the fast one");
   __shared__ Moved<T> tr[kTrialGroup];
   __shared__ int tp[kTrialGroup];
   __shared__ double red_e[kThreads / 32][kTrialGroup];
@@ -172,7 +201,7 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
     y = s.y[j];
     z = s.z[j];
     q = s.q[j];
-    r = kFast && !hs ? T(0) : s.r[j];
+    r = kUniform || (kFast && !hs) ? T(0) : s.r[j];
   };
   auto flush = [&]() {
 #pragma unroll
@@ -195,7 +224,10 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
 #pragma unroll
     for (int u = 0; u < NJ; ++u)
       load(j + u * kThreads, jj[u], xj[u], yj[u], zj[u], qj[u], rj[u]);
-    trial_terms<T, kFast, NJ>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
+    if constexpr (kUniform)
+      trial_terms_uniform<T, NJ>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ov);
+    else
+      trial_terms<T, kFast, NJ>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
     if constexpr (kSingle)
       if ((it += NJ) >= kFlush) {
         it = 0;
@@ -206,7 +238,10 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
     int jj[1];
     T xj[1], yj[1], zj[1], qj[1], rj[1];
     load(j, jj[0], xj[0], yj[0], zj[0], qj[0], rj[0]);
-    trial_terms<T, kFast, 1>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
+    if constexpr (kUniform)
+      trial_terms_uniform<T, 1>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ov);
+    else
+      trial_terms<T, kFast, 1>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
   }
   if constexpr (kSingle)
     flush();
@@ -229,7 +264,8 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
       e += red_e[k][tid];
       o += red_o[k][tid];
     }
-    a.part_e[slice * a.ld + b0 + tid] = e;
+    // The uniform loop summed q_j (1/r_new − 1/r_old): times the trial's l_B q.
+    a.part_e[slice * a.ld + b0 + tid] = kUniform ? e * static_cast<double>(tr[tid].q) : e;
     a.part_ov[slice * a.ld + b0 + tid] = o;
   }
 }
@@ -308,13 +344,13 @@ __device__ void corr_block(const GpuBatchArgs<T> &a, const GpuChainState &st, in
 }
 
 // One launch per batch: blocks [0, slices·groups) evaluate ΔU, the rest the corrections.
-template <class T, bool kFast>
+template <class T, bool kFast, bool kUniform>
 __global__ void __launch_bounds__(kThreads) k_batch(GpuBatchArgs<T> a) {
   const GpuChainState st = *a.state;
   const int count = batch_count(a, st);
   const int delta_blocks = a.slices * a.groups;
   if (static_cast<int>(blockIdx.x) < delta_blocks)
-    delta_block<T, kFast>(a, st, count, blockIdx.x);
+    delta_block<T, kFast, kUniform>(a, st, count, blockIdx.x);
   else
     corr_block<T>(a, st, count, blockIdx.x - delta_blocks);
 }
@@ -359,6 +395,8 @@ template <class T> __global__ void __launch_bounds__(kAcceptThreads) k_accept(Gp
     const GpuTrialOut<T> &t = a.trials[b];
     double e = t.bond_e;
     int o = t.extra_ov;
+    // Unrolled so that the loads of several slices are in flight at once (the sum keeps its order).
+#pragma unroll 8
     for (int sl = 0; sl < a.slices; ++sl) {
       e += a.part_e[sl * a.ld + b];
       o += a.part_ov[sl * a.ld + b];
@@ -447,12 +485,16 @@ template <class T> __global__ void __launch_bounds__(kAcceptThreads) k_accept(Gp
         int o = 0;
         bool st_c = false;
         const int pc = pid[c];
-        for (unsigned m = mask; m != 0; m &= m - 1) {
-          const int ar = c0 + __ffs(m) - 1;
-          e += a.corr_e[ar * a.ld + c];
-          o += a.corr_ov[ar * a.ld + c];
-          st_c = st_c || pid[ar] == pc;
-        }
+        // All 32 rows unrolled and predicated: the loads of the accepted rows are issued
+        // together instead of one per loop trip (the sum keeps the row order).
+#pragma unroll
+        for (int r = 0; r < 32; ++r)
+          if ((mask >> r) & 1u) {
+            const int ar = c0 + r;
+            e += a.corr_e[ar * a.ld + c];
+            o += a.corr_ov[ar * a.ld + c];
+            st_c = st_c || pid[ar] == pc;
+          }
         corr[c] += e;
         cov[c] += o;
         if (st_c)
@@ -479,19 +521,33 @@ const char *launch_draws(std::uint64_t seed, std::uint64_t t0, std::int64_t n,
   return last_error();
 }
 
+template <class T> auto k_batch_variant(const GpuBatchArgs<T> &a) {
+  return a.fast ? (a.uniform ? k_batch<T, true, true> : k_batch<T, true, false>)
+                : k_batch<T, false, false>;
+}
+
 template <class T> const char *launch_batch(const GpuBatchArgs<T> &a, void *stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const int tiles = a.ld / 32;
   const int blocks = a.slices * a.groups + tiles * (tiles + 1) / 2;
-  if (a.fast)
-    k_batch<T, true><<<blocks, kThreads, 0, s>>>(a);
-  else
-    k_batch<T, false><<<blocks, kThreads, 0, s>>>(a);
+  k_batch_variant(a)<<<blocks, kThreads, 0, s>>>(a);
   k_accept<T><<<1, kAcceptThreads, 0, s>>>(a);
   return last_error();
 }
 
+template <class T> int batch_blocks_per_sm(const GpuBatchArgs<T> &a) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_batch_variant(a), kThreads, 0) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return 1;
+  }
+  return n > 0 ? n : 1;
+}
+
 template const char *launch_batch<float>(const GpuBatchArgs<float> &, void *);
 template const char *launch_batch<double>(const GpuBatchArgs<double> &, void *);
+template int batch_blocks_per_sm<float>(const GpuBatchArgs<float> &);
+template int batch_blocks_per_sm<double>(const GpuBatchArgs<double> &);
 
 } // namespace ksum::mc::detail
