@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,17 @@ namespace ksum {
 enum class GlobalSolver { automatic, dense, fgp, krylov };
 GlobalSolver parse_global_solver(std::string_view name); // "auto", "dense", "fgp", "krylov"
 std::string_view to_string(GlobalSolver s);
+
+// How move_centres changes a dense CPU fit (other solvers always refit): automatic, the
+// Woodbury update of the held inverse where it is predicted faster than refitting (see
+// move_centres), else a refit; update, always the update (the first call forms the inverse);
+// refit, always a refit from scratch.
+enum class CentreUpdate { automatic, update, refit };
+CentreUpdate parse_centre_update(std::string_view name); // "auto", "update", "refit"
+std::string_view to_string(CentreUpdate u);
+// CentreUpdate::automatic's prediction: moving `moved` of `centres` centres by the update is
+// faster than refitting (see GlobalRbfInterpolant::move_centres).
+bool centre_update_pays(std::int64_t centres, std::int64_t moved);
 
 // y = (Φ + ρ I) x for one fixed set of centres, Φ_ij = φ(ε |x_i − x_j|): the only access the
 // iterative solvers have to the kernel matrix. Columns of x are independent right-hand sides.
@@ -74,6 +86,8 @@ struct GlobalRbfOptions {
   double matvec_tolerance = 0;
   // Replaces the built-in matvec entirely: called once with the centres.
   std::function<std::unique_ptr<KernelMatVec>(const Table<double> &centres)> matvec{};
+  // How move_centres serves a dense CPU fit (see CentreUpdate and move_centres).
+  CentreUpdate centre_update = CentreUpdate::automatic;
 
   static constexpr int kernel_default_degree = -2;
 };
@@ -97,6 +111,13 @@ struct GlobalRbfStats {
   std::int64_t lsets = 0, lsets_skipped = 0; // L-sets built; those whose local system was singular
   double seconds_setup = 0;                  // L-sets and their local solves, or the dense assembly
   double seconds_solve = 0;                  // the iteration or the factorisation
+  // move_centres since set_data: calls, those served by the Woodbury update of the held
+  // inverse, and updates that broke down (a nearly singular capacitance matrix) or missed the
+  // residual test and were refitted instead; the last call's time and rank-2m update rank.
+  std::int64_t moves = 0, updates = 0, update_fallbacks = 0;
+  bool inverse_held = false;  // the dense fit holds K and K⁻¹ for updates
+  double seconds_move = 0;    // the last move_centres call, all of it
+  std::int64_t move_rank = 0; // 2m of the last call's update (0: it refitted)
 };
 
 class GlobalRbfInterpolant {
@@ -108,6 +129,33 @@ public:
 
   // points: N × d centres (distinct), values: N × c. Solves for λ and the polynomial.
   void set_data(const Table<double> &points, const Table<double> &values);
+  // Moves centre index[a] to row a of new_points (m × d) for every a, and gives it row a of
+  // *new_values (m × c) when that is given (the other centres keep their values), then solves
+  // again: the result is the interpolant set_data would fit to the moved set, except that the
+  // polynomial basis keeps the box of set_data's points (poly_coefficients() stay in that basis;
+  // λ, the polynomial part as a function and evaluate() are the same; call set_data again to
+  // re-centre it after large motion). An empty index changes nothing.
+  //
+  // A dense fit on the CPU moves by the block Sherman–Morrison–Woodbury update (bsm.hpp): the
+  // saddle-point matrix K of (4) changes in rows and columns index only, a rank-2m change
+  // X Yᵀ, so with K⁻¹ held the new K⁻¹ costs O(N²m) (InverseUpdate) instead of the N³/3 of a
+  // new factorisation, and λ = K⁻¹ f (one step of iterative refinement when it helps). Holding
+  // K⁻¹ costs a getrf + getri (2 N³, about 6 dense refits) once and 2 (N + terms)² doubles: with
+  // CentreUpdate::automatic the first call whose update is predicted faster than a refit forms it
+  // (refitting the moved set that way), later calls update. Predicted faster: 2m ≤ N / 8 — the
+  // measured crossover on this project's CPU (docs/bsm.md, "moving RBF centres"). If the update
+  // breaks down (InverseUpdate: a nearly singular capacitance matrix) or leaves a relative
+  // residual above max(100 r0, 1e-12) (r0: that of the freshly formed inverse), the moved set is
+  // refitted and stats().update_fallbacks counts it. FGP, GMRES and the GPU dense solver refit
+  // from scratch on the moved set.
+  //
+  // Errors (nothing changes): before set_data; an index out of range or listed twice (naming it);
+  // new_points not m × d or new_values not m × c; NaN/Inf (naming the row); a moved centre that
+  // coincides with another centre (naming both); and whatever a refit reports (a singular
+  // system, a non-unisolvent set).
+  void move_centres(std::span<const std::int64_t> index, const Table<double> &new_points,
+                    const Table<double> *new_values = nullptr);
+
   // M × d → M × c, summed by the options' matvec_method.
   Table<double> evaluate(const Table<double> &points) const;
   // The same by the given method (e.g. direct, to check an FMM solve exactly).

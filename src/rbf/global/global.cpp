@@ -43,6 +43,34 @@ std::string_view to_string(GlobalSolver s) {
   return "?";
 }
 
+CentreUpdate parse_centre_update(std::string_view name) {
+  if (name == "auto")
+    return CentreUpdate::automatic;
+  if (name == "update")
+    return CentreUpdate::update;
+  if (name == "refit")
+    return CentreUpdate::refit;
+  throw Error(ErrorCode::invalid_argument,
+              fmt::format("unknown centre update '{}'; valid: auto, update, refit", name));
+}
+
+std::string_view to_string(CentreUpdate u) {
+  switch (u) {
+  case CentreUpdate::automatic:
+    return "auto";
+  case CentreUpdate::update:
+    return "update";
+  case CentreUpdate::refit:
+    return "refit";
+  }
+  return "?";
+}
+
+// Measured on this project's CPU by bench/rbf_update_bench (docs/bsm.md, "moving RBF centres").
+bool centre_update_pays(std::int64_t centres, std::int64_t moved) {
+  return 2 * moved * 8 <= centres;
+}
+
 int default_degree(Kernel k) {
   return std::max(-1, kernel_info(k).min_degree);
 }
@@ -113,10 +141,18 @@ std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, K
 struct GlobalRbfInterpolant::Impl {
   GlobalRbfOptions opt;
   GlobalRbfStats stats;
-  Table<double> centres, lambda, poly;
+  Table<double> centres, values, lambda, poly;
   rbf::PolyBasis basis;
   Backend backend = Backend::cpu;
   bool fitted = false;
+  // K and K⁻¹ of a dense CPU fit, for move_centres' updates (null: not held).
+  std::unique_ptr<rbf::HeldInverse> held;
+  // automatic found the system too ill-conditioned for updates (see move_centres); set_data
+  // clears it.
+  bool updates_off = false;
+
+  void fit(const Table<double> &points, const Table<double> &values, rbf::PolyBasis new_basis,
+           bool form_inverse);
 
   double fmm_tolerance() const {
     return opt.matvec_tolerance > 0 ? opt.matvec_tolerance
@@ -211,7 +247,7 @@ struct GlobalRbfInterpolant::Impl {
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("{} data points cannot determine a polynomial of degree {} in {} "
                               "dimensions ({} terms)",
-                              P.rows(), basis.degree(), d, m));
+                              P.rows(), degree(), d, m));
     const Eigen::Map<const Eigen::MatrixXd> Pm(P.data(), P.rows(), m);
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(Pm);
     qr.setThreshold(1e-10);
@@ -221,7 +257,7 @@ struct GlobalRbfInterpolant::Impl {
                               "in {} dimensions (rank {} of {} terms): they lie on a "
                               "lower-dimensional set (e.g. a line or a plane). Use a lower "
                               "--degree or a strictly positive definite kernel",
-                              basis.degree(), d, qr.rank(), m));
+                              degree(), d, qr.rank(), m));
   }
 
   GlobalSolver choose_solver(std::int64_t n) const {
@@ -256,7 +292,6 @@ GlobalRbfInterpolant &GlobalRbfInterpolant::operator=(GlobalRbfInterpolant &&) n
 
 void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<double> &values) {
   Impl &im = *impl_;
-  const auto &opt = im.opt;
   const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
   if (n == 0 || d == 0)
     throw Error(ErrorCode::empty_input, "no data points to interpolate");
@@ -290,8 +325,20 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
     centre[k] = 0.5 * (lo + hi);
     half = std::max(half, 0.5 * (hi - lo));
   }
-  im.basis = rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0);
-  const Table<double> P = im.basis.matrix(points);
+  im.fit(points, values, rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0), false);
+  im.updates_off = false;
+}
+
+// Solves for λ and the polynomial on (points, values) in the given basis, and commits (nothing
+// changes when it throws). form_inverse: a dense CPU fit forms and holds K⁻¹.
+void GlobalRbfInterpolant::Impl::fit(const Table<double> &points, const Table<double> &values,
+                                     rbf::PolyBasis new_basis, bool form_inverse) {
+  Impl &im = *this;
+  const auto &opt = im.opt;
+  const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
+  const int deg = im.degree();
+  const Table<double> P = new_basis.matrix(points);
+  std::unique_ptr<rbf::HeldInverse> new_held;
   im.check_unisolvent(P, d);
   if (opt.lset_size <= P.cols())
     throw Error(
@@ -324,7 +371,13 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
     const rbf::DenseProblem dp{&points,    &P,      &values,
                                opt.kernel, opt.eps, definiteness_sign(opt.kernel) * opt.smoothing,
                                opt.threads};
-    res = im.backend == Backend::cuda ? rbf::solve_dense_gpu(dp) : rbf::solve_dense_cpu(dp);
+    if (im.backend == Backend::cuda)
+      res = rbf::solve_dense_gpu(dp);
+    else if (form_inverse) {
+      new_held = std::make_unique<rbf::HeldInverse>();
+      res = rbf::solve_dense_inverse(dp, *new_held);
+    } else
+      res = rbf::solve_dense_cpu(dp);
     st.seconds_solve = seconds_since(t0);
   } else {
     const rbf::LSets sets =
@@ -390,11 +443,161 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
                             "{:.3g} after the dense solve (kernel '{}', eps {}). Try a larger eps "
                             "or --smoothing",
                             st.residual_rel, kernel_info(opt.kernel).name, opt.eps));
+  im.basis = std::move(new_basis);
   im.centres = points;
+  im.values = values;
   im.lambda = std::move(res.lambda);
   im.poly = std::move(res.poly);
+  im.held = std::move(new_held);
+  st.inverse_held = im.held != nullptr;
   im.stats = std::move(st);
   im.fitted = true;
+}
+
+void GlobalRbfInterpolant::move_centres(std::span<const std::int64_t> index,
+                                        const Table<double> &new_points,
+                                        const Table<double> *new_values) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Impl &im = *impl_;
+  const auto &opt = im.opt;
+  if (!im.fitted)
+    throw Error(ErrorCode::invalid_argument, "move_centres() before set_data()");
+  const std::int64_t n = im.centres.rows(), d = im.centres.cols(), nc = im.values.cols();
+  const std::int64_t m = static_cast<std::int64_t>(index.size());
+  if (new_points.rows() != m || new_points.cols() != d)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("new_points is {} × {}; it must be {} × {} (one row per index, the "
+                            "data's dimension)",
+                            new_points.rows(), new_points.cols(), m, d));
+  if (new_values && (new_values->rows() != m || new_values->cols() != nc))
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("new_values is {} × {}; it must be {} × {} (one row per index, one "
+                            "column per value column)",
+                            new_values->rows(), new_values->cols(), m, nc));
+  if (m == 0)
+    return;
+  std::vector<std::int64_t> slot(static_cast<std::size_t>(n), -1);
+  for (std::int64_t a = 0; a < m; ++a) {
+    const std::int64_t k = index[static_cast<std::size_t>(a)];
+    if (k < 0 || k >= n)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("index[{}] = {} is out of range: the interpolant has {} centres "
+                              "(0 … {})",
+                              a, k, n, n - 1));
+    if (slot[static_cast<std::size_t>(k)] >= 0)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("centre {} is listed twice (index[{}] and index[{}]): each centre "
+                              "moves at most once per call",
+                              k, slot[static_cast<std::size_t>(k)], a));
+    slot[static_cast<std::size_t>(k)] = a;
+  }
+  detail::check_finite(new_points, "new_points");
+  if (new_values)
+    detail::check_finite(*new_values, "new_values");
+
+  // The moved set, and no moved centre on top of another centre.
+  Table<double> points = im.centres, values = im.values;
+  for (std::int64_t a = 0; a < m; ++a) {
+    const std::int64_t k = index[static_cast<std::size_t>(a)];
+    for (std::int64_t q = 0; q < d; ++q)
+      points(k, q) = new_points(a, q);
+    if (new_values)
+      for (std::int64_t c = 0; c < nc; ++c)
+        values(k, c) = (*new_values)(a, c);
+  }
+  for (std::int64_t a = 0; a < m; ++a) {
+    const std::int64_t k = index[static_cast<std::size_t>(a)];
+    for (std::int64_t j = 0; j < n; ++j) {
+      bool same = j != k;
+      for (std::int64_t q = 0; q < d && same; ++q)
+        same = points(j, q) == points(k, q);
+      if (same)
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("centre {} (index[{}]) would move onto centre {}{}: the "
+                                "interpolation matrix would be singular; nothing was moved",
+                                k, a, j,
+                                slot[static_cast<std::size_t>(j)] >= 0
+                                    ? fmt::format(" (index[{}])", slot[static_cast<std::size_t>(j)])
+                                    : std::string()));
+    }
+  }
+
+  GlobalRbfStats counts = im.stats;
+  ++counts.moves;
+  auto finish = [&](GlobalRbfStats &st, std::int64_t rank) {
+    st.moves = counts.moves;
+    st.updates = counts.updates;
+    st.update_fallbacks = counts.update_fallbacks;
+    st.inverse_held = im.held != nullptr;
+    st.move_rank = rank;
+    st.seconds_move = seconds_since(t0);
+  };
+  const bool dense_cpu = im.stats.solver == GlobalSolver::dense && im.backend == Backend::cpu;
+  const bool use_update =
+      dense_cpu && (opt.centre_update == CentreUpdate::update ||
+                    (opt.centre_update == CentreUpdate::automatic && !im.updates_off &&
+                     centre_update_pays(n, m)));
+  if (use_update && im.held) {
+    const Table<double> P = im.basis.matrix(points);
+    im.check_unisolvent(P, d);
+    bool breakdown = false;
+    try {
+      const auto t1 = std::chrono::steady_clock::now();
+      rbf::move_held(*im.held, index, points, P, opt.kernel, opt.eps, opt.threads);
+      ++im.held->updates;
+      const double r0 = im.held->residual0;
+      Table<double> start(n + im.held->terms, nc);
+      for (std::int64_t c = 0; c < nc; ++c) {
+        for (std::int64_t i = 0; i < n; ++i)
+          start(i, c) = im.lambda(i, c);
+        for (std::int64_t t = 0; t < im.held->terms; ++t)
+          start(n + t, c) = im.poly(t, c);
+      }
+      double rmax = 0, rrel = 0;
+      rbf::SolveResult res =
+          rbf::solve_held(*im.held, values, &start, opt.threads, 10 * r0, rmax, rrel);
+      if (rrel <= std::max(100 * r0, 1e-12)) {
+        GlobalRbfStats st = im.stats;
+        st.residual_max = rmax;
+        st.residual_rel = rrel;
+        st.iterations = st.matvecs = 0;
+        st.history.clear();
+        st.seconds_setup = 0;
+        st.seconds_solve = seconds_since(t1);
+        im.centres = std::move(points);
+        im.values = std::move(values);
+        im.lambda = std::move(res.lambda);
+        im.poly = std::move(res.poly);
+        ++counts.updates;
+        finish(st, 2 * m);
+        im.stats = std::move(st);
+        return;
+      }
+    } catch (const Error &e) {
+      if (e.code() != ErrorCode::invalid_argument) { // a breakdown is invalid_argument
+        im.held.reset();
+        im.stats.inverse_held = false;
+        throw;
+      }
+      breakdown = true;
+    }
+    // The update broke down (this move makes K' nearly singular, or K was) or missed the
+    // residual test. The latter on the first update of a fresh inverse means the system is too
+    // ill-conditioned for updates to keep a refit's accuracy: automatic stops updating until
+    // set_data; after several updates it is drift, and a fresh inverse cures it.
+    ++counts.update_fallbacks;
+    if (!breakdown && im.held->updates == 1 && opt.centre_update == CentreUpdate::automatic)
+      im.updates_off = true;
+    im.held.reset();
+    im.stats.inverse_held = false;
+  } else if (!use_update) {
+    im.held.reset(); // it would be stale after this refit
+    im.stats.inverse_held = false;
+  }
+  // Refit the moved set in the same polynomial basis (a dense CPU fit that will update next time
+  // forms K⁻¹ now).
+  im.fit(points, values, im.basis, use_update && !im.updates_off);
+  finish(im.stats, 0);
 }
 
 Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points) const {

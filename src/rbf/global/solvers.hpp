@@ -3,10 +3,12 @@
 // coefficients for every value column.
 #include "rbf/global/lsets.hpp"
 
+#include <ksum/bsm.hpp>
 #include <ksum/global.hpp>
 #include <ksum/table.hpp>
 
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace ksum::rbf {
@@ -55,6 +57,37 @@ struct SaddleSystem {
 SaddleSystem assemble_saddle(const DenseProblem &p);
 // λ (the first n rows) and the polynomial (the next m) of each of nc solution columns of (4).
 SolveResult split_solution(const double *B, std::int64_t n, std::int64_t m, std::int64_t nc);
+
+// The dense system kept for GlobalRbfInterpolant::move_centres: the assembled saddle-point
+// matrix K of (4) (N + terms square) and its explicit inverse, updated in place by the Woodbury
+// formula when centres move (update.cpp).
+struct HeldInverse {
+  std::int64_t n = 0, terms = 0;
+  Table<double> K;
+  InverseUpdate<double> inverse;
+  double residual0 = 0;    // relative residual of the LU solve when the inverse was formed
+  std::int64_t updates = 0; // updates applied since
+};
+
+// Assembles (4), factors it by LAPACK getrf, solves by getrs (the same λ and polynomial as
+// solve_dense_cpu up to rounding) and forms K⁻¹ by getri (2 N³ flops in all, against dsysv's
+// N³/3) into `held`.
+SolveResult solve_dense_inverse(const DenseProblem &p, HeldInverse &held);
+
+// Centres index[a] of the held system move to row index[a] of `points` (the full moved set,
+// N × d) with polynomial row P(index[a], :): K⁻¹ by the rank-2m Woodbury update
+// (InverseUpdate, fallback error: a breakdown throws Error and leaves `held` unchanged), then
+// K's rows and columns in place.
+void move_held(HeldInverse &held, std::span<const std::int64_t> index, const Table<double> &points,
+               const Table<double> &P, Kernel kernel, double eps, int threads);
+
+// λ and the polynomial for values f (n × c) from the held inverse: K⁻¹ [f; 0], or, given the
+// previous solution `start` ((N + terms) × c, [λ; poly]), start + K⁻¹([f; 0] − K start); then
+// refined iteratively on K while a step halves the relative residual and it is above `target`
+// (at most 6 steps). residual_rel receives max over columns of ‖f − s‖₂ / ‖f‖₂ at the centres,
+// residual_max the largest |f − s|.
+SolveResult solve_held(const HeldInverse &held, const Table<double> &f, const Table<double> *start,
+                       int threads, double target, double &residual_max, double &residual_rel);
 
 // x·y over n entries with nt OpenMP threads.
 inline double dot(const double *a, const double *b, std::int64_t n, int nt) {
