@@ -1,0 +1,147 @@
+#pragma once
+// The task-size model of seed 004 Paper II (Holm et al., "A simple model for tuning tasks",
+// §4.1–4.3): the runtime of a task-parallel program at block (task) size S is predicted as
+//
+//   R(S) = ( O · M(N, S) + C · Σ_k W_k(N, S) · M_k(N, S) ) / P(T, M)                    (§4.1)
+//
+// with O the task system's overhead per task, C the cost of one work unit, M_k the number of tasks
+// of kind k (M = Σ_k M_k) and W_k the work units of each, and P the effective parallelism on T
+// threads. The paper refines it twice:
+//   • variable work-unit cost (§4.2): C = C(S), measured (here: a few single-task runs) and
+//     interpolated; WorkCost below, piecewise linear in (log S, log C);
+//   • available parallelism by task kind (§4.3): each kind k has P_k = min(T, concurrency_k)
+//     (how many of its tasks can run at once: N-body diagonal tasks all, off-diagonal ones half),
+//     Ns_k = ⌈M_k / P_k⌉ serial steps, Ns = Σ_k Ns_k, and P = Σ_k (Ns_k / Ns) · P_k.
+// The basic model takes the program's single P(T, M) = min(T, Program::parallelism) and a
+// constant C. The best size is the candidate with the smallest predicted R.
+//
+// Calibration (tasksize_calibrate): O is measured on the running machine with the task system the
+// project uses (OpenMP tasks: one thread creates K empty tasks inside a parallel region, the team
+// runs them, O = (t − t_empty region) · min(T, K) / K, the median of several runs), C(S) by timing
+// one task of each size on one thread. A measurement that comes out non-positive, non-finite or
+// unstable falls back to a documented default (Calibration::fallback says which).
+//
+// The cache (load_or_calibrate): one JSON file, by default $KSUM_CACHE_DIR/tasksize.json, else
+// $XDG_CACHE_HOME/ksum/tasksize.json, else ~/.cache/ksum/tasksize.json, holding one calibration per
+// (machine, threads) key; a missing, unreadable or corrupt file is rebuilt.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ksum::tasksize {
+
+// One kind of task at a given block size: how many there are (M_k), the work units of each
+// (W_k), and how many of them can run at the same time (concurrency_k, before the min with T).
+struct TaskKind {
+  double count = 0;
+  double work = 0;
+  double concurrency = 0;
+};
+
+// The program at one block size: its task kinds and the basic model's parallelism P(T, M) (before
+// the min with T; 0: the sum of the kinds' concurrencies).
+struct Program {
+  std::vector<TaskKind> kinds;
+  double parallelism = 0;
+};
+
+// The user's description of the algorithm: the program at block size S (N is captured).
+using Describe = std::function<Program(double size)>;
+
+// C(S), seconds per work unit: a constant, or measured points interpolated linearly in
+// (log S, log C) and held constant beyond the first and last point.
+class WorkCost {
+public:
+  WorkCost() = default;
+  explicit WorkCost(double constant); // > 0 and finite
+  // A measured point; size > 0, seconds_per_unit > 0 and finite (else Error invalid_argument).
+  void add(double size, double seconds_per_unit);
+  double operator()(double size) const; // Error if empty
+  bool empty() const { return points_.empty(); }
+  const std::vector<std::pair<double, double>> &points() const { return points_; }
+
+private:
+  std::vector<std::pair<double, double>> points_; // sorted by size
+};
+
+enum class ParallelismModel { basic, by_kind };
+
+struct Model {
+  double overhead = 1e-6; // O, seconds per task (> 0)
+  int threads = 1;        // T (≥ 1)
+  WorkCost cost;          // C(S); a single point is a constant C
+  ParallelismModel parallelism = ParallelismModel::by_kind;
+};
+
+// The effective parallelism of §4.1 (basic) or §4.3 (by_kind) on T threads; ≥ 1 when any task
+// exists.
+double effective_parallelism(const Program &p, int threads, ParallelismModel model);
+// R(S) for the program at size S. Errors: a negative count or work, a non-finite term.
+double predict_runtime(const Model &m, const Program &p, double size);
+
+struct Curve {
+  std::vector<double> sizes, runtime; // predicted seconds at each candidate size
+  double best_size = 0, best_runtime = 0;
+};
+// R over the candidate sizes (each > 0), and the best of them (the smallest on ties).
+Curve predict(const Model &m, const Describe &describe, const std::vector<double> &sizes);
+
+// Candidate sizes: powers of two from lo to hi (both included when they are powers of two).
+std::vector<double> powers_of_two(double lo, double hi);
+
+// --- calibration -----------------------------------------------------------------------------
+
+struct Calibration {
+  std::string machine; // CPU model and core count (the cache key with threads)
+  int threads = 1;
+  double overhead = 0;                   // O, seconds per task
+  std::map<std::string, WorkCost> costs; // C(S) per kernel name
+  std::vector<std::string> fallback;     // what fell back to a default, and why
+  double seconds = 0;                    // the calibration's own run time
+};
+
+// The defaults used when a measurement fails: O = 1 µs per task, and a kernel's C(S) = its
+// median over the sizes that did measure (or 1 ns per unit when none did).
+inline constexpr double kDefaultOverhead = 1e-6;
+inline constexpr double kDefaultWorkCost = 1e-9;
+
+// O of OpenMP tasks on `threads` threads (0: OpenMP's default), from `tasks` empty tasks per
+// run, the median of `repeats` runs. Returns a value > 0, or kDefaultOverhead with *why set.
+double measure_task_overhead(int threads, std::int64_t tasks = 20000, int repeats = 7,
+                             std::string *why = nullptr);
+
+// C(S) of a kernel from single-thread runs of one task of each size: kernel(S) runs one task,
+// work(S) its work units. Each size is timed for at least min_seconds (repeating the task) and
+// the median of `repeats` such timings is taken.
+WorkCost measure_work_cost(const std::function<void(double size)> &kernel,
+                           const std::function<double(double size)> &work,
+                           const std::vector<double> &sizes, int repeats = 3,
+                           double min_seconds = 2e-3, std::vector<std::string> *fallback = nullptr,
+                           const std::string &name = "kernel");
+
+// A description of this machine: the CPU model name and the number of hardware threads.
+std::string machine_description();
+
+// The cache file: $KSUM_CACHE_DIR/tasksize.json, else $XDG_CACHE_HOME/ksum/tasksize.json, else
+// $HOME/.cache/ksum/tasksize.json (else ./tasksize.json).
+std::filesystem::path default_cache_path();
+
+// The calibration stored for (machine, threads) in `path`, if the file holds a valid one.
+// A corrupt or unreadable file gives false and *why (never an exception).
+bool load_calibration(const std::filesystem::path &path, const std::string &machine, int threads,
+                      Calibration &out, std::string *why = nullptr);
+// Writes `c` into `path` under its key, keeping the other keys of a valid file (a corrupt file is
+// replaced). Creates the directory. Error io on failure.
+void save_calibration(const std::filesystem::path &path, const Calibration &c);
+
+// The calibration from the cache, or a fresh one (measured by `calibrate`) written back. *rebuilt
+// tells which, *why why the cache was not used.
+Calibration load_or_calibrate(const std::filesystem::path &path, int threads,
+                              const std::function<Calibration(int threads)> &calibrate,
+                              bool *rebuilt = nullptr, std::string *why = nullptr);
+
+} // namespace ksum::tasksize

@@ -1,0 +1,431 @@
+// The task-size model of seed 004 Paper II (include/ksum/tasksize.hpp): the model's equations,
+// the calibration of O and C(S) on the running machine with OpenMP tasks, and the cache file.
+#include <ksum/error.hpp>
+#include <ksum/tasksize.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <sstream>
+#include <thread>
+
+namespace ksum::tasksize {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+bool positive_finite(double v) {
+  return std::isfinite(v) && v > 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+} // namespace
+
+// --- the model ---------------------------------------------------------------------------------
+
+WorkCost::WorkCost(double constant) {
+  add(1.0, constant);
+}
+
+void WorkCost::add(double size, double seconds_per_unit) {
+  if (!positive_finite(size) || !positive_finite(seconds_per_unit))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("work unit cost C({}) = {}: the size and the cost must be positive "
+                            "and finite",
+                            size, seconds_per_unit));
+  const auto it = std::lower_bound(points_.begin(), points_.end(), size,
+                                   [](const auto &p, double s) { return p.first < s; });
+  if (it != points_.end() && it->first == size)
+    it->second = seconds_per_unit;
+  else
+    points_.insert(it, {size, seconds_per_unit});
+}
+
+double WorkCost::operator()(double size) const {
+  if (points_.empty())
+    throw Error(ErrorCode::invalid_argument, "work unit cost C(S): no point measured or given");
+  if (size <= points_.front().first)
+    return points_.front().second;
+  if (size >= points_.back().first)
+    return points_.back().second;
+  const auto hi = std::lower_bound(points_.begin(), points_.end(), size,
+                                   [](const auto &p, double s) { return p.first < s; });
+  const auto lo = hi - 1;
+  const double t =
+      (std::log(size) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
+}
+
+double effective_parallelism(const Program &p, int threads, ParallelismModel model) {
+  if (threads < 1)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("threads = {}: the model needs T ≥ 1", threads));
+  const double T = threads;
+  double tasks = 0, concurrency = 0;
+  for (const TaskKind &k : p.kinds) {
+    if (!(k.count >= 0) || !(k.work >= 0) || !(k.concurrency >= 0))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("a task kind with count {}, work {}, concurrency {}: each must be "
+                              "≥ 0",
+                              k.count, k.work, k.concurrency));
+    tasks += k.count;
+    concurrency += k.concurrency;
+  }
+  if (tasks <= 0)
+    return 1;
+  if (model == ParallelismModel::basic) {
+    const double P = p.parallelism > 0 ? p.parallelism : concurrency;
+    return std::max(1.0, std::min(T, P));
+  }
+  // §4.3: per kind P_k = min(T, concurrency_k) and Ns_k = ⌈M_k / P_k⌉ serial steps; the kinds
+  // run one after the other, so P = Σ_k (Ns_k / Ns) P_k.
+  double ns = 0, weighted = 0;
+  for (const TaskKind &k : p.kinds) {
+    if (k.count <= 0)
+      continue;
+    const double pk = std::max(1.0, std::min(T, k.concurrency));
+    const double nsk = std::ceil(k.count / pk);
+    ns += nsk;
+    weighted += nsk * pk;
+  }
+  return ns > 0 ? weighted / ns : 1.0;
+}
+
+double predict_runtime(const Model &m, const Program &p, double size) {
+  if (!positive_finite(m.overhead))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("task overhead O = {}: must be positive and finite", m.overhead));
+  const double P = effective_parallelism(p, m.threads, m.parallelism);
+  double tasks = 0, work = 0;
+  for (const TaskKind &k : p.kinds) {
+    tasks += k.count;
+    work += k.count * k.work;
+  }
+  const double c = work > 0 ? m.cost(size) : 0.0;
+  const double r = (m.overhead * tasks + c * work) / P;
+  if (!std::isfinite(r))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("the predicted runtime at size {} is not finite ({} tasks, {} work "
+                            "units, parallelism {})",
+                            size, tasks, work, P));
+  return r;
+}
+
+Curve predict(const Model &m, const Describe &describe, const std::vector<double> &sizes) {
+  if (sizes.empty())
+    throw Error(ErrorCode::empty_input, "no candidate task sizes");
+  Curve c;
+  for (double s : sizes) {
+    if (!positive_finite(s))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("candidate task size {}: must be positive and finite", s));
+    const double r = predict_runtime(m, describe(s), s);
+    c.sizes.push_back(s);
+    c.runtime.push_back(r);
+    if (c.sizes.size() == 1 || r < c.best_runtime) {
+      c.best_runtime = r;
+      c.best_size = s;
+    }
+  }
+  return c;
+}
+
+std::vector<double> powers_of_two(double lo, double hi) {
+  if (!positive_finite(lo) || !positive_finite(hi) || lo > hi)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("powers of two from {} to {}: need 0 < lo ≤ hi", lo, hi));
+  std::vector<double> out;
+  for (double s = std::exp2(std::ceil(std::log2(lo))); s <= hi * (1 + 1e-12); s *= 2)
+    out.push_back(s);
+  return out;
+}
+
+// --- calibration -------------------------------------------------------------------------------
+
+double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::string *why) {
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  tasks = std::max<std::int64_t>(tasks, 100);
+  repeats = std::max(repeats, 3);
+  std::vector<double> with, without;
+  volatile std::int64_t sink = 0;
+  for (int r = 0; r <= repeats; ++r) { // run 0 warms the team up
+    auto t0 = Clock::now();
+#pragma omp parallel num_threads(T)
+    {
+#pragma omp single
+      {
+        for (std::int64_t k = 0; k < tasks; ++k) {
+#pragma omp task firstprivate(k)
+          {
+            if (k < 0) // never: keeps the task from being empty to the optimiser
+              sink = k;
+          }
+        }
+#pragma omp taskwait
+      }
+    }
+    const double t_tasks = seconds_since(t0);
+    t0 = Clock::now();
+#pragma omp parallel num_threads(T)
+    {
+#pragma omp single
+      sink = sink + 1;
+    }
+    const double t_region = seconds_since(t0);
+    if (r > 0) {
+      with.push_back(t_tasks);
+      without.push_back(t_region);
+    }
+  }
+  const double t = median(with) - median(without);
+  const double o = t * std::min<double>(T, static_cast<double>(tasks)) / static_cast<double>(tasks);
+  if (!positive_finite(o)) {
+    if (why)
+      *why = fmt::format("task overhead: measured {} s per task (runs {:.3g} s with tasks, "
+                         "{:.3g} s without); using the default {} s",
+                         o, median(with), median(without), kDefaultOverhead);
+    return kDefaultOverhead;
+  }
+  return o;
+}
+
+WorkCost measure_work_cost(const std::function<void(double)> &kernel,
+                           const std::function<double(double)> &work,
+                           const std::vector<double> &sizes, int repeats, double min_seconds,
+                           std::vector<std::string> *fallback, const std::string &name) {
+  WorkCost cost;
+  std::vector<double> failed, good;
+  for (double s : sizes) {
+    const double units = work(s);
+    if (!positive_finite(units) || !positive_finite(s)) {
+      failed.push_back(s);
+      continue;
+    }
+    kernel(s); // warm the caches and the code
+    std::vector<double> per_unit;
+    for (int r = 0; r < std::max(repeats, 1); ++r) {
+      std::int64_t calls = 0;
+      const auto t0 = Clock::now();
+      double t = 0;
+      do {
+        kernel(s);
+        ++calls;
+        t = seconds_since(t0);
+      } while (t < min_seconds);
+      per_unit.push_back(t / (static_cast<double>(calls) * units));
+    }
+    const double c = median(per_unit);
+    if (positive_finite(c)) {
+      cost.add(s, c);
+      good.push_back(c);
+    } else {
+      failed.push_back(s);
+    }
+  }
+  if (!failed.empty()) {
+    const double c = good.empty() ? kDefaultWorkCost : median(good);
+    for (double s : failed)
+      if (positive_finite(s))
+        cost.add(s, c);
+    if (fallback)
+      fallback->push_back(fmt::format("{}: C(S) not measurable at {} size(s) (first {}); used {} "
+                                      "s per unit there",
+                                      name, failed.size(), failed.front(), c));
+  }
+  if (cost.empty()) {
+    cost.add(1.0, kDefaultWorkCost);
+    if (fallback)
+      fallback->push_back(
+          fmt::format("{}: no size given; C = {} s per unit", name, kDefaultWorkCost));
+  }
+  return cost;
+}
+
+std::string machine_description() {
+  std::string model;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        model = line.substr(colon + 1);
+        model.erase(0, model.find_first_not_of(" \t"));
+      }
+      break;
+    }
+  if (model.empty())
+    model = "unknown CPU";
+  return fmt::format("{} ({} hardware threads)", model, std::thread::hardware_concurrency());
+}
+
+std::filesystem::path default_cache_path() {
+  namespace fs = std::filesystem;
+  if (const char *d = std::getenv("KSUM_CACHE_DIR"); d && *d)
+    return fs::path(d) / "tasksize.json";
+  if (const char *d = std::getenv("XDG_CACHE_HOME"); d && *d)
+    return fs::path(d) / "ksum" / "tasksize.json";
+  if (const char *h = std::getenv("HOME"); h && *h)
+    return fs::path(h) / ".cache" / "ksum" / "tasksize.json";
+  return fs::path("tasksize.json");
+}
+
+namespace {
+
+std::string cache_key(const std::string &machine, int threads) {
+  return fmt::format("{} | threads {}", machine, threads);
+}
+
+nlohmann::json to_json(const Calibration &c) {
+  nlohmann::json costs = nlohmann::json::object();
+  for (const auto &[name, w] : c.costs) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto &[s, v] : w.points())
+      pts.push_back({s, v});
+    costs[name] = pts;
+  }
+  return {{"machine", c.machine}, {"threads", c.threads},   {"overhead", c.overhead},
+          {"costs", costs},       {"fallback", c.fallback}, {"seconds", c.seconds}};
+}
+
+// The calibration in j, or false with *why: every field checked (a hand-edited or truncated file
+// must not reach the model).
+bool from_json(const nlohmann::json &j, Calibration &c, std::string *why) {
+  auto fail = [&](const std::string &w) {
+    if (why)
+      *why = w;
+    return false;
+  };
+  if (!j.is_object())
+    return fail("the entry is not an object");
+  if (!j.contains("overhead") || !j["overhead"].is_number() ||
+      !positive_finite(j["overhead"].get<double>()))
+    return fail("its task overhead is missing or not a positive number");
+  if (!j.contains("threads") || !j["threads"].is_number_integer() || j["threads"].get<int>() < 1)
+    return fail("its thread count is missing or < 1");
+  if (!j.contains("costs") || !j["costs"].is_object())
+    return fail("its work unit costs are missing");
+  Calibration out;
+  out.machine = j.value("machine", std::string());
+  out.threads = j["threads"].get<int>();
+  out.overhead = j["overhead"].get<double>();
+  out.seconds = j.value("seconds", 0.0);
+  if (j.contains("fallback") && j["fallback"].is_array())
+    for (const auto &f : j["fallback"])
+      if (f.is_string())
+        out.fallback.push_back(f.get<std::string>());
+  for (const auto &[name, pts] : j["costs"].items()) {
+    if (!pts.is_array() || pts.empty())
+      return fail(fmt::format("the work unit cost of '{}' has no points", name));
+    WorkCost w;
+    for (const auto &p : pts) {
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() ||
+          !positive_finite(p[0].get<double>()) || !positive_finite(p[1].get<double>()))
+        return fail(fmt::format("the work unit cost of '{}' has a bad point {}", name, p.dump()));
+      w.add(p[0].get<double>(), p[1].get<double>());
+    }
+    out.costs[name] = std::move(w);
+  }
+  c = std::move(out);
+  return true;
+}
+
+bool read_file(const std::filesystem::path &path, nlohmann::json &j, std::string *why) {
+  std::ifstream in(path);
+  if (!in) {
+    if (why)
+      *why = fmt::format("{}: no cache file", path.string());
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    if (why)
+      *why = fmt::format("{}: not a JSON object (corrupt cache)", path.string());
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool load_calibration(const std::filesystem::path &path, const std::string &machine, int threads,
+                      Calibration &out, std::string *why) {
+  nlohmann::json j;
+  if (!read_file(path, j, why))
+    return false;
+  const std::string key = cache_key(machine, threads);
+  if (!j.contains(key)) {
+    if (why)
+      *why = fmt::format("{}: no calibration for '{}'", path.string(), key);
+    return false;
+  }
+  std::string w;
+  if (!from_json(j[key], out, &w)) {
+    if (why)
+      *why = fmt::format("{}: the calibration for '{}' is corrupt: {}", path.string(), key, w);
+    return false;
+  }
+  return true;
+}
+
+void save_calibration(const std::filesystem::path &path, const Calibration &c) {
+  nlohmann::json j;
+  if (!read_file(path, j, nullptr))
+    j = nlohmann::json::object();
+  j[cache_key(c.machine, c.threads)] = to_json(c);
+  std::error_code ec;
+  if (path.has_parent_path())
+    std::filesystem::create_directories(path.parent_path(), ec);
+  // Write a neighbour and rename it over the file, so that a crash never leaves half a cache.
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out)
+      throw Error(ErrorCode::io, fmt::format("{}: cannot write the task-size cache{}", tmp.string(),
+                                             ec ? ": " + ec.message() : ""));
+    out << j.dump(1) << "\n";
+    if (!out)
+      throw Error(ErrorCode::io, fmt::format("{}: write failed", tmp.string()));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    throw Error(ErrorCode::io, fmt::format("{}: cannot replace the task-size cache: {}",
+                                           path.string(), ec.message()));
+}
+
+Calibration load_or_calibrate(const std::filesystem::path &path, int threads,
+                              const std::function<Calibration(int)> &calibrate, bool *rebuilt,
+                              std::string *why) {
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  Calibration c;
+  if (load_calibration(path, machine_description(), T, c, why)) {
+    if (rebuilt)
+      *rebuilt = false;
+    return c;
+  }
+  c = calibrate(T);
+  c.machine = machine_description();
+  c.threads = T;
+  save_calibration(path, c);
+  if (rebuilt)
+    *rebuilt = true;
+  return c;
+}
+
+} // namespace ksum::tasksize

@@ -1,0 +1,256 @@
+// The task-size model of seed 004 Paper II (include/ksum/tasksize.hpp): its equations on
+// hand-computed cases, the interpolated work-unit cost, the calibration's guarantees (positive,
+// finite, a default when a measurement fails) and the cache (missing or corrupt: rebuilt).
+#include <ksum/error.hpp>
+#include <ksum/tasksize.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+using namespace ksum;
+using namespace ksum::tasksize;
+
+namespace {
+
+// Matrix multiplication with few tasks (§4.1.1): M = B², W = N S², P = min(T, B²).
+Program matmul_few(double n, double s) {
+  const double b = std::ceil(n / s);
+  return Program{{TaskKind{b * b, n * s * s, b * b}}, b * b};
+}
+
+// N-body (§4.1.2): B diagonal tasks of (S² − S)/2 pairs, (B² − B)/2 off-diagonal ones of S², half
+// of which can run at once; the basic P = M / 2.
+Program nbody(double n, double s) {
+  const double b = std::ceil(n / s), diag = b, off = (b * b - b) / 2;
+  return Program{{TaskKind{diag, (s * s - s) / 2, diag}, TaskKind{off, s * s, off / 2}},
+                 (diag + off) / 2};
+}
+
+} // namespace
+
+TEST(TaskSize, BasicModelOnAHandComputedCase) {
+  // N = 1024, S = 256: B = 4, M = 16 tasks of W = 1024·256² units; T = 4, P = 4.
+  Model m;
+  m.overhead = 2e-6;
+  m.threads = 4;
+  m.cost = WorkCost(1e-9);
+  m.parallelism = ParallelismModel::basic;
+  const double r = predict_runtime(m, matmul_few(1024, 256), 256);
+  const double expect = (2e-6 * 16 + 1e-9 * 1024.0 * 256 * 256 * 16) / 4;
+  EXPECT_NEAR(r, expect, 1e-15 * expect);
+  // T = 32 > B² = 16: P = 16.
+  m.threads = 32;
+  EXPECT_NEAR(predict_runtime(m, matmul_few(1024, 256), 256),
+              (2e-6 * 16 + 1e-9 * 1024.0 * 256 * 256 * 16) / 16, 1e-15 * expect);
+}
+
+TEST(TaskSize, ParallelismByKindOnAHandComputedCase) {
+  // N = 64, S = 8: B = 8; 8 diagonal tasks (all concurrent), 28 off-diagonal (14 at once).
+  const Program p = nbody(64, 8);
+  // T = 4: P_diag = 4, Ns_diag = 2; P_off = 4, Ns_off = 7; P = (2·4 + 7·4) / 9 = 4.
+  EXPECT_DOUBLE_EQ(effective_parallelism(p, 4, ParallelismModel::by_kind), 4.0);
+  // T = 16: P_diag = 8, Ns_diag = 1; P_off = 14, Ns_off = 2; P = (1·8 + 2·14) / 3 = 12.
+  EXPECT_DOUBLE_EQ(effective_parallelism(p, 16, ParallelismModel::by_kind), 12.0);
+  // The basic model's P = min(T, M / 2) = min(16, 18) = 16.
+  EXPECT_DOUBLE_EQ(effective_parallelism(p, 16, ParallelismModel::basic), 16.0);
+  EXPECT_DOUBLE_EQ(effective_parallelism(p, 64, ParallelismModel::basic), 18.0);
+  // R with both kinds' work: (O·36 + C·(8·28 + 28·64)) / 12.
+  Model m;
+  m.overhead = 1e-6;
+  m.threads = 16;
+  m.cost = WorkCost(3e-9);
+  const double r = predict_runtime(m, p, 8);
+  const double expect = (1e-6 * 36 + 3e-9 * (8.0 * 28 + 28.0 * 64)) / 12;
+  EXPECT_NEAR(r, expect, 1e-15 * expect);
+}
+
+TEST(TaskSize, NoTasksAndOneThread) {
+  EXPECT_DOUBLE_EQ(effective_parallelism(Program{}, 8, ParallelismModel::by_kind), 1.0);
+  EXPECT_DOUBLE_EQ(effective_parallelism(nbody(64, 8), 1, ParallelismModel::by_kind), 1.0);
+  EXPECT_THROW(effective_parallelism(nbody(64, 8), 0, ParallelismModel::basic), Error);
+  EXPECT_THROW(effective_parallelism(Program{{TaskKind{-1, 1, 1}}, 0}, 2, ParallelismModel::basic),
+               Error);
+}
+
+TEST(TaskSize, WorkCostInterpolatesInLogLog) {
+  WorkCost c;
+  c.add(16, 4e-9);
+  c.add(256, 1e-9);
+  EXPECT_DOUBLE_EQ(c(16), 4e-9);
+  EXPECT_DOUBLE_EQ(c(8), 4e-9);    // constant before the first point
+  EXPECT_DOUBLE_EQ(c(1024), 1e-9); // and after the last
+  EXPECT_NEAR(c(64), 2e-9, 1e-21); // log-log: halfway in log S, the geometric mean of the costs
+  c.add(64, 5e-9);                 // a point between replaces the line there
+  EXPECT_NEAR(c(64), 5e-9, 1e-21);
+  c.add(64, 3e-9); // the same size again: replaced, not duplicated
+  EXPECT_EQ(c.points().size(), 3u);
+  EXPECT_THROW(c.add(0, 1e-9), Error);
+  EXPECT_THROW(c.add(8, NAN), Error);
+  EXPECT_THROW(c.add(8, -1), Error);
+  EXPECT_THROW(WorkCost()(8), Error);
+}
+
+TEST(TaskSize, PredictFindsTheBalanceOfOverheadAndParallelism) {
+  // Constant C: small S pays overhead, large S loses parallelism. N = 4096, T = 8, matmul few
+  // tasks: S ≥ 2048 leaves B² ≤ 4 < 8 tasks; the overhead is negligible beside the work here, so
+  // every S ≤ 1024 (B² ≥ 16 ≥ T) ties on work and the largest of them has the fewest tasks.
+  Model m;
+  m.overhead = 1e-5;
+  m.threads = 8;
+  m.cost = WorkCost(1e-10);
+  m.parallelism = ParallelismModel::basic;
+  const auto sizes = powers_of_two(16, 4096);
+  ASSERT_EQ(sizes.size(), 9u);
+  const Curve c = predict(
+      m, [](double s) { return matmul_few(4096, s); }, sizes);
+  EXPECT_EQ(c.best_size, 1024);
+  for (std::size_t i = 0; i < c.sizes.size(); ++i)
+    EXPECT_GE(c.runtime[i], c.best_runtime);
+  // Variable C(S) that rises past 256 (a cache-bound loop): the best moves down to 256.
+  WorkCost rising;
+  rising.add(256, 1e-10);
+  rising.add(512, 2e-10);
+  m.cost = rising;
+  EXPECT_EQ(predict(
+                m, [](double s) { return matmul_few(4096, s); }, sizes)
+                .best_size,
+            256);
+  EXPECT_THROW(predict(m, [](double s) { return matmul_few(64, s); }, {}), Error);
+  EXPECT_THROW(predict(m, [](double s) { return matmul_few(64, s); }, {-1.0}), Error);
+}
+
+TEST(TaskSize, PowersOfTwo) {
+  EXPECT_EQ(powers_of_two(3, 40), (std::vector<double>{4, 8, 16, 32}));
+  EXPECT_EQ(powers_of_two(1, 1), (std::vector<double>{1}));
+  EXPECT_THROW(powers_of_two(8, 4), Error);
+}
+
+TEST(TaskSize, CalibrationGivesPositiveFiniteParameters) {
+  std::string why;
+  const double o = measure_task_overhead(2, 2000, 3, &why);
+  EXPECT_TRUE(std::isfinite(o));
+  EXPECT_GT(o, 0);
+  EXPECT_LT(o, 1e-2); // an OpenMP task costs nanoseconds to microseconds, never 10 ms
+  std::vector<std::string> fallback;
+  double sink = 0;
+  const WorkCost c = measure_work_cost(
+      [&](double s) {
+        for (int i = 0; i < static_cast<int>(s); ++i)
+          sink += std::sqrt(static_cast<double>(i) + sink * 1e-300);
+      },
+      [](double s) { return s; }, {64, 256, 1024}, 3, 1e-4, &fallback, "sqrt loop");
+  EXPECT_TRUE(fallback.empty());
+  ASSERT_EQ(c.points().size(), 3u);
+  for (const auto &[s, v] : c.points()) {
+    EXPECT_TRUE(std::isfinite(v)) << s;
+    EXPECT_GT(v, 0) << s;
+    EXPECT_LT(v, 1e-6) << s; // one sqrt and an add per unit
+  }
+  EXPECT_TRUE(std::isfinite(sink));
+}
+
+TEST(TaskSize, UnmeasurableWorkFallsBackToADocumentedDefault) {
+  // work(S) = 0 at one size: that size takes the median of the others, and says so.
+  std::vector<std::string> fallback;
+  const WorkCost c = measure_work_cost([](double) {}, [](double s) { return s == 32 ? 0.0 : s; },
+                                       {16, 32, 64}, 1, 1e-5, &fallback, "empty");
+  ASSERT_EQ(fallback.size(), 1u);
+  EXPECT_NE(fallback[0].find("empty"), std::string::npos);
+  EXPECT_EQ(c.points().size(), 3u);
+  for (const auto &[s, v] : c.points())
+    EXPECT_GT(v, 0) << s;
+  // No measurable size at all: the default constant.
+  fallback.clear();
+  const WorkCost d = measure_work_cost([](double) {}, [](double) { return 0.0; }, {8, 16}, 1, 1e-5,
+                                       &fallback, "none");
+  EXPECT_FALSE(fallback.empty());
+  EXPECT_DOUBLE_EQ(d(8), kDefaultWorkCost);
+}
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path =
+        std::filesystem::temp_directory_path() /
+        ("ksum-tasksize-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+Calibration fake_calibration(int threads) {
+  Calibration c;
+  c.threads = threads;
+  c.overhead = 1.5e-6;
+  WorkCost w;
+  w.add(8, 2e-9);
+  w.add(64, 1e-9);
+  c.costs["kernel"] = w;
+  return c;
+}
+
+} // namespace
+
+TEST(TaskSize, CacheIsWrittenReadAndRebuiltWhenMissingOrCorrupt) {
+  TempDir dir;
+  const auto file = dir.path / "sub" / "tasksize.json";
+  int calls = 0;
+  auto calibrate = [&](int t) {
+    ++calls;
+    return fake_calibration(t);
+  };
+  bool rebuilt = false;
+  std::string why;
+  // Missing: calibrated and written (the directory created).
+  Calibration a = load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
+  EXPECT_TRUE(rebuilt);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(std::filesystem::exists(file));
+  EXPECT_EQ(a.threads, 3);
+  // Present: read back, equal, no calibration.
+  Calibration b = load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
+  EXPECT_FALSE(rebuilt);
+  EXPECT_EQ(calls, 1);
+  EXPECT_DOUBLE_EQ(b.overhead, a.overhead);
+  ASSERT_EQ(b.costs.count("kernel"), 1u);
+  EXPECT_DOUBLE_EQ(b.costs.at("kernel")(8), 2e-9);
+  EXPECT_DOUBLE_EQ(b.costs.at("kernel")(64), 1e-9);
+  // Another thread count is another key: calibrated, and the first key kept.
+  load_or_calibrate(file, 5, calibrate, &rebuilt, &why);
+  EXPECT_TRUE(rebuilt);
+  EXPECT_EQ(calls, 2);
+  load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
+  EXPECT_FALSE(rebuilt);
+  // Corrupt file: rebuilt, never an exception.
+  std::ofstream(file) << "{ this is not json";
+  load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
+  EXPECT_TRUE(rebuilt);
+  EXPECT_NE(why.find("corrupt"), std::string::npos) << why;
+  EXPECT_EQ(calls, 3);
+  // A valid JSON file with a bad entry (a zero overhead): rebuilt, the reason names it.
+  std::ofstream(file) << R"({")" << machine_description()
+                      << R"( | threads 3": {"threads": 3, "overhead": 0, "costs": {}}})";
+  load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
+  EXPECT_TRUE(rebuilt);
+  EXPECT_NE(why.find("overhead"), std::string::npos) << why;
+  Calibration c;
+  EXPECT_TRUE(load_calibration(file, machine_description(), 3, c, &why)) << why;
+}
+
+TEST(TaskSize, DefaultCachePathFollowsTheEnvironment) {
+  const char *old = std::getenv("KSUM_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("KSUM_CACHE_DIR", "/tmp/ksum-cache-test", 1);
+  EXPECT_EQ(default_cache_path(), std::filesystem::path("/tmp/ksum-cache-test/tasksize.json"));
+  if (old)
+    ::setenv("KSUM_CACHE_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("KSUM_CACHE_DIR");
+}
