@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace ksum::io {
 
@@ -55,5 +56,19 @@ void write_heatmap_png(const std::filesystem::path &path, const double *values, 
 // size outside 64 … 8192 pixels (invalid_argument or non_finite). Written like write_table.
 void write_line_plot_png(const std::filesystem::path &path, const double *x, const double *y,
                          std::int64_t n, bool overwrite = false, int width = 640, int height = 400);
+
+// Several curves on log-log axes as an 8-bit RGB PNG (720 × 450): x and y are given as log10
+// values; decade ticks (long) and 2 … 9 ticks (short), no text. The axes are dark violet and
+// curve k takes the k-th colour from dark violet to yellow (the order given); a dashed curve has no
+// markers (a reference level). Returns one line describing the axes' ranges and the colour order
+// (the legend to print beside the image), or "" when there is nothing to plot (the file is not
+// written then). Written like write_table.
+struct PlotCurve {
+  std::string label;
+  std::vector<double> x, y; // log10 values
+  bool dashed = false;
+};
+std::string write_log_plot_png(const std::filesystem::path &path,
+                               const std::vector<PlotCurve> &curves, bool overwrite = false);
 
 } // namespace ksum::io
