@@ -23,15 +23,15 @@ enum class GlobalSolver { automatic, dense, fgp, krylov };
 GlobalSolver parse_global_solver(std::string_view name); // "auto", "dense", "fgp", "krylov"
 std::string_view to_string(GlobalSolver s);
 
-// How move_centres changes a dense CPU fit (other solvers always refit): automatic, the
-// Woodbury update of the held inverse where it is predicted faster than refitting (see
-// move_centres), else a refit; update, always the update (the first call forms the inverse);
-// refit, always a refit from scratch.
+// How GlobalRbfInterpolant::move_centres changes a dense CPU fit (other solvers always refit):
+// automatic, the Woodbury update of the held inverse where it is predicted faster than
+// refitting, else a refit; update, always the update (the first call forms the inverse); refit,
+// always a refit of the moved set.
 enum class CentreUpdate { automatic, update, refit };
 CentreUpdate parse_centre_update(std::string_view name); // "auto", "update", "refit"
 std::string_view to_string(CentreUpdate u);
-// CentreUpdate::automatic's prediction: moving `moved` of `centres` centres by the update is
-// faster than refitting (see GlobalRbfInterpolant::move_centres).
+// CentreUpdate::automatic's prediction that moving `moved` of `centres` centres by the update
+// (rank 2 · moved) is faster than refitting: 2 · moved ≤ centres / 8 (see move_centres).
 bool centre_update_pays(std::int64_t centres, std::int64_t moved);
 
 // y = (Φ + ρ I) x for one fixed set of centres, Φ_ij = φ(ε |x_i − x_j|): the only access the
@@ -111,13 +111,14 @@ struct GlobalRbfStats {
   std::int64_t lsets = 0, lsets_skipped = 0; // L-sets built; those whose local system was singular
   double seconds_setup = 0;                  // L-sets and their local solves, or the dense assembly
   double seconds_solve = 0;                  // the iteration or the factorisation
-  // move_centres since set_data: calls, those served by the Woodbury update of the held
-  // inverse, and updates that broke down (a nearly singular capacitance matrix) or missed the
-  // residual test and were refitted instead; the last call's time and rank-2m update rank.
+  // move_centres since set_data: calls that moved centres, those served by the Woodbury update
+  // of the held inverse, and updates that broke down (a nearly singular capacitance matrix) or
+  // missed the residual test and were refitted instead. After an update, seconds_setup is the
+  // update of K⁻¹ and seconds_solve the solve; iterations and matvecs are 0.
   std::int64_t moves = 0, updates = 0, update_fallbacks = 0;
   bool inverse_held = false;  // the dense fit holds K and K⁻¹ for updates
   double seconds_move = 0;    // the last move_centres call, all of it
-  std::int64_t move_rank = 0; // 2m of the last call's update (0: it refitted)
+  std::int64_t move_rank = 0; // the rank 2m of the last call's update (0: it refitted)
 };
 
 class GlobalRbfInterpolant {
@@ -136,23 +137,29 @@ public:
   // λ, the polynomial part as a function and evaluate() are the same; call set_data again to
   // re-centre it after large motion). An empty index changes nothing.
   //
-  // A dense fit on the CPU moves by the block Sherman–Morrison–Woodbury update (bsm.hpp): the
-  // saddle-point matrix K of (4) changes in rows and columns index only, a rank-2m change
-  // X Yᵀ, so with K⁻¹ held the new K⁻¹ costs O(N²m) (InverseUpdate) instead of the N³/3 of a
-  // new factorisation, and λ = K⁻¹ f (one step of iterative refinement when it helps). Holding
-  // K⁻¹ costs a getrf + getri (2 N³, about 6 dense refits) once and 2 (N + terms)² doubles: with
-  // CentreUpdate::automatic the first call whose update is predicted faster than a refit forms it
-  // (refitting the moved set that way), later calls update. Predicted faster: 2m ≤ N / 8 — the
-  // measured crossover on this project's CPU (docs/bsm.md, "moving RBF centres"). If the update
-  // breaks down (InverseUpdate: a nearly singular capacitance matrix) or leaves a relative
-  // residual above max(100 r0, 1e-12) (r0: that of the freshly formed inverse), the moved set is
-  // refitted and stats().update_fallbacks counts it. FGP, GMRES and the GPU dense solver refit
-  // from scratch on the moved set.
+  // A dense fit on the CPU can move by the block Sherman–Morrison–Woodbury update (bsm.hpp): the
+  // saddle-point matrix K of (4) changes only in the rows and columns `index`, a symmetric
+  // change of rank ≤ 2m, so with K⁻¹ held the new K⁻¹ costs O(N²m) (InverseUpdate) instead of a
+  // new factorisation's O(N³); the new solution is the old one plus K⁻¹ times the residual of
+  // the old one, refined while a step halves the residual. Holding K⁻¹ costs one getrf + getri
+  // (about 3 set_data's) and 2 (N + terms)² doubles. centre_update says when:
+  //  - automatic: the update when centre_update_pays(N, m), i.e. 2m ≤ N/8, where
+  //    bench/rbf_update_bench measured it 1.6–13 times faster than a refit (N = 500 … 4000, 2
+  //    cores; docs/bsm.md, "Using it inside ksum"); the first such call forms K⁻¹ (refitting the
+  //    moved set that way; it has paid for itself after about 3 moves), later ones update; a
+  //    larger move refits by dsysv and drops K⁻¹;
+  //  - update: always the update (the first call forms K⁻¹); refit: always a refit.
+  // An update that breaks down (InverseUpdate: the capacitance matrix I + YᵀK⁻¹X nearly
+  // singular) or leaves a relative residual above max(100 r0, 1e-12), r0 that of the LU solve
+  // when K⁻¹ was formed, is replaced by a refit of the moved set (stats().update_fallbacks
+  // counts them); when that happens on the first update of a fresh K⁻¹, the system is too
+  // ill-conditioned for updates and automatic refits from then on (until set_data). FGP, GMRES
+  // and the GPU dense solver always refit the moved set.
   //
-  // Errors (nothing changes): before set_data; an index out of range or listed twice (naming it);
-  // new_points not m × d or new_values not m × c; NaN/Inf (naming the row); a moved centre that
-  // coincides with another centre (naming both); and whatever a refit reports (a singular
-  // system, a non-unisolvent set).
+  // Errors (nothing changes): before set_data; an index out of range or listed twice (naming
+  // it); new_points not m × d or new_values not m × c; NaN/Inf (naming the row); a moved centre
+  // that would coincide with another centre (naming both); and whatever a refit reports (a
+  // singular system, a set no longer unisolvent for the polynomial).
   void move_centres(std::span<const std::int64_t> index, const Table<double> &new_points,
                     const Table<double> *new_values = nullptr);
 

@@ -533,18 +533,19 @@ void GlobalRbfInterpolant::move_centres(std::span<const std::int64_t> index,
     st.seconds_move = seconds_since(t0);
   };
   const bool dense_cpu = im.stats.solver == GlobalSolver::dense && im.backend == Backend::cpu;
-  const bool use_update =
-      dense_cpu && (opt.centre_update == CentreUpdate::update ||
-                    (opt.centre_update == CentreUpdate::automatic && !im.updates_off &&
-                     centre_update_pays(n, m)));
+  const bool use_update = dense_cpu && (opt.centre_update == CentreUpdate::update ||
+                                        (opt.centre_update == CentreUpdate::automatic &&
+                                         !im.updates_off && centre_update_pays(n, m)));
   if (use_update && im.held) {
     const Table<double> P = im.basis.matrix(points);
     im.check_unisolvent(P, d);
-    bool breakdown = false;
+    const bool fresh = im.held->updates == 0;
     try {
       const auto t1 = std::chrono::steady_clock::now();
       rbf::move_held(*im.held, index, points, P, opt.kernel, opt.eps, opt.threads);
       ++im.held->updates;
+      const double t_update = seconds_since(t1);
+      const auto t2 = std::chrono::steady_clock::now();
       const double r0 = im.held->residual0;
       Table<double> start(n + im.held->terms, nc);
       for (std::int64_t c = 0; c < nc; ++c) {
@@ -562,8 +563,8 @@ void GlobalRbfInterpolant::move_centres(std::span<const std::int64_t> index,
         st.residual_rel = rrel;
         st.iterations = st.matvecs = 0;
         st.history.clear();
-        st.seconds_setup = 0;
-        st.seconds_solve = seconds_since(t1);
+        st.seconds_setup = t_update; // the Woodbury update of K⁻¹
+        st.seconds_solve = seconds_since(t2);
         im.centres = std::move(points);
         im.values = std::move(values);
         im.lambda = std::move(res.lambda);
@@ -579,14 +580,14 @@ void GlobalRbfInterpolant::move_centres(std::span<const std::int64_t> index,
         im.stats.inverse_held = false;
         throw;
       }
-      breakdown = true;
     }
-    // The update broke down (this move makes K' nearly singular, or K was) or missed the
-    // residual test. The latter on the first update of a fresh inverse means the system is too
-    // ill-conditioned for updates to keep a refit's accuracy: automatic stops updating until
-    // set_data; after several updates it is drift, and a fresh inverse cures it.
+    // The update broke down (the capacitance matrix is nearly singular: this move makes K'
+    // nearly singular, or K was) or missed the residual test. On the first update of a fresh
+    // inverse that means the system is too ill-conditioned for updates to keep a refit's
+    // accuracy at a gain: automatic stops updating until set_data. After several updates it is
+    // drift, and a fresh inverse cures it.
     ++counts.update_fallbacks;
-    if (!breakdown && im.held->updates == 1 && opt.centre_update == CentreUpdate::automatic)
+    if (fresh && opt.centre_update == CentreUpdate::automatic)
       im.updates_off = true;
     im.held.reset();
     im.stats.inverse_held = false;

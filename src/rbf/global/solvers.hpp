@@ -65,7 +65,7 @@ struct HeldInverse {
   std::int64_t n = 0, terms = 0;
   Table<double> K;
   InverseUpdate<double> inverse;
-  double residual0 = 0;    // relative residual of the LU solve when the inverse was formed
+  double residual0 = 0;     // relative residual of the LU solve when the inverse was formed
   std::int64_t updates = 0; // updates applied since
 };
 
