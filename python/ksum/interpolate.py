@@ -66,7 +66,9 @@ class RBFInterpolator:
     'fgp' | 'krylov'; ``tol`` (iterative solvers' relative residual, default 1e-10);
     ``backend``; ``matvec`` 'direct' | 'fmm' | 'auto': how the iterative solvers and the
     evaluation multiply by the kernel matrix (default exact; 'fmm' for large 3D problems; 'auto'
-    lets a cost model choose, which measures this machine once per process, about 3 s). With method 'auto' and no neighbors, ksum solves one global
+    lets a cost model choose, which measures this machine once per process, about 3 s);
+    ``centre_update`` 'auto' | 'update' | 'refit': how :meth:`move_centres` changes a dense fit.
+    With method 'auto' and no neighbors, ksum solves one global
     interpolant: densely up to ``dense_max_n`` points (6000; what SciPy does), beyond that by the
     FGP Krylov method or preconditioned GMRES with O(n) memory, where SciPy's dense n x n system
     runs out of memory. With ``neighbors`` set, method 'auto' is 'local': SciPy's definition (at
@@ -88,7 +90,7 @@ class RBFInterpolator:
                  smoothing: float | ArrayLike = 0.0, kernel: str = "thin_plate_spline",
                  epsilon: float | None = None, degree: int | None = None, *, method="auto", solver="auto", tol=1e-10,
                  backend="auto", matvec="direct", dense_max_n=6000, max_iterations=300,
-                 threads=0, eps_loocv=False):
+                 threads=0, eps_loocv=False, centre_update="auto"):
         A.reject_gpu(y=y, d=d)
         y = np.asarray(y)
         if y.ndim != 2:
@@ -168,7 +170,8 @@ class RBFInterpolator:
         if method == "global":
             self._plan = _ksum.GlobalRbf(kk, epsilon, degree, smoothing, str(solver), float(tol),
                                          int(max_iterations), int(dense_max_n), str(backend),
-                                         int(threads), str(matvec), 0.0, 40, 100)
+                                         int(threads), str(matvec), 0.0, 40, 100,
+                                         str(centre_update))
         elif method == "local":
             self._plan = _ksum.LocalRbf(kk, epsilon, degree, smoothing, int(neighbors),
                                         int(threads))
@@ -190,8 +193,61 @@ class RBFInterpolator:
 
     @property
     def stats(self):
-        """What the solver did (solver, iterations, residual, timings); {} for 'local'."""
+        """What the solver did (solver, iterations, residual, timings, moves and updates of
+        :meth:`move_centres`); {} for 'local'."""
         return getattr(self._plan, "stats", {})
+
+    def move_centres(self, index: ArrayLike, y: ArrayLike, d: ArrayLike | None = None) -> None:
+        """Moves data points ``index`` (m,) to ``y`` (m, ndim), with new values ``d`` (shape
+        (m,) + the data's value shape) or keeping theirs, and refits: the interpolant of the
+        moved set (not in SciPy; method 'global' only). A dense fit on the CPU does it by a
+        Sherman-Morrison-Woodbury update of the kept inverse, O(n^2 m) instead of O(n^3), when
+        ``centre_update`` ('auto': when 2m <= n/8) says so; the other solvers refit. ``stats``
+        counts ``moves``, ``updates`` and ``update_fallbacks``.
+
+        Example
+        -------
+        >>> import numpy as np, ksum
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.random((400, 2)); d = np.sin(6 * y[:, 0]) * y[:, 1]
+        >>> f = ksum.RBFInterpolator(y, d, kernel="gaussian", epsilon=20.0, solver="dense")
+        >>> f.move_centres([3, 17], y[[3, 17]] + 0.01)
+        >>> f.move_centres([5], y[[5]] - 0.01, [0.5])
+        >>> f.stats["moves"], f.stats["updates"]
+        (2, 1)
+        """
+        if self.method != "global":
+            raise UnsupportedError(f"move_centres serves method 'global', not '{self.method}'",
+                                   "unsupported")
+        A.reject_gpu(index=index, y=y, d=d)
+        k = np.asarray(index)
+        if k.ndim != 1:
+            raise InputError(f"`index` must be 1-dimensional, got shape {k.shape}",
+                             "shape_mismatch")
+        if k.size and k.dtype.kind not in "iu":
+            raise InputError(f"`index` must hold integers, got dtype {k.dtype}",
+                             "invalid_argument")
+        k = np.ascontiguousarray(k, dtype=np.int64)
+        yy = A.host_matrix(y, "y", np.float64, cols=self._ndim, allow_int=True)
+        vals = None
+        if d is not None:
+            d = np.asarray(d)
+            if d.shape != (k.shape[0],) + self._d_shape:
+                raise InputError(f"`d` must have shape {(k.shape[0],) + self._d_shape}, got "
+                                 f"{d.shape}", "shape_mismatch")
+            dd = d.reshape((k.shape[0], -1))
+            if self._complex:
+                dd = np.concatenate([dd.real, dd.imag], axis=1)
+            elif d.dtype.kind == "c":
+                raise InputError("`d` is complex but the data are real", "invalid_argument")
+            vals = A.host_matrix(dd, "d", np.float64, allow_int=True)
+        with self._lock:
+            self._plan.move_centres(k, yy, vals)
+            self.y = np.array(self.y, dtype=np.result_type(self.y, yy))
+            self.y[k] = yy
+            if d is not None:
+                self.d = np.array(self.d, dtype=np.result_type(self.d, d))
+                self.d[k] = d
 
     def __call__(self, x: ArrayLike) -> np.ndarray:
         """Values at x (m, ndim): shape (m,) + d.shape[1:]."""

@@ -24,7 +24,7 @@ void bind_global(nb::module_ &m) {
           double smoothing, const std::string &solver, double tolerance, int max_iterations,
           std::int64_t dense_max_n, const std::string &backend, int threads,
           const std::string &matvec_method, double matvec_tolerance, int lset_size,
-          int gmres_restart) {
+          int gmres_restart, const std::string &centre_update) {
          GlobalRbfOptions o;
          o.kernel = parse_kernel(kernel);
          o.eps = eps;
@@ -40,12 +40,27 @@ void bind_global(nb::module_ &m) {
          o.matvec_tolerance = matvec_tolerance;
          o.lset_size = lset_size;
          o.gmres_restart = gmres_restart;
+         o.centre_update = parse_centre_update(centre_update);
          new (self) Plan(std::move(o));
        },
        nb::arg("kernel"), nb::arg("eps"), nb::arg("degree").none(), nb::arg("smoothing"),
        nb::arg("solver"), nb::arg("tolerance"), nb::arg("max_iterations"), nb::arg("dense_max_n"),
        nb::arg("backend"), nb::arg("threads"), nb::arg("matvec_method"),
-       nb::arg("matvec_tolerance"), nb::arg("lset_size"), nb::arg("gmres_restart"))
+       nb::arg("matvec_tolerance"), nb::arg("lset_size"), nb::arg("gmres_restart"),
+       nb::arg("centre_update") = "auto")
+      .def(
+          "move_centres",
+          [](Plan &p, HostVector<std::int64_t> index, HostMatrix<double> points,
+             std::optional<HostMatrix<double>> values) {
+            const std::span<const std::int64_t> k = view(index);
+            const Table<double> x = view(points);
+            const std::optional<Table<double>> f =
+                values ? std::optional<Table<double>>(view(*values)) : std::nullopt;
+            nb::gil_scoped_release release;
+            p.move_centres(k, x, f ? &*f : nullptr);
+          },
+          nb::arg("index").noconvert(), nb::arg("points").noconvert(),
+          nb::arg("values").noconvert().none() = nb::none())
       .def_prop_ro("coefficients",
                    [](const Plan &p) { return to_numpy(Table<double>(p.coefficients())); })
       .def_prop_ro("stats", [](const Plan &p) {
@@ -63,6 +78,12 @@ void bind_global(nb::module_ &m) {
         d["history"] = s.history;
         d["seconds_setup"] = s.seconds_setup;
         d["seconds_solve"] = s.seconds_solve;
+        d["moves"] = s.moves;
+        d["updates"] = s.updates;
+        d["update_fallbacks"] = s.update_fallbacks;
+        d["inverse_held"] = s.inverse_held;
+        d["seconds_move"] = s.seconds_move;
+        d["move_rank"] = s.move_rank;
         return d;
       });
 }

@@ -74,6 +74,60 @@ def test_scipy_errors_are_scipys(rng):
         ksum.RBFInterpolator(y, d, kernel="quintic", degree=1, neighbors=15)
 
 
+@pytest.mark.parametrize("centre_update", ["auto", "update", "refit"])
+def test_move_centres_equals_a_fit_of_the_moved_set(rng, centre_update):
+    # The Woodbury update of the held inverse (or a refit) against SciPy's and ksum's fits of the
+    # moved set from scratch; ε h ≈ 0.7 keeps the system well conditioned (cond ~ 1e5), the
+    # C++ tests' 1e-9 relative tolerance.
+    y = rng.random((300, 2))
+    d = np.stack([field(y), np.cos(3 * y[:, 1])], axis=1)
+    kw = dict(kernel="gaussian", epsilon=12.0)
+    f = ksum.RBFInterpolator(y, d, solver="dense", centre_update=centre_update, **kw)
+    y2, d2 = y.copy(), d.copy()
+    for k, m in enumerate((1, 7, 2)):
+        index = rng.choice(300, m, replace=False)
+        y2[index] = np.clip(y2[index] + rng.uniform(-0.02, 0.02, (m, 2)), 0, 1)
+        if k == 1:
+            d2[index] += 0.3
+            f.move_centres(index, y2[index], d2[index])
+        else:
+            f.move_centres(list(index), y2[index])
+    x = rng.random((100, 2))
+    fresh = ksum.RBFInterpolator(y2, d2, solver="dense", **kw)(x)
+    theirs = si.RBFInterpolator(y2, d2, **kw)(x)
+    assert np.max(np.abs(f(x) - fresh)) <= 1e-9 * np.max(np.abs(fresh))
+    assert np.max(np.abs(f(x) - theirs)) <= 1e-8 * np.max(np.abs(theirs))
+    np.testing.assert_array_equal(f.y, y2)
+    np.testing.assert_array_equal(f.d, d2)
+    st = f.stats
+    assert st["moves"] == 3 and st["update_fallbacks"] == 0
+    assert st["updates"] == {"auto": 2, "update": 2, "refit": 0}[centre_update]
+    assert st["inverse_held"] == (centre_update != "refit")
+
+
+def test_move_centres_errors(rng):
+    y = rng.random((40, 2))
+    f = ksum.RBFInterpolator(y, field(y), kernel="gaussian", epsilon=6.0)
+    with pytest.raises(ValueError, match=r"index\[1\] = 40 is out of range"):
+        f.move_centres([3, 40], y[:2])
+    with pytest.raises(ValueError, match="centre 3 is listed twice"):
+        f.move_centres([3, 3], y[:2] + 0.01)
+    with pytest.raises(ValueError, match="would move onto centre 9"):
+        f.move_centres([3], y[[9]])
+    with pytest.raises(ValueError, match="non-finite value nan at row 0"):
+        f.move_centres([3], np.array([[np.nan, 0.5]]))
+    with pytest.raises(ValueError, match="`d` must have shape"):
+        f.move_centres([3], y[[3]] + 0.01, [1.0, 2.0])
+    with pytest.raises(ValueError, match="must hold integers"):
+        f.move_centres([3.0], y[[3]])
+    with pytest.raises(ValueError, match=r"expected shape \(n, 2\)"):
+        f.move_centres([3], np.zeros((1, 3)))
+    assert f.stats["moves"] == 0
+    local = ksum.RBFInterpolator(y, field(y), kernel="gaussian", epsilon=6.0, neighbors=10)
+    with pytest.raises(NotImplementedError, match="method 'global'"):
+        local.move_centres([3], y[[3]])
+
+
 def test_large_problem_goes_iterative(rng):
     # beyond dense_max_n ksum solves iteratively in O(n) memory (SciPy would go dense)
     y = rng.random((3000, 2))
