@@ -209,7 +209,7 @@ constexpr double kSoft2 = 1e-4;
 // truncated after the u^kHeavyDegree term and evaluated by Horner's rule. For r² ≤ 3 + ε² (the unit
 // cube) u ≤ 12 and the series is smooth and bounded; the degree is what makes the kernel heavy:
 // about 10× the work per pair of the light one (measured on the dev machine, see bench).
-constexpr int kHeavyDegree = 96;
+constexpr int kHeavyDegree = 64;
 constexpr double kHeavyInvLambda2 = 4.0;
 
 constexpr std::array<double, kHeavyDegree + 1> heavy_coefficients() {
