@@ -31,7 +31,7 @@ enum class CentreUpdate { automatic, update, refit };
 CentreUpdate parse_centre_update(std::string_view name); // "auto", "update", "refit"
 std::string_view to_string(CentreUpdate u);
 // CentreUpdate::automatic's prediction that moving `moved` of `centres` centres by the update
-// (rank 2 · moved) is faster than refitting: 2 · moved ≤ centres / 8 (see move_centres).
+// (rank 2 · moved) is faster than refitting: 2 · moved ≤ centres / 16 (see move_centres).
 bool centre_update_pays(std::int64_t centres, std::int64_t moved);
 
 // y = (Φ + ρ I) x for one fixed set of centres, Φ_ij = φ(ε |x_i − x_j|): the only access the
@@ -143,11 +143,11 @@ public:
   // new factorisation's O(N³); the new solution is the old one plus K⁻¹ times the residual of
   // the old one, refined while a step halves the residual. Holding K⁻¹ costs one getrf + getri
   // (about 3 set_data's) and 2 (N + terms)² doubles. centre_update says when:
-  //  - automatic: the update when centre_update_pays(N, m), i.e. 2m ≤ N/8, where
-  //    bench/rbf_update_bench measured it 1.6–13 times faster than a refit (N = 500 … 4000, 2
-  //    cores; docs/bsm.md, "Using it inside ksum"); the first such call forms K⁻¹ (refitting the
-  //    moved set that way; it has paid for itself after about 3 moves), later ones update; a
-  //    larger move refits by dsysv and drops K⁻¹;
+  //  - automatic: the update when centre_update_pays(N, m), i.e. 2m ≤ N/16, where
+  //    bench/rbf_update_bench measured it 1.3–12 times faster than a refit (N = 500 … 4000, 2
+  //    cores; the crossover lies at 2m ≈ N/10 … N/8; docs/bsm.md, "Using it inside ksum"); the
+  //    first such call forms K⁻¹ (refitting the moved set that way: it has paid for itself
+  //    after 3–6 moves), later ones update; a larger move refits by dsysv and drops K⁻¹;
   //  - update: always the update (the first call forms K⁻¹); refit: always a refit.
   // An update that breaks down (InverseUpdate: the capacitance matrix I + YᵀK⁻¹X nearly
   // singular) or leaves a relative residual above max(100 r0, 1e-12), r0 that of the LU solve

@@ -202,7 +202,7 @@ class RBFInterpolator:
         (m,) + the data's value shape) or keeping theirs, and refits: the interpolant of the
         moved set (not in SciPy; method 'global' only). A dense fit on the CPU does it by a
         Sherman-Morrison-Woodbury update of the kept inverse, O(n^2 m) instead of O(n^3), when
-        ``centre_update`` ('auto': when 2m <= n/8) says so; the other solvers refit. ``stats``
+        ``centre_update`` ('auto': when 2m <= n/16) says so; the other solvers refit. ``stats``
         counts ``moves``, ``updates`` and ``update_fallbacks``.
 
         Example

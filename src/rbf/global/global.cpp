@@ -68,7 +68,7 @@ std::string_view to_string(CentreUpdate u) {
 
 // Measured on this project's CPU by bench/rbf_update_bench (docs/bsm.md, "moving RBF centres").
 bool centre_update_pays(std::int64_t centres, std::int64_t moved) {
-  return 2 * moved * 8 <= centres;
+  return 2 * moved * 16 <= centres;
 }
 
 int default_degree(Kernel k) {
