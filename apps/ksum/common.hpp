@@ -53,5 +53,6 @@ void register_kde(CLI::App &app);
 void register_tdbem(CLI::App &app);
 void register_mc(CLI::App &app);
 void register_bsm(CLI::App &app);
+void register_tune(CLI::App &app);
 
 } // namespace ksum::cli

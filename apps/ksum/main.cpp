@@ -27,6 +27,7 @@ int main(int argc, char **argv) {
   ksum::cli::register_tdbem(app);
   ksum::cli::register_mc(app);
   ksum::cli::register_bsm(app);
+  ksum::cli::register_tune(app);
   ksum::cli::register_demo(app);
   ksum::cli::register_simulate(app);
   try {

@@ -43,6 +43,7 @@ struct SumStats {
   double seconds_tree = 0, seconds_sort = 0, seconds_operators = 0;
   // FMM phases of the last execute: P2M + M2M; M2L; P2L + L2L + L2P; M2P + P2P (near field).
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
+  std::int64_t cpu_block = 0; // CPU direct sum: the targets per task of the last execute
 };
 
 struct DirectOptions {
@@ -66,6 +67,10 @@ struct DirectOptions {
   double tolerance = 1e-6;
   int fmm_order = 0;              // FMM: Chebyshev order p (2 … 16); 0: from the tolerance
   std::int64_t fmm_leaf_size = 0; // FMM: most points of either kind per leaf box; 0: from p
+  // CPU direct sum: targets per task (a block of targets against all sources, one OpenMP dynamic
+  // chunk). 0: chosen by the task-size model from this machine's calibration (`ksum tune`; see
+  // include/ksum/tasksize.hpp), or 32 without one. The results do not depend on it.
+  std::int64_t cpu_block = 0;
 };
 
 template <std::floating_point T> class DirectSum {

@@ -17,7 +17,7 @@
 //
 // Calibration (tasksize_calibrate): O is measured on the running machine with the task system the
 // project uses (OpenMP tasks: one thread creates K empty tasks inside a parallel region, the team
-// runs them, O = (t − t_empty region) · min(T, K) / K, the median of several runs), C(S) by timing
+// runs them, O = (t − t_empty region) · min(T, K) / K, the minima of several runs), C(S) by timing
 // one task of each size on one thread. A measurement that comes out non-positive, non-finite or
 // unstable falls back to a documented default (Calibration::fallback says which).
 //
@@ -75,6 +75,12 @@ struct Model {
   int threads = 1;        // T (≥ 1)
   WorkCost cost;          // C(S); a single point is a constant C
   ParallelismModel parallelism = ParallelismModel::by_kind;
+  // An extension of the paper's model (0: the paper's): on T > 1 threads the run ends with the
+  // last task, and a thread slowed by anything else (another process, a frequency change) finishes
+  // up to one task late; `tail` · C(S) · max_k W_k is added for it. The paper's threads are equally
+  // fast, so its optimum is often exactly T tasks, which a busy machine punishes (measured in
+  // docs/tasksize.md); ksum's methods use 0.5.
+  double tail = 0;
 };
 
 // The effective parallelism of §4.1 (basic) or §4.3 (by_kind) on T threads; ≥ 1 when any task
@@ -98,7 +104,8 @@ std::vector<double> powers_of_two(double lo, double hi);
 struct Calibration {
   std::string machine; // CPU model and core count (the cache key with threads)
   int threads = 1;
-  double overhead = 0;                   // O, seconds per task
+  double overhead = 0;      // O, seconds per task
+  double loop_overhead = 0; // O of one chunk of an OpenMP schedule(dynamic) loop (0: not measured)
   std::map<std::string, WorkCost> costs; // C(S) per kernel name
   std::vector<std::string> fallback;     // what fell back to a default, and why
   double seconds = 0;                    // the calibration's own run time
@@ -110,8 +117,13 @@ inline constexpr double kDefaultOverhead = 1e-6;
 inline constexpr double kDefaultWorkCost = 1e-9;
 
 // O of OpenMP tasks on `threads` threads (0: OpenMP's default), from `tasks` empty tasks per
-// run, the median of `repeats` runs. Returns a value > 0, or kDefaultOverhead with *why set.
+// run, the minima of `repeats` runs. Returns a value > 0, or kDefaultOverhead with *why set.
 double measure_task_overhead(int threads, std::int64_t tasks = 20000, int repeats = 7,
+                             std::string *why = nullptr);
+
+// O of one chunk of an OpenMP `for schedule(dynamic, 1)` loop (the CPU direct sum's tasks),
+// measured like measure_task_overhead with empty iterations.
+double measure_loop_overhead(int threads, std::int64_t chunks = 20000, int repeats = 7,
                              std::string *why = nullptr);
 
 // C(S) of a kernel from single-thread runs of one task of each size: kernel(S) runs one task,
@@ -143,5 +155,23 @@ void save_calibration(const std::filesystem::path &path, const Calibration &c);
 Calibration load_or_calibrate(const std::filesystem::path &path, int threads,
                               const std::function<Calibration(int threads)> &calibrate,
                               bool *rebuilt = nullptr, std::string *why = nullptr);
+
+// --- ksum's own methods ------------------------------------------------------------------------
+
+// The CPU direct sum (DirectOptions::cpu_block): targets per task for m targets and n sources on
+// `threads` threads (0: OpenMP's default), chosen by the model from the calibration cached for
+// this machine and thread count (`ksum tune` writes it: its loop overhead and the C(S) of kernel
+// "direct_cpu"); the model's tasks are the ⌈m / S⌉ target blocks of S · n pairs, all concurrent,
+// with Model::tail = 0.5.
+// Candidates: powers of two from 8 to m and ⌈m / (k T)⌉ for k = 1, 2, 4, …, 64. Without a usable
+// cache (or with KSUM_TASKSIZE=off in the environment) the fixed default kDirectCpuBlock. The
+// cache file is read once per process and thread count.
+inline constexpr std::int64_t kDirectCpuBlock = 32;
+// C(S) of the CPU direct sum (the cache's kernel "direct_cpu"): one task, a block of S targets
+// against 2048 sources (Laplace, 3D, double, one thread) for S = 8 … 4096; a unit is one pair.
+WorkCost measure_direct_cpu_cost(std::vector<std::string> *fallback = nullptr);
+std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads);
+// The same from a given calibration (no file), for benches and tests.
+std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration &c);
 
 } // namespace ksum::tasksize

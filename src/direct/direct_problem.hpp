@@ -28,7 +28,9 @@ using Progress = std::function<void(double)>;
 
 // out: m × out_cols(), column-major; overwritten.
 template <class T>
-void cpu_direct(const DirectProblem<T> &p, T *out, int threads, const Progress &progress);
+// block: targets per task (≥ 1).
+void cpu_direct(const DirectProblem<T> &p, T *out, int threads, const Progress &progress,
+                std::int64_t block);
 
 // The direct sum on arrays already in one GPU's memory (the Python bindings' path for CuPy and
 // PyTorch arrays, which never visit the host): p's pointers and `out` (m × out_cols(),

@@ -11,6 +11,7 @@
 #include <ksum/error.hpp>
 #include <ksum/fgt.hpp>
 #include <ksum/fmm2d.hpp>
+#include <ksum/tasksize.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -347,6 +348,10 @@ DirectSum<T>::DirectSum(DirectOptions options) : impl_(std::make_unique<Impl>())
     throw Error(
         ErrorCode::invalid_argument,
         fmt::format("fmm_order {} (expected 2 … 16, or 0: from the tolerance)", options.fmm_order));
+  if (options.cpu_block < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("cpu_block must be >= 0 (0: chosen by the task-size model), got {}",
+                            options.cpu_block));
   if (options.fmm_leaf_size < 0)
     throw Error(
         ErrorCode::invalid_argument,
@@ -424,8 +429,12 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   } else if (im.m > 0 && im.n > 0) {
     if (im.backend == Backend::cuda)
       im.cuda->execute(p, out.data(), im.opt.progress);
-    else
-      detail::cpu_direct(p, out.data(), im.opt.threads, im.opt.progress);
+    else {
+      im.stats.cpu_block = im.opt.cpu_block > 0
+                               ? im.opt.cpu_block
+                               : tasksize::direct_cpu_block(im.m, im.n, im.opt.threads);
+      detail::cpu_direct(p, out.data(), im.opt.threads, im.opt.progress, im.stats.cpu_block);
+    }
   }
   const std::int64_t size = out.rows() * out.cols();
   std::int64_t bad = size;

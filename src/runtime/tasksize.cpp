@@ -1,5 +1,6 @@
 // The task-size model of seed 004 Paper II (include/ksum/tasksize.hpp): the model's equations,
 // the calibration of O and C(S) on the running machine with OpenMP tasks, and the cache file.
+#include <ksum/direct.hpp>
 #include <ksum/error.hpp>
 #include <ksum/tasksize.hpp>
 
@@ -9,8 +10,12 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <omp.h>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -117,7 +122,14 @@ double predict_runtime(const Model &m, const Program &p, double size) {
     work += k.count * k.work;
   }
   const double c = work > 0 ? m.cost(size) : 0.0;
-  const double r = (m.overhead * tasks + c * work) / P;
+  double r = (m.overhead * tasks + c * work) / P;
+  if (m.tail > 0 && m.threads > 1) {
+    double largest = 0;
+    for (const TaskKind &k : p.kinds)
+      if (k.count > 0)
+        largest = std::max(largest, k.work);
+    r += m.tail * c * largest;
+  }
   if (!std::isfinite(r))
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("the predicted runtime at size {} is not finite ({} tasks, {} work "
@@ -171,10 +183,7 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
       {
         for (std::int64_t k = 0; k < tasks; ++k) {
 #pragma omp task firstprivate(k)
-          {
-            if (k < 0) // never: keeps the task from being empty to the optimiser
-              sink = k;
-          }
+          sink = k; // a volatile store: a task with an empty body may be elided by the compiler
         }
 #pragma omp taskwait
       }
@@ -192,13 +201,58 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
       without.push_back(t_region);
     }
   }
-  const double t = median(with) - median(without);
+  // Minima: interference from other processes only adds time, to either run.
+  const double t = *std::min_element(with.begin(), with.end()) -
+                   *std::min_element(without.begin(), without.end());
   const double o = t * std::min<double>(T, static_cast<double>(tasks)) / static_cast<double>(tasks);
   if (!positive_finite(o)) {
     if (why)
-      *why = fmt::format("task overhead: measured {} s per task (runs {:.3g} s with tasks, "
-                         "{:.3g} s without); using the default {} s",
-                         o, median(with), median(without), kDefaultOverhead);
+      *why = fmt::format("task overhead: measured {:.3g} s per task (fastest runs {:.3g} s with "
+                         "tasks, {:.3g} s without: a busy machine?); using the default {} s",
+                         o, *std::min_element(with.begin(), with.end()),
+                         *std::min_element(without.begin(), without.end()), kDefaultOverhead);
+    return kDefaultOverhead;
+  }
+  return o;
+}
+
+double measure_loop_overhead(int threads, std::int64_t chunks, int repeats, std::string *why) {
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  chunks = std::max<std::int64_t>(chunks, 100);
+  repeats = std::max(repeats, 3);
+  std::vector<double> with, without;
+  volatile std::int64_t sink = 0;
+  for (int r = 0; r <= repeats; ++r) {
+    auto t0 = Clock::now();
+#pragma omp parallel num_threads(T)
+    {
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t k = 0; k < chunks; ++k)
+        sink = k; // a volatile store, so that the loop is not elided
+    }
+    const double t_loop = seconds_since(t0);
+    t0 = Clock::now();
+#pragma omp parallel num_threads(T)
+    {
+#pragma omp single
+      sink = sink + 1;
+    }
+    const double t_region = seconds_since(t0);
+    if (r > 0) {
+      with.push_back(t_loop);
+      without.push_back(t_region);
+    }
+  }
+  // Minima: interference from other processes only adds time, to either run.
+  const double t = *std::min_element(with.begin(), with.end()) -
+                   *std::min_element(without.begin(), without.end());
+  const double o =
+      t * std::min<double>(T, static_cast<double>(chunks)) / static_cast<double>(chunks);
+  if (!positive_finite(o)) {
+    if (why)
+      *why = fmt::format("loop chunk overhead: measured {:.3g} s per chunk (a busy machine?); "
+                         "using the default {} s",
+                         o, kDefaultOverhead);
     return kDefaultOverhead;
   }
   return o;
@@ -298,8 +352,10 @@ nlohmann::json to_json(const Calibration &c) {
       pts.push_back({s, v});
     costs[name] = pts;
   }
-  return {{"machine", c.machine}, {"threads", c.threads},   {"overhead", c.overhead},
-          {"costs", costs},       {"fallback", c.fallback}, {"seconds", c.seconds}};
+  return {{"machine", c.machine},   {"threads", c.threads},
+          {"overhead", c.overhead}, {"loop_overhead", c.loop_overhead},
+          {"costs", costs},         {"fallback", c.fallback},
+          {"seconds", c.seconds}};
 }
 
 // The calibration in j, or false with *why: every field checked (a hand-edited or truncated file
@@ -324,6 +380,12 @@ bool from_json(const nlohmann::json &j, Calibration &c, std::string *why) {
   out.threads = j["threads"].get<int>();
   out.overhead = j["overhead"].get<double>();
   out.seconds = j.value("seconds", 0.0);
+  if (j.contains("loop_overhead")) {
+    if (!j["loop_overhead"].is_number() || !(j["loop_overhead"].get<double>() >= 0) ||
+        !std::isfinite(j["loop_overhead"].get<double>()))
+      return fail("its loop overhead is not a number ≥ 0");
+    out.loop_overhead = j["loop_overhead"].get<double>();
+  }
   if (j.contains("fallback") && j["fallback"].is_array())
     for (const auto &f : j["fallback"])
       if (f.is_string())
@@ -426,6 +488,87 @@ Calibration load_or_calibrate(const std::filesystem::path &path, int threads,
   if (rebuilt)
     *rebuilt = true;
   return c;
+}
+
+WorkCost measure_direct_cpu_cost(std::vector<std::string> *fallback) {
+  constexpr std::int64_t n = 2048;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Table<double> src(n, 3), w(n, 1);
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    src.data()[k] = u(rng);
+  for (std::int64_t k = 0; k < n; ++k)
+    w.data()[k] = u(rng);
+  std::map<std::int64_t, std::unique_ptr<DirectSum<double>>> plans;
+  auto plan = [&](std::int64_t s) -> DirectSum<double> & {
+    auto &p = plans[s];
+    if (!p) {
+      Table<double> tgt(s, 3);
+      for (std::int64_t k = 0; k < 3 * s; ++k)
+        tgt.data()[k] = u(rng);
+      DirectOptions o;
+      o.backend = Backend::cpu;
+      o.threads = 1;
+      o.cpu_block = s;
+      p = std::make_unique<DirectSum<double>>(o);
+      p->set_points(src, tgt);
+    }
+    return *p;
+  };
+  return measure_work_cost([&](double s) { (void)plan(static_cast<std::int64_t>(s)).execute(w); },
+                           [&](double s) { return s * static_cast<double>(n); },
+                           powers_of_two(8, 4096), 3, 2e-3, fallback, "direct_cpu");
+}
+
+std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration &c) {
+  const auto cost = c.costs.find("direct_cpu");
+  if (m <= 0 || n <= 0 || cost == c.costs.end() || cost->second.empty() ||
+      !positive_finite(c.loop_overhead))
+    return kDirectCpuBlock;
+  Model model;
+  model.overhead = c.loop_overhead;
+  model.threads = std::max(1, c.threads);
+  model.cost = cost->second;
+  model.parallelism = ParallelismModel::by_kind;
+  model.tail = 0.5;
+  std::vector<double> sizes = powers_of_two(8, std::max<double>(8, static_cast<double>(m)));
+  for (std::int64_t k = 1; k <= 64; k *= 2)
+    sizes.push_back(std::max<double>(
+        1, std::ceil(static_cast<double>(m) / static_cast<double>(k * model.threads))));
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const double nd = static_cast<double>(n), md = static_cast<double>(m);
+  const Curve curve = predict(
+      model,
+      [&](double s) {
+        const double blocks = std::ceil(md / s);
+        return Program{{TaskKind{blocks, s * nd, blocks}}, blocks};
+      },
+      sizes);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(curve.best_size));
+}
+
+std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads) {
+  if (const char *off = std::getenv("KSUM_TASKSIZE"); off && std::string(off) == "off")
+    return kDirectCpuBlock;
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  // The cache file is read once per process and thread count (a sum must not pay a file read).
+  static std::mutex mutex;
+  static std::map<int, std::optional<Calibration>> memo;
+  std::optional<Calibration> c;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = memo.find(T);
+    if (it == memo.end()) {
+      Calibration loaded;
+      std::optional<Calibration> v;
+      if (load_calibration(default_cache_path(), machine_description(), T, loaded))
+        v = std::move(loaded);
+      it = memo.emplace(T, std::move(v)).first;
+    }
+    c = it->second;
+  }
+  return c ? direct_cpu_block(m, n, *c) : kDirectCpuBlock;
 }
 
 } // namespace ksum::tasksize

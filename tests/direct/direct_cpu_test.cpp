@@ -6,6 +6,8 @@
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
 
+#include <random>
+
 namespace ksum::test {
 namespace {
 
@@ -203,3 +205,43 @@ TEST(CpuDirect, CoincidentTargetsOfSingularKernels) {
 
 } // namespace
 } // namespace ksum::test
+
+// The targets per task (DirectOptions::cpu_block, chosen by the task-size model when 0) change the
+// order of nothing: every target's sum runs over the same source chunks, so the results are the
+// same bits for any block size.
+TEST(DirectCpu, ResultsDoNotDependOnTheBlockSize) {
+  const std::int64_t m = 301, n = 257;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  ksum::Table<double> x(m, 3), y(n, 3), w(n, 2);
+  for (std::int64_t k = 0; k < m * 3; ++k)
+    x.data()[k] = u(rng);
+  for (std::int64_t k = 0; k < n * 3; ++k)
+    y.data()[k] = u(rng);
+  for (std::int64_t k = 0; k < n * 2; ++k)
+    w.data()[k] = u(rng);
+  ksum::Table<double> first;
+  for (std::int64_t block : {1, 7, 32, 100, 301, 1000, 0}) {
+    ksum::DirectOptions o;
+    o.kernel = ksum::Kernel::gaussian;
+    o.backend = ksum::Backend::cpu;
+    o.threads = 2;
+    o.gradient = true;
+    o.cpu_block = block;
+    ksum::DirectSum<double> s(o);
+    s.set_points(y, x); // sources y (n), targets x (m)
+    const ksum::Table<double> r = s.execute(w);
+    EXPECT_GT(s.stats().cpu_block, 0) << block;
+    if (first.rows() == 0) {
+      first = r;
+      continue;
+    }
+    ASSERT_EQ(r.rows(), first.rows());
+    ASSERT_EQ(r.cols(), first.cols());
+    for (std::int64_t k = 0; k < r.rows() * r.cols(); ++k)
+      ASSERT_EQ(r.data()[k], first.data()[k]) << "block " << block << " entry " << k;
+  }
+  ksum::DirectOptions bad;
+  bad.cpu_block = -1;
+  EXPECT_THROW(ksum::DirectSum<double>{bad}, ksum::Error);
+}

@@ -254,3 +254,41 @@ TEST(TaskSize, DefaultCachePathFollowsTheEnvironment) {
   else
     ::unsetenv("KSUM_CACHE_DIR");
 }
+
+// The tail extension: + tail · C · (the largest task's work) on T > 1 threads, nothing on one.
+TEST(TaskSize, TailTermOnAHandComputedCase) {
+  Model m;
+  m.overhead = 1e-6;
+  m.threads = 4;
+  m.cost = WorkCost(2e-9);
+  m.tail = 0.5;
+  const Program p = nbody(64, 8); // 8 diagonal tasks of 28 pairs, 28 off-diagonal of 64
+  const double base = (1e-6 * 36 + 2e-9 * (8.0 * 28 + 28.0 * 64)) / 4;
+  EXPECT_NEAR(predict_runtime(m, p, 8), base + 0.5 * 2e-9 * 64, 1e-15);
+  m.threads = 1;
+  EXPECT_NEAR(predict_runtime(m, p, 8), base * 4, 1e-15);
+}
+
+// The CPU direct sum's block size from a calibration: M = ⌈m / S⌉ blocks of S · n pairs, all
+// concurrent, with the tail term 0.5: R = O·M/T + C·m·n/T + C·S·n/2 for M ≥ T, smallest near
+// S = √(2 O m / (T C n)), and one block per thread when the overhead dominates.
+TEST(TaskSize, DirectCpuBlockFromACalibration) {
+  Calibration c;
+  c.threads = 4;
+  c.loop_overhead = 1e-7;
+  c.costs["direct_cpu"] = WorkCost(1e-9);
+  // √(2·1e-7·1000 / (4·1e-9·1000)) = 7.1: the candidates 8 (7.1e-6 s) and 4 (8.3e-6 s).
+  EXPECT_EQ(direct_cpu_block(1000, 1000, c), 8);
+  c.loop_overhead = 1e-1; // tasks cost more than their work: one block per thread
+  EXPECT_EQ(direct_cpu_block(1000, 1000, c), 250);
+  // C(S) that rises past 64 targets: the overhead-dominated choice stops below the rise.
+  WorkCost rising;
+  rising.add(64, 1e-9);
+  rising.add(128, 1e-6);
+  c.loop_overhead = 1e-4;
+  c.costs["direct_cpu"] = rising;
+  EXPECT_LE(direct_cpu_block(1000, 1000, c), 64);
+  // No kernel cost or no loop overhead: the fixed default.
+  Calibration empty;
+  EXPECT_EQ(direct_cpu_block(1000, 1000, empty), kDirectCpuBlock);
+}

@@ -14,7 +14,6 @@
 namespace ksum::detail {
 namespace {
 
-constexpr std::int64_t target_block = 32;
 constexpr std::int64_t source_chunk = 1024;
 
 // Σ_j w_j K(q_ij) over [j0, j1) for one target: the hot loop (one right-hand side, no gradient).
@@ -141,7 +140,8 @@ void sum_general(const K &kf, const DirectProblem<T> &p, const T *xi, const T *c
 }
 
 template <int D, class K, class T>
-void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Progress &progress) {
+void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Progress &progress,
+         std::int64_t target_block) {
   const std::int64_t n = p.n, m = p.m, d = p.d, ncols = p.out_cols();
   std::vector<const T *> ycols(static_cast<std::size_t>(d));
   for (std::int64_t k = 0; k < d; ++k)
@@ -166,6 +166,12 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
         std::fill(block_acc.begin(), block_acc.end(), T(0));
         for (std::int64_t j0 = 0; j0 < n; j0 += source_chunk) {
           const std::int64_t j1 = std::min(n, j0 + source_chunk);
+          // Thread 0 reports the finished blocks plus its own block's share, so that large
+          // blocks (one per thread) still show progress.
+          if (progress && omp_get_thread_num() == 0 && (j0 / source_chunk) % 16 == 0)
+            progress((static_cast<double>(done.load()) +
+                      static_cast<double>(j0) / static_cast<double>(n)) /
+                     static_cast<double>(nblocks));
           for (std::int64_t i = i0; i < i1; ++i) {
             for (std::int64_t k = 0; k < d; ++k)
               xi[k] = p.tgt[k * m + i];
@@ -185,9 +191,7 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
         for (std::int64_t i = i0; i < i1; ++i)
           for (std::int64_t c = 0; c < ncols; ++c)
             out[c * m + i] = block_acc[(i - i0) * ncols + c];
-        const std::int64_t finished = ++done;
-        if (progress && omp_get_thread_num() == 0)
-          progress(static_cast<double>(finished) / static_cast<double>(nblocks));
+        ++done;
       } catch (...) {
         errors.capture();
       }
@@ -201,22 +205,26 @@ void run(const K &kf, const DirectProblem<T> &p, T *out, int threads, const Prog
 } // namespace
 
 template <class T>
-void cpu_direct(const DirectProblem<T> &p, T *out, int threads, const Progress &progress) {
+void cpu_direct(const DirectProblem<T> &p, T *out, int threads, const Progress &progress,
+                std::int64_t block) {
   if (p.m == 0)
     return;
+  block = std::max<std::int64_t>(1, std::min(block, p.m));
   kdef::visit<T>(p.kernel, [&](auto kf) {
     if (p.d == 2)
-      run<2>(kf, p, out, threads, progress);
+      run<2>(kf, p, out, threads, progress, block);
     else if (p.d == 3)
-      run<3>(kf, p, out, threads, progress);
+      run<3>(kf, p, out, threads, progress, block);
     else if (p.d == 1)
-      run<1>(kf, p, out, threads, progress);
+      run<1>(kf, p, out, threads, progress, block);
     else
-      run<0>(kf, p, out, threads, progress);
+      run<0>(kf, p, out, threads, progress, block);
   });
 }
 
-template void cpu_direct<float>(const DirectProblem<float> &, float *, int, const Progress &);
-template void cpu_direct<double>(const DirectProblem<double> &, double *, int, const Progress &);
+template void cpu_direct<float>(const DirectProblem<float> &, float *, int, const Progress &,
+                                std::int64_t);
+template void cpu_direct<double>(const DirectProblem<double> &, double *, int, const Progress &,
+                                 std::int64_t);
 
 } // namespace ksum::detail

@@ -1,0 +1,169 @@
+// The task-size model inside ksum (issue 24 item 3): the CPU direct sum's targets per task as the
+// model chooses it (include/ksum/tasksize.hpp: direct_cpu_block, from a fresh calibration of the
+// loop-chunk overhead on T threads and of C(S) on one thread) against an exhaustive sweep of the
+// block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
+//   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--reps 3] [--json FILE]
+// Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the median of
+// --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
+// m, the old fixed 32, and the chosen one.
+#include "bench_common.hpp"
+
+#include <ksum/direct.hpp>
+#include <ksum/error.hpp>
+#include <ksum/tasksize.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ts = ksum::tasksize;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Args {
+  std::vector<int> threads;
+  std::int64_t m = 20000, n = 20000;
+  int reps = 3;
+  std::string json;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Args a;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string k = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc)
+          throw ksum::Error(ksum::ErrorCode::invalid_argument, fmt::format("{} needs a value", k));
+        return argv[++i];
+      };
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
+      if (k == "--threads") {
+        a.threads.clear();
+        for (const std::string &t : bench::split(value()))
+          a.threads.push_back(std::stoi(t));
+      } else if (k == "--m")
+        a.m = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--n")
+        a.n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--reps")
+        a.reps = std::max(1, std::stoi(value()));
+      else if (k == "--json")
+        a.json = value();
+      else
+        throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                          fmt::format("unknown option '{}' (see --help)", k));
+    }
+    if (a.m < 8 || a.n < 1)
+      throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                        fmt::format("--m {} --n {}: need m ≥ 8 and n ≥ 1", a.m, a.n));
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "tasksize_methods_bench: {}\n", e.what());
+    return 2;
+  }
+  if (a.threads.empty()) {
+    a.threads = {1, 2, omp_get_max_threads()};
+    std::sort(a.threads.begin(), a.threads.end());
+    a.threads.erase(std::unique(a.threads.begin(), a.threads.end()), a.threads.end());
+  }
+
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  ksum::Table<double> src(a.n, 3), tgt(a.m, 3), w(a.n, 1);
+  for (std::int64_t k = 0; k < 3 * a.n; ++k)
+    src.data()[k] = u(rng);
+  for (std::int64_t k = 0; k < 3 * a.m; ++k)
+    tgt.data()[k] = u(rng);
+  for (std::int64_t k = 0; k < a.n; ++k)
+    w.data()[k] = u(rng) - 0.5;
+
+  fmt::print("# tasksize_methods_bench: {}; Laplace 3D f64, m = {} targets, n = {} sources\n\n",
+             ts::machine_description(), a.m, a.n);
+  std::vector<std::string> fallback;
+  const ts::WorkCost cost = ts::measure_direct_cpu_cost(&fallback); // one thread: shared by all T
+  nlohmann::json out = {{"machine", ts::machine_description()}, {"m", a.m}, {"n", a.n}};
+  for (int T : a.threads) {
+    ts::Calibration c;
+    c.threads = T;
+    std::string why;
+    c.loop_overhead = ts::measure_loop_overhead(T, 20000, 7, &why);
+    c.costs["direct_cpu"] = cost;
+    const std::int64_t chosen = ts::direct_cpu_block(a.m, a.n, c);
+    std::vector<double> sizes = ts::powers_of_two(8, static_cast<double>(a.m));
+    sizes.push_back(static_cast<double>(ts::kDirectCpuBlock));
+    sizes.push_back(static_cast<double>(chosen));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    fmt::print("## {} thread{} (loop-chunk overhead {:.3g} µs{})\n\n", T, T == 1 ? "" : "s",
+               c.loop_overhead * 1e6, why.empty() ? "" : "; " + why);
+    fmt::print("| targets per task S | tasks | time [s] | / best |\n|---|---|---|---|\n");
+    std::vector<double> times;
+    for (double s : sizes) {
+      ksum::DirectOptions o;
+      o.backend = ksum::Backend::cpu;
+      o.threads = T;
+      o.cpu_block = static_cast<std::int64_t>(s);
+      ksum::DirectSum<double> plan(o);
+      plan.set_points(src, tgt);
+      (void)plan.execute(w); // warm-up
+      std::vector<double> ts_;
+      for (int r = 0; r < a.reps; ++r) {
+        const auto t0 = Clock::now();
+        (void)plan.execute(w);
+        ts_.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      times.push_back(median(ts_));
+    }
+    const double best = *std::min_element(times.begin(), times.end());
+    const auto best_at = sizes[static_cast<std::size_t>(
+        std::min_element(times.begin(), times.end()) - times.begin())];
+    double t_chosen = 0, t_default = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const auto s = static_cast<std::int64_t>(sizes[k]);
+      const std::string tag = s == chosen                ? " (chosen)"
+                              : s == ts::kDirectCpuBlock ? " (old default)"
+                                                         : "";
+      fmt::print("| {}{} | {} | {:.4g} | {:.3f} |\n", s, tag, (a.m + s - 1) / s, times[k],
+                 times[k] / best);
+      if (s == chosen)
+        t_chosen = times[k];
+      if (s == ts::kDirectCpuBlock)
+        t_default = times[k];
+      rows.push_back({{"size", s}, {"seconds", times[k]}});
+    }
+    const double ratio = t_chosen / best;
+    fmt::print("\nchosen S = {}: {:.3f}× the best measured (S = {}); goal ≤ 1.10: {}; the old "
+               "fixed S = 32: {:.3f}×\n\n",
+               chosen, ratio, static_cast<std::int64_t>(best_at), ratio <= 1.10 ? "met" : "MISSED",
+               t_default / best);
+    out["threads_" + std::to_string(T)] = {{"threads", T},
+                                           {"loop_overhead", c.loop_overhead},
+                                           {"chosen", chosen},
+                                           {"best_size", best_at},
+                                           {"chosen_over_best", ratio},
+                                           {"default_over_best", t_default / best},
+                                           {"sweep", rows}};
+  }
+  for (const std::string &f : fallback)
+    fmt::print("fallback: {}\n", f);
+  if (!a.json.empty())
+    std::ofstream(a.json) << out.dump(1) << "\n";
+  return 0;
+}
