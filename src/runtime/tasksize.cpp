@@ -466,6 +466,10 @@ void save_calibration(const std::filesystem::path &path, const Calibration &c) {
       throw Error(ErrorCode::io, fmt::format("{}: write failed", tmp.string()));
   }
   std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+  }
   if (ec)
     throw Error(ErrorCode::io, fmt::format("{}: cannot replace the task-size cache: {}",
                                            path.string(), ec.message()));
