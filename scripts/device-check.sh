@@ -41,6 +41,9 @@
 #          the paper's A0 = I set-up at n = 4096; f64 and f32; sizes past a time budget skipped);
 #          bench ≤ 150 s (n from 1024: at 37f4f54 the small sizes and SVSM on the GPU used the
 #          time (c) needed); one archive bsm.tar.gz
+#   tasksize  the task-size model (seed 004 Paper II): its tests, the paper's problems over block
+#          size vs the three models on 1, 2 and all threads (tasksize_bench), the CPU direct sum's
+#          chosen block vs an exhaustive sweep (tasksize_methods_bench), ksum tune --plot; ≤ 8 min
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -494,6 +497,34 @@ if want bsm; then
     echo "- bsm section: $(( $(date +%s) - t_bsm )) s"
   } >> "$summary"
   tar -C "$OUT" -czf "$OUT/bsm.tar.gz" bsm && rm -rf "$OUT/bsm"
+fi
+
+if want tasksize; then
+  mkdir -p "$OUT/tasksize"
+  t_ts=$(date +%s)
+  # Each run gets its own cache (the image's home is not ours to write).
+  export KSUM_CACHE_DIR="$OUT/tasksize/cache"
+  if [[ -f $build/CTestTestfile.cmake ]]; then
+    timeout 120 ctest --test-dir $build -R "TaskSize|Tasksize|tasksize|TuneCli|DirectCpu" -j 4 \
+      --output-on-failure > "$OUT/tasksize/tests.log" 2>&1 || rc=1
+  fi
+  timeout 200 $build/bench/tasksize_bench --threads 1,2,$jobs --time-limit 180 \
+    --json "$OUT/tasksize/tasksize_bench.json" --png-prefix "$OUT/tasksize/" \
+    > "$OUT/tasksize/tasksize_bench.md" 2>&1 || rc=1
+  timeout 150 $build/bench/tasksize_methods_bench --threads 1,2,$jobs --m 100000 --n 20000 \
+    --json "$OUT/tasksize/tasksize_methods_bench.json" > "$OUT/tasksize/tasksize_methods_bench.md" \
+    2>&1 || rc=1
+  timeout 120 $build/apps/ksum/ksum tune --plot "$OUT/tasksize/tune.png" \
+    > "$OUT/tasksize/tune.txt" 2>&1 || rc=1
+  { echo; echo "task-size tests: $(grep -E 'tests passed|tests failed' "$OUT/tasksize/tests.log" 2>/dev/null | tail -n1)"
+    echo; grep -E '^(#|measured best|basic|variable|full)' "$OUT/tasksize/tasksize_bench.md" ||
+      tail -n 5 "$OUT/tasksize/tasksize_bench.md"
+    echo; grep -E '^(#|chosen S)' "$OUT/tasksize/tasksize_methods_bench.md" ||
+      tail -n 5 "$OUT/tasksize/tasksize_methods_bench.md"
+    echo; sed -n '1,40p' "$OUT/tasksize/tune.txt"
+    echo "- tasksize section: $(( $(date +%s) - t_ts )) s"
+  } >> "$summary"
+  tar -C "$OUT" -czf "$OUT/tasksize.tar.gz" tasksize && rm -rf "$OUT/tasksize"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"
