@@ -144,10 +144,11 @@ public:
   // the old one, refined while a step halves the residual. Holding K⁻¹ costs one getrf + getri
   // (about 3 set_data's) and 2 (N + terms)² doubles. centre_update says when:
   //  - automatic: the update when centre_update_pays(N, m), i.e. 2m ≤ N/16, where
-  //    bench/rbf_update_bench measured it 1.3–12 times faster than a refit (N = 500 … 4000, 2
-  //    cores; the crossover lies at 2m ≈ N/10 … N/8; docs/bsm.md, "Using it inside ksum"); the
-  //    first such call forms K⁻¹ (refitting the moved set that way: it has paid for itself
-  //    after 3–6 moves), later ones update; a larger move refits by dsysv and drops K⁻¹;
+  //    bench/rbf_update_bench measured it 2.5–13 times faster than a refit (N = 500 … 4000, 2
+  //    cores; the crossover lies at 2m ≈ N/5.5 for N = 500 … N/10 for N = 4000; docs/bsm.md,
+  //    "Using it inside ksum"); the first such call forms K⁻¹ (refitting the moved set that
+  //    way: it has paid for itself after 3–5 moves), later ones update; a larger move refits by
+  //    dsysv and drops K⁻¹;
   //  - update: always the update (the first call forms K⁻¹); refit: always a refit.
   // An update that breaks down (InverseUpdate: the capacitance matrix I + YᵀK⁻¹X nearly
   // singular) or leaves a relative residual above max(100 r0, 1e-12), r0 that of the LU solve
