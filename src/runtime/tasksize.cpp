@@ -169,93 +169,82 @@ std::vector<double> powers_of_two(double lo, double hi) {
 
 // --- calibration -------------------------------------------------------------------------------
 
-double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::string *why) {
+namespace {
+
+volatile std::int64_t g_sink = 0; // the stores that keep the measured regions from being elided
+
+// The overhead per item of `region(T, items)` (a parallel region running `items` empty items) on
+// T threads: (fastest region − fastest empty region) · min(T, items) / items over `repeats` runs
+// after a warm-up (interference from other processes only adds time, to either run), or the
+// default with *why set when that is not positive.
+template <class Region>
+double per_item_overhead(int threads, std::int64_t items, int repeats, const char *what,
+                         Region region, std::string *why) {
   const int T = threads > 0 ? threads : omp_get_max_threads();
-  tasks = std::max<std::int64_t>(tasks, 100);
+  items = std::max<std::int64_t>(items, 100);
   repeats = std::max(repeats, 3);
-  std::vector<double> with, without;
-  volatile std::int64_t sink = 0;
-  for (int r = 0; r <= repeats; ++r) { // run 0 warms the team up
+  double with = INFINITY, without = INFINITY;
+  for (int r = 0; r <= repeats; ++r) {
     auto t0 = Clock::now();
-#pragma omp parallel num_threads(T)
-    {
-#pragma omp single
-      {
-        for (std::int64_t k = 0; k < tasks; ++k) {
-#pragma omp task firstprivate(k)
-          sink = k; // a volatile store: a task with an empty body may be elided by the compiler
-        }
-#pragma omp taskwait
-      }
-    }
-    const double t_tasks = seconds_since(t0);
+    region(T, items);
+    const double t_items = seconds_since(t0);
     t0 = Clock::now();
 #pragma omp parallel num_threads(T)
     {
 #pragma omp single
-      sink = sink + 1;
+      g_sink = g_sink + 1;
     }
     const double t_region = seconds_since(t0);
     if (r > 0) {
-      with.push_back(t_tasks);
-      without.push_back(t_region);
+      with = std::min(with, t_items);
+      without = std::min(without, t_region);
     }
   }
-  // Minima: interference from other processes only adds time, to either run.
-  const double t = *std::min_element(with.begin(), with.end()) -
-                   *std::min_element(without.begin(), without.end());
-  const double o = t * std::min<double>(T, static_cast<double>(tasks)) / static_cast<double>(tasks);
+  const double o = (with - without) * std::min<double>(T, static_cast<double>(items)) /
+                   static_cast<double>(items);
   if (!positive_finite(o)) {
     if (why)
-      *why = fmt::format("task overhead: measured {:.3g} s per task (fastest runs {:.3g} s with "
-                         "tasks, {:.3g} s without: a busy machine?); using the default {} s",
-                         o, *std::min_element(with.begin(), with.end()),
-                         *std::min_element(without.begin(), without.end()), kDefaultOverhead);
+      *why = fmt::format("{}: measured {:.3g} s each (fastest runs {:.3g} s with them, {:.3g} s "
+                         "without: a busy machine?); using the default {} s",
+                         what, o, with, without, kDefaultOverhead);
     return kDefaultOverhead;
   }
   return o;
 }
 
-double measure_loop_overhead(int threads, std::int64_t chunks, int repeats, std::string *why) {
-  const int T = threads > 0 ? threads : omp_get_max_threads();
-  chunks = std::max<std::int64_t>(chunks, 100);
-  repeats = std::max(repeats, 3);
-  std::vector<double> with, without;
-  volatile std::int64_t sink = 0;
-  for (int r = 0; r <= repeats; ++r) {
-    auto t0 = Clock::now();
+} // namespace
+
+double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::string *why) {
+  return per_item_overhead(
+      threads, tasks, repeats, "task overhead",
+      [](int T, std::int64_t n) {
 #pragma omp parallel num_threads(T)
-    {
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t k = 0; k < chunks; ++k)
-        sink = k; // a volatile store, so that the loop is not elided
-    }
-    const double t_loop = seconds_since(t0);
-    t0 = Clock::now();
-#pragma omp parallel num_threads(T)
-    {
+        {
 #pragma omp single
-      sink = sink + 1;
-    }
-    const double t_region = seconds_since(t0);
-    if (r > 0) {
-      with.push_back(t_loop);
-      without.push_back(t_region);
-    }
-  }
-  // Minima: interference from other processes only adds time, to either run.
-  const double t = *std::min_element(with.begin(), with.end()) -
-                   *std::min_element(without.begin(), without.end());
-  const double o =
-      t * std::min<double>(T, static_cast<double>(chunks)) / static_cast<double>(chunks);
-  if (!positive_finite(o)) {
-    if (why)
-      *why = fmt::format("loop chunk overhead: measured {:.3g} s per chunk (a busy machine?); "
-                         "using the default {} s",
-                         o, kDefaultOverhead);
-    return kDefaultOverhead;
-  }
-  return o;
+          {
+            for (std::int64_t k = 0; k < n; ++k) {
+#pragma omp task firstprivate(k)
+              g_sink = k; // a volatile store: a task with an empty body may be elided
+            }
+#pragma omp taskwait
+          }
+        }
+      },
+      why);
+}
+
+double measure_loop_overhead(int threads, std::int64_t chunks, int repeats, std::string *why) {
+  return per_item_overhead(
+      threads, chunks, repeats, "loop chunk overhead",
+      [](int T, std::int64_t n) {
+#pragma omp parallel num_threads(T)
+        {
+#pragma omp for schedule(dynamic, 1)
+          for (std::int64_t k = 0; k < n; ++k)
+            g_sink = k; // a volatile store, so that the loop is not elided
+        }
+      },
+      why);
 }
 
 WorkCost measure_work_cost(const std::function<void(double)> &kernel,
