@@ -77,10 +77,14 @@ int main(int argc, char **argv) {
     fmt::print(stderr, "tasksize_methods_bench: {}\n", e.what());
     return 2;
   }
-  if (a.threads.empty()) {
+  if (a.threads.empty())
     a.threads = {1, 2, omp_get_max_threads()};
-    std::sort(a.threads.begin(), a.threads.end());
-    a.threads.erase(std::unique(a.threads.begin(), a.threads.end()), a.threads.end());
+  std::sort(a.threads.begin(), a.threads.end());
+  a.threads.erase(std::unique(a.threads.begin(), a.threads.end()), a.threads.end());
+  if (a.threads.front() < 1) {
+    fmt::print(stderr, "tasksize_methods_bench: --threads {}: each must be ≥ 1\n",
+               a.threads.front());
+    return 2;
   }
 
   std::mt19937_64 rng(5);

@@ -43,7 +43,7 @@
 #          time (c) needed); one archive bsm.tar.gz
 #   tasksize  the task-size model (seed 004 Paper II): its tests, the paper's problems over block
 #          size vs the three models on 1, 2 and all threads (tasksize_bench), the CPU direct sum's
-#          chosen block vs an exhaustive sweep (tasksize_methods_bench), ksum tune --plot; ≤ 8 min
+#          chosen block vs an exhaustive sweep (tasksize_methods_bench), ksum tune --plot; ≤ 10 min
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -486,7 +486,7 @@ if want bsm; then
   # Budget: 4 s per measurement (a size whose n³-scaled prediction exceeds it is skipped); no new
   # measurement after 125 s (the tables of what was measured are still written), cut at 150 s.
   timeout 180 $build/bench/bsm_bench --sizes 1024,2048,4096,8192,16384 --budget 6 --time-limit 150 \
-    --reps 2 --block-n 4096 --update-sizes 2048,4096,8192 --ranks 1,8,64 --paper-n 4096 \
+    --reps 3 --block-n 4096 --update-sizes 2048,4096,8192 --ranks 1,8,64 --paper-n 4096 \
     --json "$OUT/bsm/bsm_bench.json" \
     --png "$OUT/bsm/time_vs_n.png" > "$OUT/bsm/bsm_bench.md" 2>&1 || rc=1
   { echo; echo "BSM tests (ctest -R \"Bsm|bsm\"): $(grep -E 'tests passed|tests failed' "$OUT/bsm/tests.log" | tail -n1)"
@@ -502,19 +502,19 @@ fi
 if want tasksize; then
   mkdir -p "$OUT/tasksize"
   t_ts=$(date +%s)
-  # Each run gets its own cache (the image's home is not ours to write).
-  export KSUM_CACHE_DIR="$OUT/tasksize/cache"
+  # Each run gets its own cache (the image's home is not ours to write); set for this section only.
+  ts_cache="$OUT/tasksize/cache"
   if [[ -f $build/CTestTestfile.cmake ]]; then
-    timeout 120 ctest --test-dir $build -R "TaskSize|Tasksize|tasksize|TuneCli|DirectCpu" -j 4 \
+    KSUM_CACHE_DIR="$ts_cache" timeout 120 ctest --test-dir $build -R "TaskSize|Tasksize|tasksize|TuneCli|DirectCpu" -j 4 \
       --output-on-failure > "$OUT/tasksize/tests.log" 2>&1 || rc=1
   fi
-  timeout 200 $build/bench/tasksize_bench --threads 1,2,$jobs --time-limit 180 \
+  KSUM_CACHE_DIR="$ts_cache" timeout 200 $build/bench/tasksize_bench --threads 1,2,$jobs --time-limit 180 \
     --json "$OUT/tasksize/tasksize_bench.json" --png-prefix "$OUT/tasksize/" \
     > "$OUT/tasksize/tasksize_bench.md" 2>&1 || rc=1
-  timeout 150 $build/bench/tasksize_methods_bench --threads 1,2,$jobs --m 100000 --n 20000 \
+  KSUM_CACHE_DIR="$ts_cache" timeout 150 $build/bench/tasksize_methods_bench --threads 1,2,$jobs --m 100000 --n 20000 \
     --json "$OUT/tasksize/tasksize_methods_bench.json" > "$OUT/tasksize/tasksize_methods_bench.md" \
     2>&1 || rc=1
-  timeout 120 $build/apps/ksum/ksum tune --plot "$OUT/tasksize/tune.png" \
+  KSUM_CACHE_DIR="$ts_cache" timeout 120 $build/apps/ksum/ksum tune --plot "$OUT/tasksize/tune.png" \
     > "$OUT/tasksize/tune.txt" 2>&1 || rc=1
   { echo; echo "task-size tests: $(grep -E 'tests passed|tests failed' "$OUT/tasksize/tests.log" 2>/dev/null | tail -n1)"
     echo; grep -E '^(#|measured best|basic|variable|full)' "$OUT/tasksize/tasksize_bench.md" ||

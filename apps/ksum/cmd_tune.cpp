@@ -126,10 +126,17 @@ void run_tune(const TuneArgs &a) {
   ts::Calibration c;
   auto fresh = [&](int t) { return calibrate(t, kinds, a.n); };
   if (a.recalibrate) {
+    // Measured again; the kernels of other problems already in the cache are kept.
+    ts::Calibration old;
+    const bool had = ts::load_calibration(cache, ts::machine_description(), threads, old);
     c = fresh(threads);
     c.machine = ts::machine_description();
     c.threads = threads;
-    ts::save_calibration(cache, c);
+    if (had)
+      for (const auto &[name, w] : old.costs)
+        c.costs.emplace(name, w);
+    if (!ts::overhead_fell_back(c))
+      ts::save_calibration(cache, c);
     why = "--recalibrate";
   } else {
     c = ts::load_or_calibrate(cache, threads, fresh, &rebuilt, &why);
@@ -141,7 +148,8 @@ void run_tune(const TuneArgs &a) {
     if (!c.costs.count("direct_cpu") || !(c.loop_overhead > 0)) {
       c.loop_overhead = ts::measure_loop_overhead(threads);
       c.costs["direct_cpu"] = ts::measure_direct_cpu_cost(&c.fallback);
-      ts::save_calibration(cache, c);
+      if (!ts::overhead_fell_back(c))
+        ts::save_calibration(cache, c);
       rebuilt = true;
     }
     if (!missing.empty()) {
@@ -149,14 +157,18 @@ void run_tune(const TuneArgs &a) {
       for (const auto &[name, w] : more.costs)
         c.costs[name] = w;
       c.fallback.insert(c.fallback.end(), more.fallback.begin(), more.fallback.end());
-      ts::save_calibration(cache, c);
+      if (!ts::overhead_fell_back(c))
+        ts::save_calibration(cache, c);
       rebuilt = true;
     }
   }
   fmt::print("machine      {}\n", c.machine);
   fmt::print("threads      {}\n", c.threads);
   fmt::print("cache        {} ({})\n", cache.string(),
-             rebuilt ? fmt::format("calibrated now{}", why.empty() ? "" : ": " + why)
+             rebuilt ? fmt::format("calibrated now{}{}", why.empty() ? "" : ": " + why,
+                                   ts::overhead_fell_back(c)
+                                       ? "; not written: an overhead fell back to its default"
+                                       : "")
                      : "read from the cache; --recalibrate measures again");
   if (rebuilt)
     fmt::print("calibration  {:.2f} s\n", c.seconds);
@@ -251,6 +263,9 @@ void register_tune(CLI::App &app) {
       "overhead O and the work-unit cost C(S) of each kernel, cached per machine and thread "
       "count; print them and the block size the model chooses for each test problem.\n"
       "  R(S) = (O M(S) + C(S) sum_k W_k(S) M_k(S)) / P(T, M)\n"
+      "The cache also sets how the CPU direct sum (ksum sum, DirectSum) splits its targets into "
+      "tasks on this machine; KSUM_TASKSIZE=off in the environment keeps its fixed default. A "
+      "calibration whose overhead could not be measured (a busy machine) is used but not cached.\n"
       "Example: ksum tune --threads 2 --plot tune.png");
   sub->add_option("--threads", a->threads, "Threads T (default: OpenMP's, all cores)")
       ->check(CLI::Range(1, 4096));

@@ -150,6 +150,10 @@ bool load_calibration(const std::filesystem::path &path, const std::string &mach
 // replaced). Creates the directory. Error io on failure.
 void save_calibration(const std::filesystem::path &path, const Calibration &c);
 
+// Whether the task or loop overhead of `c` is a fallback default (Calibration::fallback says so):
+// such a calibration is used, but not written to the cache.
+bool overhead_fell_back(const Calibration &c);
+
 // The calibration from the cache, or a fresh one (measured by `calibrate`) written back. *rebuilt
 // tells which, *why why the cache was not used.
 Calibration load_or_calibrate(const std::filesystem::path &path, int threads,

@@ -430,9 +430,10 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
     if (im.backend == Backend::cuda)
       im.cuda->execute(p, out.data(), im.opt.progress);
     else {
-      im.stats.cpu_block = im.opt.cpu_block > 0
-                               ? im.opt.cpu_block
-                               : tasksize::direct_cpu_block(im.m, im.n, im.opt.threads);
+      im.stats.cpu_block = std::clamp<std::int64_t>(
+          im.opt.cpu_block > 0 ? im.opt.cpu_block
+                               : tasksize::direct_cpu_block(im.m, im.n, im.opt.threads),
+          1, im.m);
       detail::cpu_direct(p, out.data(), im.opt.threads, im.opt.progress, im.stats.cpu_block);
     }
   }

@@ -19,6 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 namespace ksum::tasksize {
 
 namespace {
@@ -329,6 +333,9 @@ std::filesystem::path default_cache_path() {
 
 namespace {
 
+// The cache entries' format; an entry of another version is rebuilt.
+constexpr std::int64_t kCacheVersion = 1;
+
 std::string cache_key(const std::string &machine, int threads) {
   return fmt::format("{} | threads {}", machine, threads);
 }
@@ -341,15 +348,32 @@ nlohmann::json to_json(const Calibration &c) {
       pts.push_back({s, v});
     costs[name] = pts;
   }
-  return {{"machine", c.machine},   {"threads", c.threads},
-          {"overhead", c.overhead}, {"loop_overhead", c.loop_overhead},
-          {"costs", costs},         {"fallback", c.fallback},
+  return {{"version", kCacheVersion},
+          {"machine", c.machine},
+          {"threads", c.threads},
+          {"overhead", c.overhead},
+          {"loop_overhead", c.loop_overhead},
+          {"costs", costs},
+          {"fallback", c.fallback},
           {"seconds", c.seconds}};
 }
 
 // The calibration in j, or false with *why: every field checked (a hand-edited or truncated file
 // must not reach the model).
+bool from_json_checked(const nlohmann::json &j, Calibration &c, std::string *why);
+
+// Any JSON exception a malformed entry raises is a corrupt entry, never an error of the caller.
 bool from_json(const nlohmann::json &j, Calibration &c, std::string *why) {
+  try {
+    return from_json_checked(j, c, why);
+  } catch (const nlohmann::json::exception &e) {
+    if (why)
+      *why = fmt::format("a malformed field ({})", e.what());
+    return false;
+  }
+}
+
+bool from_json_checked(const nlohmann::json &j, Calibration &c, std::string *why) {
   auto fail = [&](const std::string &w) {
     if (why)
       *why = w;
@@ -357,18 +381,26 @@ bool from_json(const nlohmann::json &j, Calibration &c, std::string *why) {
   };
   if (!j.is_object())
     return fail("the entry is not an object");
+  if (!j.contains("version") || !j["version"].is_number_integer() ||
+      j["version"].get<std::int64_t>() != kCacheVersion)
+    return fail(fmt::format("it is not of this version's format ({})", kCacheVersion));
   if (!j.contains("overhead") || !j["overhead"].is_number() ||
       !positive_finite(j["overhead"].get<double>()))
     return fail("its task overhead is missing or not a positive number");
-  if (!j.contains("threads") || !j["threads"].is_number_integer() || j["threads"].get<int>() < 1)
-    return fail("its thread count is missing or < 1");
+  if (!j.contains("threads") || !j["threads"].is_number_integer() ||
+      j["threads"].get<std::int64_t>() < 1 || j["threads"].get<std::int64_t>() > 1 << 20)
+    return fail("its thread count is missing or outside 1 … 2^20");
   if (!j.contains("costs") || !j["costs"].is_object())
     return fail("its work unit costs are missing");
+  if (j.contains("machine") && !j["machine"].is_string())
+    return fail("its machine is not a string");
+  if (j.contains("seconds") && !j["seconds"].is_number())
+    return fail("its calibration time is not a number");
   Calibration out;
-  out.machine = j.value("machine", std::string());
-  out.threads = j["threads"].get<int>();
+  out.machine = j.contains("machine") ? j["machine"].get<std::string>() : std::string();
+  out.threads = static_cast<int>(j["threads"].get<std::int64_t>());
   out.overhead = j["overhead"].get<double>();
-  out.seconds = j.value("seconds", 0.0);
+  out.seconds = j.contains("seconds") ? j["seconds"].get<double>() : 0.0;
   if (j.contains("loop_overhead")) {
     if (!j["loop_overhead"].is_number() || !(j["loop_overhead"].get<double>() >= 0) ||
         !std::isfinite(j["loop_overhead"].get<double>()))
@@ -435,33 +467,76 @@ bool load_calibration(const std::filesystem::path &path, const std::string &mach
   return true;
 }
 
+namespace {
+
+// An advisory lock on `path`.lock for the cache's read-modify-write (two processes calibrating at
+// once must not lose each other's entries); released by the destructor.
+class CacheLock {
+public:
+  explicit CacheLock(const std::filesystem::path &path) {
+    const std::string name = path.string() + ".lock";
+    fd_ = ::open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~CacheLock() {
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
+  }
+  CacheLock(const CacheLock &) = delete;
+  CacheLock &operator=(const CacheLock &) = delete;
+
+private:
+  int fd_ = -1;
+};
+
+} // namespace
+
 void save_calibration(const std::filesystem::path &path, const Calibration &c) {
+  std::error_code ec;
+  if (path.has_parent_path())
+    std::filesystem::create_directories(path.parent_path(), ec);
+  const CacheLock lock(path);
   nlohmann::json j;
   if (!read_file(path, j, nullptr))
     j = nlohmann::json::object();
   j[cache_key(c.machine, c.threads)] = to_json(c);
-  std::error_code ec;
-  if (path.has_parent_path())
-    std::filesystem::create_directories(path.parent_path(), ec);
-  // Write a neighbour and rename it over the file, so that a crash never leaves half a cache.
-  const std::filesystem::path tmp = path.string() + ".tmp";
+  // Write a neighbour of a name no other process uses and rename it over the file, so that a
+  // crash never leaves half a cache.
+  std::random_device rd;
+  const std::filesystem::path tmp =
+      fmt::format("{}.{}.{:08x}.tmp", path.string(), ::getpid(), rd());
   {
     std::ofstream out(tmp);
     if (!out)
       throw Error(ErrorCode::io, fmt::format("{}: cannot write the task-size cache{}", tmp.string(),
                                              ec ? ": " + ec.message() : ""));
     out << j.dump(1) << "\n";
-    if (!out)
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
       throw Error(ErrorCode::io, fmt::format("{}: write failed", tmp.string()));
+    }
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-  }
-  if (ec)
     throw Error(ErrorCode::io, fmt::format("{}: cannot replace the task-size cache: {}",
                                            path.string(), ec.message()));
+  }
+}
+
+bool overhead_fell_back(const Calibration &c) {
+  for (const std::string &f : c.fallback)
+    if (f.find("overhead") != std::string::npos)
+      return true;
+  return false;
 }
 
 Calibration load_or_calibrate(const std::filesystem::path &path, int threads,
@@ -476,6 +551,12 @@ Calibration load_or_calibrate(const std::filesystem::path &path, int threads,
   }
   c = calibrate(T);
   c.machine = machine_description();
+  c.threads = T;
+  if (overhead_fell_back(c)) { // a default is not a measurement: used now, not cached
+    if (rebuilt)
+      *rebuilt = true;
+    return c;
+  }
   c.threads = T;
   save_calibration(path, c);
   if (rebuilt)
@@ -524,12 +605,21 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration 
   model.cost = cost->second;
   model.parallelism = ParallelismModel::by_kind;
   model.tail = 0.5;
-  std::vector<double> sizes = powers_of_two(8, std::max<double>(8, static_cast<double>(m)));
+  // Up to the largest calibrated size: past it C(S) is only extrapolated (and a block of S targets
+  // holds S result rows per thread).
+  const auto &pts = cost->second.points();
+  const double largest =
+      std::min(static_cast<double>(m), pts.size() > 1 ? std::max(8.0, pts.back().first) : INFINITY);
+  std::vector<double> sizes = powers_of_two(8, std::max(8.0, largest));
   for (std::int64_t k = 1; k <= 64; k *= 2)
     sizes.push_back(std::max<double>(
         1, std::ceil(static_cast<double>(m) / static_cast<double>(k * model.threads))));
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](double v) { return v > largest; }),
+              sizes.end());
+  if (sizes.empty())
+    sizes.push_back(largest);
   const double nd = static_cast<double>(n), md = static_cast<double>(m);
   const Curve curve = predict(
       model,
@@ -545,21 +635,26 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads) {
   if (const char *off = std::getenv("KSUM_TASKSIZE"); off && std::string(off) == "off")
     return kDirectCpuBlock;
   const int T = threads > 0 ? threads : omp_get_max_threads();
-  // The cache file is read once per process and thread count (a sum must not pay a file read).
+  // A cache that was read is kept per (file, thread count) for the process (a sum must not pay a
+  // file read); a missing or unusable one is looked for again on the next call, so that a
+  // `ksum tune` run meanwhile takes effect.
   static std::mutex mutex;
-  static std::map<int, std::optional<Calibration>> memo;
-  std::optional<Calibration> c;
+  static std::map<std::pair<std::string, int>, std::shared_ptr<const Calibration>> memo;
+  const std::filesystem::path path = default_cache_path();
+  const auto key = std::make_pair(path.string(), T);
+  std::shared_ptr<const Calibration> c;
   {
     const std::lock_guard<std::mutex> lock(mutex);
-    auto it = memo.find(T);
-    if (it == memo.end()) {
-      Calibration loaded;
-      std::optional<Calibration> v;
-      if (load_calibration(default_cache_path(), machine_description(), T, loaded))
-        v = std::move(loaded);
-      it = memo.emplace(T, std::move(v)).first;
-    }
-    c = it->second;
+    if (const auto it = memo.find(key); it != memo.end())
+      c = it->second;
+  }
+  if (!c) {
+    Calibration loaded;
+    if (!load_calibration(path, machine_description(), T, loaded))
+      return kDirectCpuBlock;
+    c = std::make_shared<const Calibration>(std::move(loaded));
+    const std::lock_guard<std::mutex> lock(mutex);
+    memo.emplace(key, c);
   }
   return c ? direct_cpu_block(m, n, *c) : kDirectCpuBlock;
 }

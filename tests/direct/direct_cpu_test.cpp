@@ -210,7 +210,9 @@ TEST(CpuDirect, CoincidentTargetsOfSingularKernels) {
 // order of nothing: every target's sum runs over the same source chunks, so the results are the
 // same bits for any block size.
 TEST(DirectCpu, ResultsDoNotDependOnTheBlockSize) {
-  const std::int64_t m = 301, n = 257;
+  // n > 1024: several source chunks per target; the fused path (one right-hand side, no
+  // gradient), the general one, and the self sum (targets = sources, j = i split out).
+  const std::int64_t m = 301, n = 2500;
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> u(-1, 1);
   ksum::Table<double> x(m, 3), y(n, 3), w(n, 2);
@@ -240,6 +242,33 @@ TEST(DirectCpu, ResultsDoNotDependOnTheBlockSize) {
     ASSERT_EQ(r.cols(), first.cols());
     for (std::int64_t k = 0; k < r.rows() * r.cols(); ++k)
       ASSERT_EQ(r.data()[k], first.data()[k]) << "block " << block << " entry " << k;
+  }
+  // Fused path and self sum, the same bits for every block.
+  for (const bool self : {false, true}) {
+    ksum::Table<double> ref;
+    for (std::int64_t block : {1, 13, 64, 5000, 0}) {
+      ksum::DirectOptions o;
+      o.backend = ksum::Backend::cpu;
+      o.threads = 2;
+      o.cpu_block = block;
+      ksum::DirectSum<double> s(o);
+      ksum::Table<double> w1(n, 1);
+      for (std::int64_t k = 0; k < n; ++k)
+        w1.data()[k] = w.data()[k];
+      if (self)
+        s.set_points(y);
+      else
+        s.set_points(y, x);
+      const ksum::Table<double> r = s.execute(w1);
+      EXPECT_LE(s.stats().cpu_block, self ? n : m) << block;
+      if (ref.rows() == 0) {
+        ref = r;
+        continue;
+      }
+      for (std::int64_t k = 0; k < r.rows(); ++k)
+        ASSERT_EQ(r.data()[k], ref.data()[k])
+            << "self " << self << " block " << block << " row " << k;
+    }
   }
   ksum::DirectOptions bad;
   bad.cpu_block = -1;

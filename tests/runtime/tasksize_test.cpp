@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <thread>
 
 using namespace ksum;
 using namespace ksum::tasksize;
@@ -235,13 +236,75 @@ TEST(TaskSize, CacheIsWrittenReadAndRebuiltWhenMissingOrCorrupt) {
   EXPECT_NE(why.find("corrupt"), std::string::npos) << why;
   EXPECT_EQ(calls, 3);
   // A valid JSON file with a bad entry (a zero overhead): rebuilt, the reason names it.
-  std::ofstream(file) << R"({")" << machine_description()
-                      << R"( | threads 3": {"threads": 3, "overhead": 0, "costs": {}}})";
+  std::ofstream(file)
+      << R"({")" << machine_description()
+      << R"( | threads 3": {"version": 1, "threads": 3, "overhead": 0, "costs": {}}})";
   load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
   EXPECT_TRUE(rebuilt);
   EXPECT_NE(why.find("overhead"), std::string::npos) << why;
   Calibration c;
   EXPECT_TRUE(load_calibration(file, machine_description(), 3, c, &why)) << why;
+}
+
+TEST(TaskSize, MalformedEntriesAndOtherVersionsAreRebuiltNotThrown) {
+  TempDir dir;
+  const auto file = dir.path / "tasksize.json";
+  const std::string key = machine_description() + " | threads 2";
+  auto calibrate = [](int t) { return fake_calibration(t); };
+  bool rebuilt = false;
+  std::string why;
+  for (const char *entry :
+       {R"({"version": 1, "machine": 5, "threads": 2, "overhead": 1e-6, "costs": {}})",
+        R"({"version": 1, "threads": 2, "overhead": 1e-6, "seconds": "x", "costs": {}})",
+        R"({"version": 1, "threads": 99999999999, "overhead": 1e-6, "costs": {}})",
+        R"({"version": 0, "threads": 2, "overhead": 1e-6, "costs": {}})",
+        R"({"threads": 2, "overhead": 1e-6, "costs": {"k": [[1, "a"]]}})"}) {
+    std::ofstream(file) << "{\"" << key << "\": " << entry << "}";
+    Calibration c;
+    EXPECT_FALSE(load_calibration(file, machine_description(), 2, c, &why)) << entry;
+    EXPECT_NO_THROW(load_or_calibrate(file, 2, calibrate, &rebuilt, &why)) << entry;
+    EXPECT_TRUE(rebuilt) << entry;
+    EXPECT_TRUE(load_calibration(file, machine_description(), 2, c, &why)) << why;
+  }
+}
+
+TEST(TaskSize, ConcurrentWritersKeepEveryEntry) {
+  TempDir dir;
+  const auto file = dir.path / "tasksize.json";
+  auto writer = [&](int first) {
+    for (int t = first; t < first + 40; ++t) {
+      Calibration c = fake_calibration(t);
+      c.machine.assign(1, 'm'); // (not = "m": a GCC 12 -Wrestrict false positive)
+      save_calibration(file, c);
+    }
+  };
+  std::thread a(writer, 1), b(writer, 101);
+  a.join();
+  b.join();
+  for (int t : {1, 40, 101, 140}) {
+    Calibration c;
+    std::string why;
+    EXPECT_TRUE(load_calibration(file, "m", t, c, &why)) << t << ": " << why;
+  }
+  int leftovers = 0;
+  for (const auto &e : std::filesystem::directory_iterator(dir.path))
+    leftovers += e.path().extension() == ".tmp";
+  EXPECT_EQ(leftovers, 0);
+}
+
+TEST(TaskSize, AnOverheadFallbackIsNotCached) {
+  TempDir dir;
+  const auto file = dir.path / "tasksize.json";
+  auto calibrate = [](int t) {
+    Calibration c = fake_calibration(t);
+    c.fallback.push_back("task overhead: measured -1e-07 s each; using the default 1e-06 s");
+    return c;
+  };
+  bool rebuilt = false;
+  const Calibration c = load_or_calibrate(file, 2, calibrate, &rebuilt);
+  EXPECT_TRUE(rebuilt);
+  EXPECT_TRUE(overhead_fell_back(c));
+  EXPECT_FALSE(std::filesystem::exists(file));
 }
 
 TEST(TaskSize, DefaultCachePathFollowsTheEnvironment) {
@@ -288,6 +351,18 @@ TEST(TaskSize, DirectCpuBlockFromACalibration) {
   c.loop_overhead = 1e-4;
   c.costs["direct_cpu"] = rising;
   EXPECT_LE(direct_cpu_block(1000, 1000, c), 64);
+  // Never past the largest calibrated size (C(S) is only extrapolated there): one thread and a
+  // tiny overhead would otherwise take all m targets in one block.
+  Calibration one;
+  one.threads = 1;
+  one.loop_overhead = 1e-7;
+  WorkCost small;
+  small.add(8, 1e-9);
+  small.add(64, 1e-9);
+  one.costs["direct_cpu"] = small;
+  EXPECT_LE(direct_cpu_block(1000000, 1000, one), 64);
+  EXPECT_GE(direct_cpu_block(1000000, 1000, one), 8);
+  EXPECT_LE(direct_cpu_block(5, 1000, one), 5);
   // No kernel cost or no loop overhead: the fixed default.
   Calibration empty;
   EXPECT_EQ(direct_cpu_block(1000, 1000, empty), kDirectCpuBlock);
