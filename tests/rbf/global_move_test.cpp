@@ -399,7 +399,9 @@ TEST(GlobalMove, IllConditionedSystemsStayAccurate) {
       const Move mv = random_move(x, 2, 0.05, 1, 70 + step);
       rbf.move_centres(mv.index, mv.points, &mv.values);
       apply_move(mv, true, x, f);
-      EXPECT_LE(rbf.stats().residual_rel, 1e-8) << step;
+      // The update is kept while its residual is within 100 × an LU solve's (≈ 1e-10 here, more
+      // in the sanitizer build's code): 1e-7 bounds it with κ u ≈ 1e-6 to spare.
+      EXPECT_LE(rbf.stats().residual_rel, 1e-7) << step;
     }
     const auto &st = rbf.stats();
     EXPECT_EQ(st.moves, 6);
