@@ -48,23 +48,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::int64_t default_n(tp::Kind k) {
-  switch (k) {
-  case tp::Kind::matmul_few_loops:
-    return 512;
-  case tp::Kind::matmul_few_blas:
-  case tp::Kind::matmul_many_blas:
-    return 1024;
-  case tp::Kind::nbody_light:
-    return 8192;
-  case tp::Kind::nbody_heavy:
-    return 4096;
-  case tp::Kind::cholesky:
-    return 1536;
-  }
-  return 1024;
-}
-
 struct Args {
   std::vector<tp::Kind> problems = tp::all_kinds();
   std::vector<int> threads;
@@ -187,7 +170,9 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (tp::Kind kind : a.problems) {
     const std::string pname(tp::name(kind));
-    const std::int64_t n = a.n.count(kind) ? a.n[kind] : a.all_n > 0 ? a.all_n : default_n(kind);
+    const std::int64_t n = a.n.count(kind) ? a.n[kind]
+                           : a.all_n > 0   ? a.all_n
+                                           : tp::default_n(kind);
     json pj = {{"problem", pname}, {"n", n}};
     try {
       const std::vector<std::int64_t> sizes = block_sizes(std::min(a.s_min, n), n);

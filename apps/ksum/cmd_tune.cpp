@@ -40,24 +40,6 @@ std::vector<double> candidate_sizes(tp::Kind k, std::int64_t n) {
   return ts::powers_of_two(lo, std::max(lo, static_cast<double>(n) / 2));
 }
 
-// The problem sizes the model is shown for (and --plot measures): a few seconds of work on two
-// cores, less than a second on sixteen.
-std::int64_t default_n(tp::Kind k) {
-  switch (k) {
-  case tp::Kind::matmul_few_loops:
-    return 768;
-  case tp::Kind::matmul_few_blas:
-  case tp::Kind::matmul_many_blas:
-  case tp::Kind::cholesky:
-    return 2048;
-  case tp::Kind::nbody_light:
-    return 16384;
-  case tp::Kind::nbody_heavy:
-    return 6144;
-  }
-  return 1024;
-}
-
 std::vector<tp::Kind> selected(const TuneArgs &a) {
   if (a.problems.empty())
     return tp::all_kinds();
@@ -89,7 +71,7 @@ ts::Calibration calibrate(int threads, const std::vector<tp::Kind> &kinds, std::
   ProgressLine progress("calibrating");
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const tp::Kind k = kinds[i];
-    const std::int64_t nk = n > 0 ? n : default_n(k);
+    const std::int64_t nk = n > 0 ? n : tp::default_n(k);
     std::vector<double> sizes = candidate_sizes(k, nk);
     const double cap = k == tp::Kind::nbody_light || k == tp::Kind::nbody_heavy ? 2048 : 512;
     sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](double s) { return s > cap; }),
@@ -194,7 +176,7 @@ void run_tune(const TuneArgs &a) {
              c.threads);
   fmt::print("| problem | n | chosen S | predicted s | tasks at S |\n|---|---|---|---|---|\n");
   for (tp::Kind k : kinds) {
-    const std::int64_t n = a.n > 0 ? a.n : default_n(k);
+    const std::int64_t n = a.n > 0 ? a.n : tp::default_n(k);
     const ts::Model m = model_of(c, std::string(tp::name(k)));
     const ts::Curve curve = ts::predict(
         m, [&](double s) { return tp::describe(k, n, s); }, candidate_sizes(k, n));
@@ -220,7 +202,7 @@ void run_tune(const TuneArgs &a) {
   ProgressLine progress("measuring");
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const tp::Kind k = kinds[i];
-    const std::int64_t n = a.n > 0 ? a.n : default_n(k);
+    const std::int64_t n = a.n > 0 ? a.n : tp::default_n(k);
     const ts::Model m = model_of(c, std::string(tp::name(k)));
     const auto sizes = candidate_sizes(k, n);
     const ts::Curve curve = ts::predict(

@@ -541,6 +541,23 @@ Kind parse_kind(std::string_view s) {
 //                           step on average (steps K = 0 … B − 1 have B − 1 − K trsm and syrk and
 //                           (B − 1 − K)(B − 2 − K)/2 gemm tasks, potrf one): (B − 1)/2 for trsm
 //                           and syrk, (B − 1)(B − 2)/6 for gemm, 1 for potrf.
+std::int64_t default_n(Kind k) {
+  switch (k) {
+  case Kind::matmul_few_loops:
+    return 512;
+  case Kind::matmul_few_blas:
+  case Kind::matmul_many_blas:
+    return 1024;
+  case Kind::nbody_light:
+    return 8192;
+  case Kind::nbody_heavy:
+    return 4096;
+  case Kind::cholesky:
+    return 1536;
+  }
+  return 1024;
+}
+
 Program describe(Kind k, std::int64_t n, double s) {
   check_sizes(n, s);
   const double B = std::ceil(static_cast<double>(n) / s);

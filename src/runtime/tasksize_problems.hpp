@@ -27,6 +27,11 @@ const std::vector<Kind> &all_kinds();
 std::string_view name(Kind k);     // "matmul_few_loops", …
 Kind parse_kind(std::string_view); // Error(invalid_argument) naming the accepted names
 
+// The problem size the benchmark and `ksum tune --plot` use by default: a sweep of block sizes
+// takes seconds on two cores (matmul loops 512, BLAS matmuls 1024, N-body 8192 / 4096 (heavy),
+// Cholesky 1536).
+std::int64_t default_n(Kind k);
+
 // The paper's description at problem size n and block size s: task kinds with their counts M_k,
 // work units W_k and concurrencies (see the .cpp for each problem's formulas), and the basic
 // model's P. B = ⌈n / s⌉.
