@@ -62,7 +62,9 @@ struct Args {
   std::vector<int> precisions{32, 64};
   double budget = 3, sim_budget = 10, phi = 0.05;
   int reps = 3, threads = 0;
+  int batch = 0; // translate() trials per GPU batch; 0: the engine's choice
   bool sim = true;
+  bool cpu = true; // --gpu-only: the CPU series are left out
   std::string json, png;
 };
 
@@ -222,7 +224,7 @@ struct Bench {
     const double nd = static_cast<double>(n), unique = nd * (nd - 1) / 2;
     const int all = a.threads > 0 ? a.threads : max_threads();
     const auto engine = [&](Backend b, int threads) {
-      Engine<T> e({.potential = potential(), .cell = m.cell, .backend = b, .threads = threads});
+      Engine<T> e({.potential = potential(), .cell = m.cell, .backend = b, .threads = threads, .batch = a.batch});
       e.set_system(s);
       return e;
     };
@@ -248,19 +250,19 @@ struct Bench {
           static_cast<double>(tp.count));
     };
 
-    if (!skip("cpu1_total", prec, n, a.budget)) {
+    if (a.cpu && !skip("cpu1_total", prec, n, a.budget)) {
       auto e = engine(Backend::cpu, 1);
       record("cpu1_total", prec, n, unique, [&] { e.total(); });
     }
-    if (!skip("cpu_total", prec, n, a.budget)) {
+    if (a.cpu && !skip("cpu_total", prec, n, a.budget)) {
       auto e = engine(Backend::cpu, all);
       record("cpu_total", prec, n, unique, [&] { e.total(); });
     }
-    {
+    if (a.cpu) {
       auto e = engine(Backend::cpu, all);
       translate_series(e, "cpu_translate");
     }
-    if (!skip("cpu_direct", prec, n, a.budget))
+    if (a.cpu && !skip("cpu_direct", prec, n, a.budget))
       direct<T>(s, Backend::cpu, all, "cpu_direct");
     if (!gpu)
       return;
@@ -625,6 +627,10 @@ int main(int argc, char **argv) {
         a.threads = std::stoi(next());
       else if (s == "--no-sim")
         a.sim = false;
+      else if (s == "--batch")
+        a.batch = std::stoi(next());
+      else if (s == "--gpu-only")
+        a.cpu = false;
       else if (s == "--json")
         a.json = next();
       else if (s == "--png")
@@ -635,7 +641,7 @@ int main(int argc, char **argv) {
       fmt::print(stderr,
                  "mc_bench: {}\nusage: mc_bench [--max-n 1e6] [--sizes 1e3,3e3,...] "
                  "[--precision f32,f64] [--budget S] [--sim-budget S] [--phi 0.05] [--reps R] "
-                 "[--threads T] [--no-sim] [--json FILE] [--png FILE]\n",
+                 "[--threads T] [--batch B] [--no-sim] [--gpu-only] [--json FILE] [--png FILE]\n",
                  e.what());
       return 2;
     }

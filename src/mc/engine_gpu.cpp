@@ -17,8 +17,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 namespace ksum::mc::detail {
@@ -37,11 +39,14 @@ constexpr std::int64_t kMaxWindow = std::int64_t(1) << 18;
 constexpr int kMaxGroup = 1024;
 
 // The batch size chosen from N: the batch stops early where a particle comes back after an
-// accepted move (expected after ~√(πN / 2a) trials at acceptance a), so B ≈ √N keeps the work
-// thrown away small (~8 % at a = 0.5) while a batch still has √N·N pairs to fill the GPU.
+// accepted move (expected after ~√(πN / 2a) trials at acceptance a), so B ~ 1.6·√N keeps the work
+// thrown away moderate while a batch still has enough pairs to fill the GPU; past 512 the accept
+// kernel's 32-trial chunks (~4 µs each) cost more than the larger batch saves. Measured on the
+// H200 (bench/results/2026-11-26-h200-mc-accept): B = 512 was the best of 128 … 1024 at
+// N = 10^5, 3·10^5 and 10^6.
 int auto_batch(std::int64_t n) {
-  const auto b = static_cast<int>(std::sqrt(static_cast<double>(n)));
-  return std::clamp((b + 15) / 16 * 16, 32, kMaxBatch);
+  const auto b = static_cast<int>(1.6 * std::sqrt(static_cast<double>(n)));
+  return std::clamp((b + 15) / 16 * 16, 32, 512);
 }
 
 template <std::floating_point T> class GpuEngineImpl final : public GpuEngine<T> {
@@ -70,11 +75,30 @@ public:
     fast_ = pp_.kappa == T(0) && (pp_.short_range == 0 || pp_.short_range == 1) && !pp_.periodic;
     result_.reserve(1, dev_);
     state_.reserve(1, dev_);
+    // KSUM_MC_PROFILE=1: translate() times its two kernels with events, waiting for each batch
+    // (so the wall time is not the unprofiled one), and the totals are printed at destruction.
+    if (const char *e = std::getenv("KSUM_MC_PROFILE"); e && *e && std::string_view(e) != "0") {
+      profile_ = true;
+      for (auto &ev : events_)
+        cuda_check(cudaEventCreate(&ev), dev_, "cudaEventCreate");
+    }
   }
 
   ~GpuEngineImpl() override {
     cudaSetDevice(dev_);
     cudaStreamSynchronize(stream_);
+    if (profile_) {
+      if (prof_batches_ > 0)
+        fmt::print(stderr,
+                   "ksum mc profile (GPU {}, N = {}, batch {}): {} batches, {} trials; ΔU + "
+                   "corrections kernel {:.3f} ms ({:.1f} us/batch), accept kernel {:.3f} ms ({:.1f} "
+                   "us/batch)\n",
+                   dev_, n_, batch_, prof_batches_, prof_trials_, prof_ms_[0],
+                   1e3 * prof_ms_[0] / prof_batches_, prof_ms_[1],
+                   1e3 * prof_ms_[1] / prof_batches_);
+      for (auto ev : events_)
+        cudaEventDestroy(ev);
+    }
     cudaFreeHost(host_result_);
     cudaFreeHost(host_records_);
     cudaStreamDestroy(stream_);
@@ -271,7 +295,21 @@ public:
                  dev_, "cudaMemcpyAsync of the chain state");
       for (int k = 0; k < group; ++k) {
         a.record = k;
-        check(launch_batch(a, stream_), "the Monte Carlo batch kernels");
+        if (!profile_) {
+          check(launch_batch(a, stream_), "the Monte Carlo batch kernels");
+          continue;
+        }
+        cuda_check(cudaEventRecord(events_[0], stream_), dev_, "cudaEventRecord");
+        check(launch_batch(a, stream_, events_[1]), "the Monte Carlo batch kernels");
+        cuda_check(cudaEventRecord(events_[2], stream_), dev_, "cudaEventRecord");
+        cuda_check(cudaEventSynchronize(events_[2]), dev_, "cudaEventSynchronize");
+        for (int i = 0; i < 2; ++i) {
+          float ms = 0;
+          cuda_check(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), dev_,
+                     "cudaEventElapsedTime");
+          prof_ms_[i] += ms;
+        }
+        ++prof_batches_;
       }
       cuda_check(cudaMemcpyAsync(host_records_, records_.ptr, sizeof(GpuBatchRecord) * group,
                                  cudaMemcpyDeviceToHost, stream_),
@@ -294,6 +332,7 @@ public:
                                 "move {}",
                                 dev_, group, t0));
       res.launches += batches;
+      prof_trials_ += processed;
       done += processed;
       per_batch = std::max(1.0, static_cast<double>(processed) / static_cast<double>(batches));
     }
@@ -447,6 +486,10 @@ private:
   }
 
   int dev_ = 0, sms_ = 1, batch_opt_ = 0, batch_ = 32;
+  bool profile_ = false; // KSUM_MC_PROFILE
+  cudaEvent_t events_[3] = {};
+  double prof_ms_[2] = {};
+  std::int64_t prof_batches_ = 0, prof_trials_ = 0;
   PairParams<T> pp_;
   bool fast_ = false, uniform_ = false;
   T contact2_ = 0;

@@ -132,8 +132,10 @@ const char *launch_draws(std::uint64_t seed, std::uint64_t t0, std::int64_t n,
                          const std::int32_t *movable, std::int64_t n_movable, const double *step,
                          double max_step, GpuDraw *out, void *stream);
 // One batch: the ΔU and pair-correction kernel, then the sequential accept kernel, which applies
-// the accepted moves, advances state->t_next and writes records[record].
-template <class T> const char *launch_batch(const GpuBatchArgs<T> &a, void *stream);
+// the accepted moves, advances state->t_next and writes records[record]. mid_event (a cudaEvent_t,
+// or null) is recorded between the two launches (KSUM_MC_PROFILE's per-kernel times).
+template <class T>
+const char *launch_batch(const GpuBatchArgs<T> &a, void *stream, void *mid_event = nullptr);
 // Resident blocks per multiprocessor of the batch's ΔU kernel in the variant `a` selects (its
 // fast and uniform flags), for sizing its grid in whole waves.
 template <class T> int batch_blocks_per_sm(const GpuBatchArgs<T> &a);
