@@ -2,14 +2,18 @@
 // model chooses it (include/ksum/tasksize.hpp: direct_cpu_block, from a fresh calibration of the
 // loop-chunk overhead on T threads and of C(S) on one thread) against an exhaustive sweep of the
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
-//   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--reps 3] [--json FILE]
+//   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
+//                          [--pum-m 200000] [--reps 3] [--json FILE]
+// (--pum-n 0 leaves the PUM evaluation sweep out.)
 // Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the median of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
 #include "bench_common.hpp"
 
+#include <ksum/datasets.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/pum.hpp>
 #include <ksum/tasksize.hpp>
 
 #include <algorithm>
@@ -31,6 +35,7 @@ namespace {
 struct Args {
   std::vector<int> threads;
   std::int64_t m = 20000, n = 20000;
+  std::int64_t pum_n = 20000, pum_m = 200000; // PUM evaluation: data points, evaluation points
   int reps = 3;
   std::string json;
 };
@@ -38,6 +43,85 @@ struct Args {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+
+// PUM evaluation (PumOptions::eval_chunk): the points per task that evaluate() chooses (0: the
+// model, from the cost of the first 64 points and the cached loop overhead, or kDefaultOverhead
+// without a cache) against a sweep of fixed chunks; Matérn C4 (eps 10) on Halton points in 2D,
+// the evaluation points a second Halton set. The chosen run's time includes its one-thread prefix.
+nlohmann::json pum_eval_sweep(const Args &a) {
+  const auto x = ksum::datasets::halton(a.pum_n, 2);
+  ksum::Table<double> f(a.pum_n, 1);
+  for (std::int64_t i = 0; i < a.pum_n; ++i)
+    f(i, 0) = ksum::datasets::franke(x(i, 0), x(i, 1));
+  auto y = ksum::datasets::halton(a.pum_m + 1000, 2);
+  ksum::Table<double> g(a.pum_m, 2);
+  for (std::int64_t i = 0; i < a.pum_m; ++i)
+    for (int k = 0; k < 2; ++k)
+      g(i, k) = 0.01 + 0.98 * y(i + 1000, k); // inside the data's box
+  fmt::print("## PUM evaluation: {} data points, {} evaluation points (2D, Matérn C4)\n\n",
+             a.pum_n, a.pum_m);
+  nlohmann::json out = nlohmann::json::object();
+  for (int T : a.threads) {
+    const auto timed = [&](std::int64_t chunk, std::int64_t *used) {
+      ksum::PumInterpolant p({.kernel = ksum::Kernel::matern4,
+                              .eps = 10.0,
+                              .threads = T,
+                              .eval_chunk = chunk,
+                              .backend = ksum::Backend::cpu});
+      p.set_data(x, f);
+      (void)p.evaluate(g); // warm-up
+      std::vector<double> t;
+      for (int r = 0; r < a.reps; ++r) {
+        const auto t0 = Clock::now();
+        (void)p.evaluate(g);
+        t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      if (used)
+        *used = p.last_eval_chunk();
+      return median(t);
+    };
+    std::int64_t chosen = 0;
+    const double t_model = timed(0, &chosen);
+    std::vector<double> sizes = ts::powers_of_two(1, static_cast<double>(a.pum_m));
+    sizes.push_back(256); // the old fixed chunk
+    sizes.push_back(static_cast<double>(chosen));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    fmt::print("### {} thread{}\n\n| points per task S | time [s] | / best |\n|---|---|---|\n", T,
+               T == 1 ? "" : "s");
+    std::vector<double> times;
+    for (double s : sizes)
+      times.push_back(timed(static_cast<std::int64_t>(s), nullptr));
+    const auto it = std::min_element(times.begin(), times.end());
+    const double best = std::min(*it, t_model);
+    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
+    double t_default = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const auto s = static_cast<std::int64_t>(sizes[k]);
+      fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
+                 s == chosen ? " (the model's size, fixed)" : s == 256 ? " (old default)" : "",
+                 times[k], times[k] / best);
+      if (s == 256)
+        t_default = times[k];
+      rows.push_back({{"size", s}, {"seconds", times[k]}});
+    }
+    const double ratio = t_model / best;
+    fmt::print("\nevaluate() with eval_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
+               "(S = {}); goal ≤ 1.10: {}; the old fixed S = 256: {:.3f}×\n\n",
+               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
+               t_default / best);
+    out["threads_" + std::to_string(T)] = {{"threads", T},
+                                           {"chosen", chosen},
+                                           {"chosen_seconds", t_model},
+                                           {"best_size", best_at},
+                                           {"chosen_over_best", ratio},
+                                           {"default_over_best", t_default / best},
+                                           {"sweep", rows}};
+  }
+  return out;
 }
 
 } // namespace
@@ -62,6 +146,10 @@ int main(int argc, char **argv) {
         a.m = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--n")
         a.n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--pum-n")
+        a.pum_n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--pum-m")
+        a.pum_m = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--reps")
         a.reps = std::max(1, std::stoi(value()));
       else if (k == "--json")
@@ -165,6 +253,8 @@ int main(int argc, char **argv) {
                                            {"default_over_best", t_default / best},
                                            {"sweep", rows}};
   }
+  if (a.pum_n > 0 && a.pum_m > 0)
+    out["pum_eval"] = pum_eval_sweep(a);
   for (const std::string &f : fallback)
     fmt::print("fallback: {}\n", f);
   if (!a.json.empty())

@@ -38,6 +38,10 @@ struct PumOptions {
   bool merge_duplicates = false; // average the values of repeated points instead of an error
   bool extrapolate = false; // evaluate outside the data's box (nearest patches) instead of error
   int threads = 0;          // 0: OpenMP's default
+  // Evaluation points per task of evaluate() on the CPU (an OpenMP schedule(dynamic, S) loop);
+  // 0: chosen by the task-size model (include/ksum/tasksize.hpp, dynamic_chunk) from the measured
+  // cost of the first points, which are evaluated on one thread first. Results do not depend on it.
+  std::int64_t eval_chunk = 0;
   // Called now and then from the calling thread with the fraction done of the current phase (the
   // local fits in set_data, then the points in evaluate).
   std::function<void(double)> progress{};
@@ -73,6 +77,9 @@ public:
 
   const PumStats &stats() const;
   const PumOptions &options() const;
+  // Points per task of the last evaluate() that ran on the CPU (options().eval_chunk or the
+  // model's choice); 0 before one has.
+  std::int64_t last_eval_chunk() const;
   // Replaces options().progress (e.g. one progress line for the fits, another for evaluation).
   void set_progress(std::function<void(double)> progress);
 

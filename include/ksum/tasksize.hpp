@@ -178,4 +178,17 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads);
 // The same from a given calibration (no file), for benches and tests.
 std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration &c);
 
+// A loop of `items` independent items costing about `seconds_per_item` each, run as an OpenMP
+// schedule(dynamic, S) loop on `threads` threads (0: OpenMP's default): the S the model chooses
+// (the basic model with the calibrated loop-chunk overhead O of the cache for this machine and
+// thread count, constant C = seconds_per_item, every chunk concurrent, Model::tail = 0.5; the
+// candidates are powers of two from 1 to items and ⌈items / (k T)⌉ for k = 1, 2, 4, …, 64). Without
+// a cache O is kDefaultOverhead; with KSUM_TASKSIZE=off in the environment, or a cost that is not
+// positive and finite, `fallback`. Used by the PUM evaluation (PumOptions::eval_chunk).
+std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
+                           std::int64_t fallback);
+// The same from a given loop overhead (seconds per chunk), for benches and tests.
+std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
+                           double loop_overhead);
+
 } // namespace ksum::tasksize

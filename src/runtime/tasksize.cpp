@@ -631,32 +631,76 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration 
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(curve.best_size));
 }
 
-std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads) {
-  if (const char *off = std::getenv("KSUM_TASKSIZE"); off && std::string(off) == "off")
-    return kDirectCpuBlock;
-  const int T = threads > 0 ? threads : omp_get_max_threads();
-  // A cache that was read is kept per (file, thread count) for the process (a sum must not pay a
-  // file read); a missing or unusable one is looked for again on the next call, so that a
-  // `ksum tune` run meanwhile takes effect.
+namespace {
+
+bool tasksize_off() {
+  const char *off = std::getenv("KSUM_TASKSIZE");
+  return off && std::string(off) == "off";
+}
+
+// The calibration cached for this machine and T threads, or null. A cache that was read is kept
+// per (file, thread count) for the process (a sum must not pay a file read); a missing or unusable
+// one is looked for again on the next call, so that a `ksum tune` run meanwhile takes effect.
+std::shared_ptr<const Calibration> cached_calibration(int T) {
   static std::mutex mutex;
   static std::map<std::pair<std::string, int>, std::shared_ptr<const Calibration>> memo;
   const std::filesystem::path path = default_cache_path();
   const auto key = std::make_pair(path.string(), T);
-  std::shared_ptr<const Calibration> c;
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = memo.find(key); it != memo.end())
-      c = it->second;
+      return it->second;
   }
-  if (!c) {
-    Calibration loaded;
-    if (!load_calibration(path, machine_description(), T, loaded))
-      return kDirectCpuBlock;
-    c = std::make_shared<const Calibration>(std::move(loaded));
-    const std::lock_guard<std::mutex> lock(mutex);
-    memo.emplace(key, c);
-  }
+  Calibration loaded;
+  if (!load_calibration(path, machine_description(), T, loaded))
+    return nullptr;
+  auto c = std::make_shared<const Calibration>(std::move(loaded));
+  const std::lock_guard<std::mutex> lock(mutex);
+  memo.emplace(key, c);
+  return c;
+}
+
+} // namespace
+
+std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads) {
+  if (tasksize_off())
+    return kDirectCpuBlock;
+  const auto c = cached_calibration(threads > 0 ? threads : omp_get_max_threads());
   return c ? direct_cpu_block(m, n, *c) : kDirectCpuBlock;
+}
+
+std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
+                           double loop_overhead) {
+  if (items <= 1)
+    return 1;
+  Model model{loop_overhead, std::max(1, threads), WorkCost(seconds_per_item)};
+  model.parallelism = ParallelismModel::by_kind;
+  model.tail = 0.5;
+  const double nd = static_cast<double>(items);
+  std::vector<double> sizes = powers_of_two(1, nd);
+  for (std::int64_t k = 1; k <= 64; k *= 2)
+    sizes.push_back(std::max(1.0, std::ceil(nd / static_cast<double>(k * model.threads))));
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const Curve curve = predict(
+      model,
+      [&](double s) {
+        const double chunks = std::ceil(nd / s);
+        return Program{{TaskKind{chunks, s, chunks}}, chunks};
+      },
+      sizes);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(curve.best_size), 1, items);
+}
+
+std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
+                           std::int64_t fallback) {
+  if (tasksize_off() || !positive_finite(seconds_per_item))
+    return fallback;
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  const auto c = cached_calibration(T);
+  const double o =
+      c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
+  return dynamic_chunk(items, seconds_per_item, T, o);
 }
 
 } // namespace ksum::tasksize

@@ -131,6 +131,38 @@ TEST(Pum, InterpolatesTheDataAndConvergesOnFranke) {
   EXPECT_LT(previous, 2e-6); // measured 4.2e-7 at N = 16641, eps = 10
 }
 
+TEST(Pum, EvaluationDoesNotDependOnThePointsPerTask) {
+  const auto x = datasets::halton(4225, 2);
+  const auto f = franke_values(x);
+  const auto g = interior_grid(60);
+  Table<double> ref;
+  for (std::int64_t chunk : {std::int64_t(256), std::int64_t(0), std::int64_t(1), std::int64_t(7),
+                             std::int64_t(100000)}) {
+    PumInterpolant p({.kernel = Kernel::matern4,
+                      .eps = 10.0,
+                      .threads = 2,
+                      .eval_chunk = chunk,
+                      .backend = Backend::cpu});
+    p.set_data(x, f);
+    const auto u = p.evaluate(g);
+    EXPECT_GE(p.last_eval_chunk(), 1) << chunk;
+    if (chunk > 0)
+      EXPECT_EQ(p.last_eval_chunk(), chunk);
+    if (ref.rows() == 0) {
+      ref = u;
+      continue;
+    }
+    for (std::int64_t i = 0; i < g.rows(); ++i)
+      ASSERT_EQ(u(i, 0), ref(i, 0)) << "point " << i << ", eval_chunk " << chunk;
+  }
+  expect_error(
+      [&] {
+        PumInterpolant p({.eval_chunk = -1, .backend = Backend::cpu});
+        p.set_data(x, f);
+      },
+      ErrorCode::invalid_argument, "eval_chunk");
+}
+
 TEST(Pum, LoocvIsCloseToTheBestFixedShape) {
   const auto x = datasets::halton(4225, 2);
   const auto f = franke_values(x);

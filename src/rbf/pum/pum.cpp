@@ -11,6 +11,7 @@
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
 #include <ksum/pum.hpp>
+#include <ksum/tasksize.hpp>
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -78,6 +79,9 @@ struct Patch {
 
 } // namespace
 
+// evaluate()'s points per task on the CPU where the task-size model is off (KSUM_TASKSIZE=off).
+constexpr std::int64_t kPumEvalChunk = 256;
+
 struct PumInterpolant::Impl {
   PumOptions opt;
   PumStats stats;
@@ -97,6 +101,7 @@ struct PumInterpolant::Impl {
   detail::PumGpuFit *gpu_fit = nullptr; // gpu, when the fit ran on the GPU
   bool host_ready = true;               // the patch arrays above are on the host
   std::mutex lazy;                      // guards gpu and the host copy made on demand
+  std::atomic<std::int64_t> last_eval_chunk{0}; // points per task of the last CPU evaluate()
 
   // The GPU engine for this fit (a CPU fit uploads its patch arrays once).
   detail::PumGpu &gpu_engine();
@@ -163,6 +168,10 @@ void PumInterpolant::Impl::validate(const Table<double> &points,
   if (opt.min_patch_points < 0 || opt.loocv_iterations < 1 || opt.threads < 0)
     throw Error(ErrorCode::invalid_argument,
                 "min_patch_points >= 0, loocv_iterations >= 1 and threads >= 0 are required");
+  if (opt.eval_chunk < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("eval_chunk must be >= 0 (0: the task-size model), got {}",
+                            opt.eval_chunk));
   check_finite(points, "data points");
   check_finite(values, "data values");
 }
@@ -680,6 +689,9 @@ const PumStats &PumInterpolant::stats() const {
 const PumOptions &PumInterpolant::options() const {
   return impl_->opt;
 }
+std::int64_t PumInterpolant::last_eval_chunk() const {
+  return impl_->last_eval_chunk.load();
+}
 void PumInterpolant::set_progress(std::function<void(double)> progress) {
   impl_->opt.progress = std::move(progress);
 }
@@ -899,13 +911,16 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   std::int64_t max_cells_per_axis = 1;
   for (std::int64_t k = 0; k < s; ++k)
     max_cells_per_axis = std::max(max_cells_per_axis, im.grid->cells_per_axis()[k]);
+  const int nthreads = im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads();
   kdef::visit<double>(im.opt.kernel, [&](auto kf) {
-    const auto run = [&]<int S>() {
-#pragma omp parallel num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
+    // Points [lo, hi) on `threads` threads, `chunk` points per task.
+    const auto range = [&]<int S>(std::int64_t lo, std::int64_t hi, int threads,
+                                  std::int64_t chunk) {
+#pragma omp parallel num_threads(threads)
       {
         std::vector<double> x(s), acc(im.ncols), phi;
-#pragma omp for schedule(dynamic, 256)
-        for (std::int64_t i = 0; i < m; ++i) {
+#pragma omp for schedule(dynamic, chunk)
+        for (std::int64_t i = lo; i < hi; ++i) {
           if (errors.failed())
             continue;
           try {
@@ -977,6 +992,27 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
           }
         }
       }
+    };
+    const auto run = [&]<int S>() {
+      std::int64_t chunk = im.opt.eval_chunk, lo = 0;
+      if (chunk <= 0) {
+        // The task-size model (issue 24) from the cost of the first points, evaluated here on
+        // one thread (they are part of the result; what follows does not depend on the chunk).
+        const std::int64_t k = std::min<std::int64_t>(m, nthreads > 1 ? 64 : 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (k > 0)
+          range.template operator()<S>(0, k, 1, k);
+        const double c =
+            k > 0 ? std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                        static_cast<double>(k)
+                  : 0.0;
+        lo = k;
+        chunk = nthreads > 1 ? tasksize::dynamic_chunk(m - k, c, nthreads, kPumEvalChunk)
+                             : std::max<std::int64_t>(1, m);
+      }
+      im.last_eval_chunk = chunk;
+      if (lo < m)
+        range.template operator()<S>(lo, m, nthreads, chunk);
     };
     switch (s) {
     case 1:
