@@ -4,7 +4,9 @@
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
 //                          [--pum-m 200000] [--reps 3] [--json FILE]
-// (--pum-n 0 leaves the PUM evaluation sweep out.)
+// (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) The PUM sweeps: points per
+// task of evaluate() (PumOptions::eval_chunk) and patches per task of the fits (fit_chunk), the
+// model's choice (0) against fixed sizes.
 // Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the median of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
@@ -111,6 +113,80 @@ nlohmann::json pum_eval_sweep(const Args &a) {
     const double ratio = t_model / best;
     fmt::print("\nevaluate() with eval_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
                "(S = {}); goal ≤ 1.10: {}; the old fixed S = 256: {:.3f}×\n\n",
+               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
+               t_default / best);
+    out["threads_" + std::to_string(T)] = {{"threads", T},
+                                           {"chosen", chosen},
+                                           {"chosen_seconds", t_model},
+                                           {"best_size", best_at},
+                                           {"chosen_over_best", ratio},
+                                           {"default_over_best", t_default / best},
+                                           {"sweep", rows}};
+  }
+  return out;
+}
+
+// PUM fit (PumOptions::fit_chunk): the patches per task that set_data() chooses (0: the model,
+// from the cost of the first 32 cells' fits) against a sweep of fixed chunks; Matérn C4 with
+// LOOCV shape selection per patch on the Halton points. The chosen run's time includes its
+// one-thread prefix; every time is the whole set_data() (the index too, the same for all S).
+nlohmann::json pum_fit_sweep(const Args &a) {
+  const auto x = ksum::datasets::halton(a.pum_n, 2);
+  ksum::Table<double> f(a.pum_n, 1);
+  for (std::int64_t i = 0; i < a.pum_n; ++i)
+    f(i, 0) = ksum::datasets::franke(x(i, 0), x(i, 1));
+  fmt::print("## PUM fit: {} data points (2D, Matérn C4, LOOCV per patch)\n\n", a.pum_n);
+  nlohmann::json out = nlohmann::json::object();
+  for (int T : a.threads) {
+    std::int64_t patches = 0;
+    const auto timed = [&](std::int64_t chunk, std::int64_t *used) {
+      std::vector<double> t;
+      for (int r = 0; r <= a.reps; ++r) { // the first is a warm-up
+        ksum::PumInterpolant p({.kernel = ksum::Kernel::matern4,
+                                .loocv = true,
+                                .threads = T,
+                                .fit_chunk = chunk,
+                                .backend = ksum::Backend::cpu});
+        const auto t0 = Clock::now();
+        p.set_data(x, f);
+        if (r > 0)
+          t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        if (used)
+          *used = p.stats().fit_chunk;
+        patches = p.stats().patches + p.stats().empty_patches;
+      }
+      return median(t);
+    };
+    std::int64_t chosen = 0;
+    const double t_model = timed(0, &chosen);
+    std::vector<double> sizes = ts::powers_of_two(1, static_cast<double>(patches));
+    sizes.push_back(16); // the old fixed chunk
+    sizes.push_back(static_cast<double>(chosen));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    fmt::print("### {} thread{} ({} cells)\n\n| patches per task S | time [s] | / best "
+               "|\n|---|---|---|\n",
+               T, T == 1 ? "" : "s", patches);
+    std::vector<double> times;
+    for (double s : sizes)
+      times.push_back(timed(static_cast<std::int64_t>(s), nullptr));
+    const auto it = std::min_element(times.begin(), times.end());
+    const double best = std::min(*it, t_model);
+    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
+    double t_default = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const auto s = static_cast<std::int64_t>(sizes[k]);
+      fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
+                 s == chosen ? " (the model's size, fixed)" : s == 16 ? " (old default)" : "",
+                 times[k], times[k] / best);
+      if (s == 16)
+        t_default = times[k];
+      rows.push_back({{"size", s}, {"seconds", times[k]}});
+    }
+    const double ratio = t_model / best;
+    fmt::print("\nset_data() with fit_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
+               "(S = {}); goal ≤ 1.10: {}; the old fixed S = 16: {:.3f}×\n\n",
                chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
                t_default / best);
     out["threads_" + std::to_string(T)] = {{"threads", T},
@@ -255,6 +331,8 @@ int main(int argc, char **argv) {
   }
   if (a.pum_n > 0 && a.pum_m > 0)
     out["pum_eval"] = pum_eval_sweep(a);
+  if (a.pum_n > 0)
+    out["pum_fit"] = pum_fit_sweep(a);
   for (const std::string &f : fallback)
     fmt::print("fallback: {}\n", f);
   if (!a.json.empty())

@@ -42,6 +42,9 @@ struct PumOptions {
   // 0: chosen by the task-size model (include/ksum/tasksize.hpp, dynamic_chunk) from the measured
   // cost of the first points, which are evaluated on one thread first. Results do not depend on it.
   std::int64_t eval_chunk = 0;
+  // Patches per task of the local fits on the CPU; 0: the task-size model, from the measured cost
+  // of the first 32 cells' fits, run on one thread first. The fits do not depend on it.
+  std::int64_t fit_chunk = 0;
   // Called now and then from the calling thread with the fraction done of the current phase (the
   // local fits in set_data, then the points in evaluate).
   std::function<void(double)> progress{};
@@ -60,6 +63,7 @@ struct PumStats {
   double eps_min = 0, eps_median = 0, eps_max = 0; // chosen ε over the patches
   double radius = 0;                               // the seed's δ_PU
   double seconds_index = 0, seconds_fit = 0;
+  std::int64_t fit_chunk = 0; // patches per task of the CPU fits (0: they ran on the GPU)
   Backend fit_backend = Backend::cpu; // where the index and the fits ran
 };
 

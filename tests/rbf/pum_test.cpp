@@ -131,29 +131,37 @@ TEST(Pum, InterpolatesTheDataAndConvergesOnFranke) {
   EXPECT_LT(previous, 2e-6); // measured 4.2e-7 at N = 16641, eps = 10
 }
 
-TEST(Pum, EvaluationDoesNotDependOnThePointsPerTask) {
+TEST(Pum, FitAndEvaluationDoNotDependOnTheTaskSizes) {
   const auto x = datasets::halton(4225, 2);
   const auto f = franke_values(x);
   const auto g = interior_grid(60);
   Table<double> ref;
-  for (std::int64_t chunk : {std::int64_t(256), std::int64_t(0), std::int64_t(1), std::int64_t(7),
-                             std::int64_t(100000)}) {
+  // (points per evaluation task, patches per fit task); 0: the task-size model's choice.
+  const std::pair<std::int64_t, std::int64_t> sizes[] = {
+      {256, 16}, {0, 0}, {1, 1}, {7, 3}, {100000, 100000}};
+  for (const auto &[chunk, fit_chunk] : sizes) {
     PumInterpolant p({.kernel = Kernel::matern4,
                       .eps = 10.0,
+                      .loocv = true,
                       .threads = 2,
                       .eval_chunk = chunk,
+                      .fit_chunk = fit_chunk,
                       .backend = Backend::cpu});
     p.set_data(x, f);
     const auto u = p.evaluate(g);
     EXPECT_GE(p.last_eval_chunk(), 1) << chunk;
+    EXPECT_GE(p.stats().fit_chunk, 1) << fit_chunk;
     if (chunk > 0)
       EXPECT_EQ(p.last_eval_chunk(), chunk);
+    if (fit_chunk > 0)
+      EXPECT_EQ(p.stats().fit_chunk, fit_chunk);
     if (ref.rows() == 0) {
       ref = u;
       continue;
     }
     for (std::int64_t i = 0; i < g.rows(); ++i)
-      ASSERT_EQ(u(i, 0), ref(i, 0)) << "point " << i << ", eval_chunk " << chunk;
+      ASSERT_EQ(u(i, 0), ref(i, 0)) << "point " << i << ", eval_chunk " << chunk << ", fit_chunk "
+                                    << fit_chunk;
   }
   expect_error(
       [&] {
@@ -161,6 +169,12 @@ TEST(Pum, EvaluationDoesNotDependOnThePointsPerTask) {
         p.set_data(x, f);
       },
       ErrorCode::invalid_argument, "eval_chunk");
+  expect_error(
+      [&] {
+        PumInterpolant p({.fit_chunk = -2, .backend = Backend::cpu});
+        p.set_data(x, f);
+      },
+      ErrorCode::invalid_argument, "fit_chunk");
 }
 
 TEST(Pum, LoocvIsCloseToTheBestFixedShape) {

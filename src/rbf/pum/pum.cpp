@@ -79,8 +79,9 @@ struct Patch {
 
 } // namespace
 
-// evaluate()'s points per task on the CPU where the task-size model is off (KSUM_TASKSIZE=off).
-constexpr std::int64_t kPumEvalChunk = 256;
+// evaluate()'s points and fit()'s patches per task on the CPU where the task-size model is off
+// (KSUM_TASKSIZE=off).
+constexpr std::int64_t kPumEvalChunk = 256, kPumFitChunk = 16;
 
 struct PumInterpolant::Impl {
   PumOptions opt;
@@ -98,9 +99,9 @@ struct PumInterpolant::Impl {
   std::vector<double> pcoef; // patch c, column q, term t: pcoef[(c ncols + q) np + t]
   // The GPU engine: made by a GPU fit, or at the first GPU evaluation of a CPU fit.
   std::unique_ptr<detail::PumGpu> gpu;
-  detail::PumGpuFit *gpu_fit = nullptr; // gpu, when the fit ran on the GPU
-  bool host_ready = true;               // the patch arrays above are on the host
-  std::mutex lazy;                      // guards gpu and the host copy made on demand
+  detail::PumGpuFit *gpu_fit = nullptr;         // gpu, when the fit ran on the GPU
+  bool host_ready = true;                       // the patch arrays above are on the host
+  std::mutex lazy;                              // guards gpu and the host copy made on demand
   std::atomic<std::int64_t> last_eval_chunk{0}; // points per task of the last CPU evaluate()
 
   // The GPU engine for this fit (a CPU fit uploads its patch arrays once).
@@ -168,10 +169,11 @@ void PumInterpolant::Impl::validate(const Table<double> &points,
   if (opt.min_patch_points < 0 || opt.loocv_iterations < 1 || opt.threads < 0)
     throw Error(ErrorCode::invalid_argument,
                 "min_patch_points >= 0, loocv_iterations >= 1 and threads >= 0 are required");
-  if (opt.eval_chunk < 0)
+  if (opt.eval_chunk < 0 || opt.fit_chunk < 0)
     throw Error(ErrorCode::invalid_argument,
-                fmt::format("eval_chunk must be >= 0 (0: the task-size model), got {}",
-                            opt.eval_chunk));
+                fmt::format("eval_chunk and fit_chunk must be >= 0 (0: the task-size model), got "
+                            "{} and {}",
+                            opt.eval_chunk, opt.fit_chunk));
   check_finite(points, "data points");
   check_finite(values, "data values");
 }
@@ -361,222 +363,247 @@ void PumInterpolant::Impl::fit() {
   for (std::int64_t c = 0; c < ncells; ++c)
     nonempty += patches[c].n() > 0;
   detail::ParallelErrors errors;
+  const int nthreads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   kdef::visit<double>(opt.kernel, [&](auto kf) {
     using K = decltype(kf);
     constexpr double p0 = kdef::p_offset<K>();
-#pragma omp parallel for schedule(dynamic, 16)                                                     \
-    num_threads(opt.threads > 0 ? opt.threads : omp_get_max_threads())
-    for (std::int64_t c = 0; c < ncells; ++c) {
-      if (errors.failed())
-        continue;
-      try {
-        Patch &P = patches[c];
-        const std::int64_t n = P.n();
-        if (n == 0)
+    // Patches [lo, hi) on `threads` threads, `chunk` patches per task.
+    const auto range = [&](std::int64_t lo, std::int64_t hi, int threads, std::int64_t chunk) {
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
+      for (std::int64_t c = lo; c < hi; ++c) {
+        if (errors.failed())
           continue;
-        const double *xi = centres.data() + c * s;
-        // Local coordinates relative to the centre, and the values.
-        Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n), Pm(n, np), D;
-        for (std::int64_t a = 0; a < n; ++a) {
-          const std::int64_t i = pidx[P.begin + a];
-          for (std::int64_t k = 0; k < s; ++k)
-            X(a, k) = pts(i, k) - xi[k];
-          for (std::int64_t q = 0; q < ncols; ++q)
-            F(a, q) = vals(i, q);
-        }
-        // Squared distances, computed once for every ε tried (column-major: the inner loop runs
-        // down a column and vectorises).
-        Eigen::MatrixXd D2(n, n); // the first axis writes, the others add (no zero fill)
-        for (std::int64_t k = 0; k < s; ++k)
-          for (std::int64_t b = 0; b < n; ++b) {
-            const double xb = X(b, k);
-            double *col = D2.data() + b * n;
-            const double *xk = X.data() + k * n;
-            if (k == 0) {
-#pragma omp simd
-              for (std::int64_t a = 0; a < n; ++a)
-                col[a] = (xk[a] - xb) * (xk[a] - xb);
-            } else {
-#pragma omp simd
-              for (std::int64_t a = 0; a < n; ++a)
-                col[a] += (xk[a] - xb) * (xk[a] - xb);
-            }
-          }
-        // Polynomial part (degree >= 0): 1, z_1 .. z_s in z = (x − ξ) / radius; the local system
-        // is then [Φ P; Pᵀ 0] (solved by LU with partial pivoting).
-        for (std::int64_t a = 0; a < n && np > 0; ++a) {
-          Pm(a, 0) = 1;
-          for (std::int64_t k = 0; k + 1 < np; ++k)
-            Pm(a, k + 1) = X(a, k) / P.radius;
-        }
-        if (np > 1 && Eigen::ColPivHouseholderQR<Eigen::MatrixXd>(Pm).rank() < np) {
-          std::string where;
-          for (std::int64_t k = 0; k < s; ++k)
-            where += fmt::format("{}{:.6g}", k ? ", " : "", xi[k]);
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("the {} data points of the patch centred at ({}) do not "
-                                  "determine a linear polynomial (they lie on a lower-dimensional "
-                                  "set); use --degree 0 or a positive definite kernel",
-                                  n, where));
-        }
-        Eigen::MatrixXd L(n, np == 0 ? n : 0); // the Cholesky factor (lower triangle)
-        const auto lower = [&] { return L.triangularView<Eigen::Lower>(); };
-        Eigen::PartialPivLU<Eigen::MatrixXd> lu;
-        Eigen::MatrixXd M, rhs;
-        if (np > 0) {
-          rhs = Eigen::MatrixXd::Zero(n + np, ncols);
-          rhs.topRows(n) = F;
-        }
-        double amax = 0; // max |Φ| of the last assembly
-        const auto factor = [&](double eps, double nugget) {
-          const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
-          // The whole block as one vector loop (faster than the lower triangle column by column).
-          double m = 0;
-          const double *d2 = D2.data();
-          double *av = A.data();
-#pragma omp simd reduction(max : m)
-          for (std::int64_t k = 0; k < n * n; ++k) {
-            av[k] = kf.value(p0 + c2 * d2[k]);
-            m = std::max(m, std::abs(av[k]));
-          }
-          amax = m;
-          A.diagonal().array() += nugget;
-          if (np == 0) {
-            L = A;
-            if (n <= linalg::cholesky_lower_max_n)
-              return linalg::cholesky_lower(L.data(), n, n);
-            // Larger patches: Eigen's cache-blocked factorisation, in place.
-            const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L);
-            return llt.info() == Eigen::Success;
-          }
-          M = Eigen::MatrixXd::Zero(n + np, n + np);
-          M.topLeftCorner(n, n) = A.selfadjointView<Eigen::Lower>();
-          M.topRightCorner(n, np) = Pm;
-          M.bottomLeftCorner(np, n) = Pm.transpose();
-          lu.compute(M);
-          const double rc = lu.rcond();
-          return std::isfinite(rc) && rc > 0;
-        };
-        // The coefficients C (and D, the polynomial's) of the factorised system.
-        const auto solve = [&]() {
-          if (np == 0) { // column by column: Eigen's vector path (trsv) beats trsm for one column
-            Eigen::MatrixXd C = F;
-            for (std::int64_t q = 0; q < ncols; ++q) {
-              lower().solveInPlace(C.col(q));
-              lower().transpose().solveInPlace(C.col(q));
-            }
-            return C;
-          }
-          const Eigen::MatrixXd sol = lu.solve(rhs);
-          D = sol.bottomRows(np);
-          return Eigen::MatrixXd(sol.topRows(n));
-        };
-        const double c0 = kf.value(p0);
-        double eps = opt.eps;
-        if (opt.loocv && n > 1) {
-          // Seed 001 §3: minimise ‖e‖∞ over log ε, e_k = c_k / (Φ⁻¹)_kk (Rippa); an unusable
-          // factorisation, or one whose 1 / (Φ_00 max_k (Φ⁻¹)_kk) (within a factor n² above the
-          // reciprocal condition number) is too small, scores +inf so the search moves to
-          // better-conditioned ε.
-          const auto cost = [&](double log_eps) {
-            if (!factor(std::exp(log_eps), 0.0))
-              return std::numeric_limits<double>::infinity();
-            Eigen::VectorXd dinv;
-            Eigen::MatrixXd C;
-            if (np == 0) {
-              const Eigen::MatrixXd Linv =
-                  lower().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
-              dinv = Linv.colwise().squaredNorm().transpose();
-              if (!(1.0 / (c0 * dinv.maxCoeff()) > pum_min_rcond_loocv))
-                return std::numeric_limits<double>::infinity();
-              C = solve();
-            } else { // Rippa on the augmented system: (M⁻¹)_kk for the first n
-              const Eigen::MatrixXd Minv = lu.inverse();
-              dinv = Minv.diagonal().head(n);
-              if (!(1.0 / (amax * dinv.cwiseAbs().maxCoeff()) > pum_min_rcond_loocv))
-                return std::numeric_limits<double>::infinity();
-              C = (Minv * rhs).topRows(n);
-            }
-            double e = 0;
-            for (std::int64_t q = 0; q < ncols; ++q)
-              e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
-            return std::isfinite(e) ? e : std::numeric_limits<double>::infinity();
-          };
-          const auto best =
-              linalg::brent_minimize(cost, std::log(opt.eps_min), std::log(opt.eps_max),
-                                     detail::pum_loocv_log_tol, opt.loocv_iterations);
-          eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
-        }
-        // Fixed ε, or the chosen one: when the system is singular to working precision or its solve
-        // does not reproduce the data, add a small nugget (growing ×100) and count the patch.
-        double nugget = 0;
-        double scale = std::max(1.0, std::abs(c0));
-        if (np > 0) { // conditionally positive definite kernels may vanish at 0: scale by max |Φ|
-          factor(eps, 0.0);
-          scale = std::max(scale, amax);
-        }
-        const double fmax = std::max(F.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
-        // Try without a nugget, then with 1e-12 · K(0) growing ×100; keep the first attempt that
-        // reproduces the data, or else the one that comes closest.
-        Eigen::MatrixXd C, best_C, best_D;
-        double best_res = std::numeric_limits<double>::infinity(), best_nugget = 0;
-        for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
-          if (!factor(eps, nug))
+        try {
+          Patch &P = patches[c];
+          const std::int64_t n = P.n();
+          if (n == 0)
             continue;
-          C = solve();
-          // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
-          // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
-          Eigen::MatrixXd R = A * C - F - nug * C;
-          if (np > 0)
-            R += Pm * D;
-          const double res = R.cwiseAbs().maxCoeff();
-          // max |A|: on the diagonal for a positive definite φ (largest at 0).
-          const double rounding =
-              8.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon() *
-              (np == 0 ? A.diagonal().cwiseAbs().maxCoeff() : amax + nug) * C.cwiseAbs().maxCoeff();
-          if (res < best_res) {
-            best_res = res;
-            best_C = C;
-            best_D = D;
-            best_nugget = nug;
+          const double *xi = centres.data() + c * s;
+          // Local coordinates relative to the centre, and the values.
+          Eigen::MatrixXd X(n, s), F(n, ncols), A(n, n), Pm(n, np), D;
+          for (std::int64_t a = 0; a < n; ++a) {
+            const std::int64_t i = pidx[P.begin + a];
+            for (std::int64_t k = 0; k < s; ++k)
+              X(a, k) = pts(i, k) - xi[k];
+            for (std::int64_t q = 0; q < ncols; ++q)
+              F(a, q) = vals(i, q);
           }
-          // Accept when the data are reproduced and the rounding noise of using these coefficients
-          // (the same |A| |c| n eps anywhere the interpolant is evaluated) stays small.
-          if (res <= pum_max_residual * fmax + rounding && rounding <= pum_max_noise * fmax)
-            break;
+          // Squared distances, computed once for every ε tried (column-major: the inner loop runs
+          // down a column and vectorises).
+          Eigen::MatrixXd D2(n, n); // the first axis writes, the others add (no zero fill)
+          for (std::int64_t k = 0; k < s; ++k)
+            for (std::int64_t b = 0; b < n; ++b) {
+              const double xb = X(b, k);
+              double *col = D2.data() + b * n;
+              const double *xk = X.data() + k * n;
+              if (k == 0) {
+#pragma omp simd
+                for (std::int64_t a = 0; a < n; ++a)
+                  col[a] = (xk[a] - xb) * (xk[a] - xb);
+              } else {
+#pragma omp simd
+                for (std::int64_t a = 0; a < n; ++a)
+                  col[a] += (xk[a] - xb) * (xk[a] - xb);
+              }
+            }
+          // Polynomial part (degree >= 0): 1, z_1 .. z_s in z = (x − ξ) / radius; the local system
+          // is then [Φ P; Pᵀ 0] (solved by LU with partial pivoting).
+          for (std::int64_t a = 0; a < n && np > 0; ++a) {
+            Pm(a, 0) = 1;
+            for (std::int64_t k = 0; k + 1 < np; ++k)
+              Pm(a, k + 1) = X(a, k) / P.radius;
+          }
+          if (np > 1 && Eigen::ColPivHouseholderQR<Eigen::MatrixXd>(Pm).rank() < np) {
+            std::string where;
+            for (std::int64_t k = 0; k < s; ++k)
+              where += fmt::format("{}{:.6g}", k ? ", " : "", xi[k]);
+            throw Error(
+                ErrorCode::invalid_argument,
+                fmt::format("the {} data points of the patch centred at ({}) do not "
+                            "determine a linear polynomial (they lie on a lower-dimensional "
+                            "set); use --degree 0 or a positive definite kernel",
+                            n, where));
+          }
+          Eigen::MatrixXd L(n, np == 0 ? n : 0); // the Cholesky factor (lower triangle)
+          const auto lower = [&] { return L.triangularView<Eigen::Lower>(); };
+          Eigen::PartialPivLU<Eigen::MatrixXd> lu;
+          Eigen::MatrixXd M, rhs;
+          if (np > 0) {
+            rhs = Eigen::MatrixXd::Zero(n + np, ncols);
+            rhs.topRows(n) = F;
+          }
+          double amax = 0; // max |Φ| of the last assembly
+          const auto factor = [&](double eps, double nugget) {
+            const double cs = kdef::coord_scale(opt.kernel, eps), c2 = cs * cs;
+            // The whole block as one vector loop (faster than the lower triangle column by column).
+            double m = 0;
+            const double *d2 = D2.data();
+            double *av = A.data();
+#pragma omp simd reduction(max : m)
+            for (std::int64_t k = 0; k < n * n; ++k) {
+              av[k] = kf.value(p0 + c2 * d2[k]);
+              m = std::max(m, std::abs(av[k]));
+            }
+            amax = m;
+            A.diagonal().array() += nugget;
+            if (np == 0) {
+              L = A;
+              if (n <= linalg::cholesky_lower_max_n)
+                return linalg::cholesky_lower(L.data(), n, n);
+              // Larger patches: Eigen's cache-blocked factorisation, in place.
+              const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L);
+              return llt.info() == Eigen::Success;
+            }
+            M = Eigen::MatrixXd::Zero(n + np, n + np);
+            M.topLeftCorner(n, n) = A.selfadjointView<Eigen::Lower>();
+            M.topRightCorner(n, np) = Pm;
+            M.bottomLeftCorner(np, n) = Pm.transpose();
+            lu.compute(M);
+            const double rc = lu.rcond();
+            return std::isfinite(rc) && rc > 0;
+          };
+          // The coefficients C (and D, the polynomial's) of the factorised system.
+          const auto solve = [&]() {
+            if (np == 0) { // column by column: Eigen's vector path (trsv) beats trsm for one column
+              Eigen::MatrixXd C = F;
+              for (std::int64_t q = 0; q < ncols; ++q) {
+                lower().solveInPlace(C.col(q));
+                lower().transpose().solveInPlace(C.col(q));
+              }
+              return C;
+            }
+            const Eigen::MatrixXd sol = lu.solve(rhs);
+            D = sol.bottomRows(np);
+            return Eigen::MatrixXd(sol.topRows(n));
+          };
+          const double c0 = kf.value(p0);
+          double eps = opt.eps;
+          if (opt.loocv && n > 1) {
+            // Seed 001 §3: minimise ‖e‖∞ over log ε, e_k = c_k / (Φ⁻¹)_kk (Rippa); an unusable
+            // factorisation, or one whose 1 / (Φ_00 max_k (Φ⁻¹)_kk) (within a factor n² above the
+            // reciprocal condition number) is too small, scores +inf so the search moves to
+            // better-conditioned ε.
+            const auto cost = [&](double log_eps) {
+              if (!factor(std::exp(log_eps), 0.0))
+                return std::numeric_limits<double>::infinity();
+              Eigen::VectorXd dinv;
+              Eigen::MatrixXd C;
+              if (np == 0) {
+                const Eigen::MatrixXd Linv =
+                    lower().solve(Eigen::MatrixXd::Identity(n, n)); // Φ⁻¹ = L⁻ᵀ L⁻¹
+                dinv = Linv.colwise().squaredNorm().transpose();
+                if (!(1.0 / (c0 * dinv.maxCoeff()) > pum_min_rcond_loocv))
+                  return std::numeric_limits<double>::infinity();
+                C = solve();
+              } else { // Rippa on the augmented system: (M⁻¹)_kk for the first n
+                const Eigen::MatrixXd Minv = lu.inverse();
+                dinv = Minv.diagonal().head(n);
+                if (!(1.0 / (amax * dinv.cwiseAbs().maxCoeff()) > pum_min_rcond_loocv))
+                  return std::numeric_limits<double>::infinity();
+                C = (Minv * rhs).topRows(n);
+              }
+              double e = 0;
+              for (std::int64_t q = 0; q < ncols; ++q)
+                e = std::max(e, (C.col(q).array() / dinv.array()).abs().maxCoeff());
+              return std::isfinite(e) ? e : std::numeric_limits<double>::infinity();
+            };
+            const auto best =
+                linalg::brent_minimize(cost, std::log(opt.eps_min), std::log(opt.eps_max),
+                                       detail::pum_loocv_log_tol, opt.loocv_iterations);
+            eps = std::isfinite(best.fx) ? std::exp(best.x) : opt.eps_max;
+          }
+          // Fixed ε, or the chosen one: when the system is singular to working precision or its
+          // solve does not reproduce the data, add a small nugget (growing ×100) and count the
+          // patch.
+          double nugget = 0;
+          double scale = std::max(1.0, std::abs(c0));
+          if (np > 0) { // conditionally positive definite kernels may vanish at 0: scale by max |Φ|
+            factor(eps, 0.0);
+            scale = std::max(scale, amax);
+          }
+          const double fmax = std::max(F.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
+          // Try without a nugget, then with 1e-12 · K(0) growing ×100; keep the first attempt that
+          // reproduces the data, or else the one that comes closest.
+          Eigen::MatrixXd C, best_C, best_D;
+          double best_res = std::numeric_limits<double>::infinity(), best_nugget = 0;
+          for (double nug = 0; nug <= 1e-2 * scale; nug = nug == 0 ? 1e-12 * scale : nug * 100) {
+            if (!factor(eps, nug))
+              continue;
+            C = solve();
+            // Residual against Φ = A − nug·I, compared with the data and with the rounding of the
+            // product itself (large |c| of an ill-conditioned system makes A·c inexact by itself).
+            Eigen::MatrixXd R = A * C - F - nug * C;
+            if (np > 0)
+              R += Pm * D;
+            const double res = R.cwiseAbs().maxCoeff();
+            // max |A|: on the diagonal for a positive definite φ (largest at 0).
+            const double rounding = 8.0 * static_cast<double>(n) *
+                                    std::numeric_limits<double>::epsilon() *
+                                    (np == 0 ? A.diagonal().cwiseAbs().maxCoeff() : amax + nug) *
+                                    C.cwiseAbs().maxCoeff();
+            if (res < best_res) {
+              best_res = res;
+              best_C = C;
+              best_D = D;
+              best_nugget = nug;
+            }
+            // Accept when the data are reproduced and the rounding noise of using these
+            // coefficients (the same |A| |c| n eps anywhere the interpolant is evaluated) stays
+            // small.
+            if (res <= pum_max_residual * fmax + rounding && rounding <= pum_max_noise * fmax)
+              break;
+          }
+          if (std::isfinite(best_res)) {
+            C = std::move(best_C);
+            D = std::move(best_D);
+            nugget = best_nugget;
+          } else if (np > 0) {
+            // No factorisation succeeded (pathological data): the patch's mean, never NaN.
+            C = Eigen::MatrixXd::Zero(n, ncols);
+            D = Eigen::MatrixXd::Zero(np, ncols);
+            D.row(0) = F.colwise().mean();
+            nugget = 1;
+          } else {
+            // No factorisation succeeded (pathological data): a diagonal solve, never NaN.
+            C = F.array().colwise() / A.diagonal().array();
+            nugget = 1;
+          }
+          if (nugget > 0)
+            ++regularised;
+          for (std::int64_t q = 0; q < ncols; ++q) {
+            for (std::int64_t a = 0; a < n; ++a)
+              coef[coef_at[c] + q * n + a] = C(a, q);
+            for (std::int64_t t = 0; t < np; ++t)
+              pcoef[(c * ncols + q) * np + t] = D(t, q);
+          }
+          P.eps = eps;
+          P.scale = kdef::coord_scale(opt.kernel, eps);
+          const std::int64_t done = ++fitted;
+          if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
+            opt.progress(static_cast<double>(done) / static_cast<double>(nonempty));
+        } catch (...) {
+          errors.capture();
         }
-        if (std::isfinite(best_res)) {
-          C = std::move(best_C);
-          D = std::move(best_D);
-          nugget = best_nugget;
-        } else if (np > 0) {
-          // No factorisation succeeded (pathological data): the patch's mean, never NaN.
-          C = Eigen::MatrixXd::Zero(n, ncols);
-          D = Eigen::MatrixXd::Zero(np, ncols);
-          D.row(0) = F.colwise().mean();
-          nugget = 1;
-        } else {
-          // No factorisation succeeded (pathological data): a diagonal solve, never NaN.
-          C = F.array().colwise() / A.diagonal().array();
-          nugget = 1;
-        }
-        if (nugget > 0)
-          ++regularised;
-        for (std::int64_t q = 0; q < ncols; ++q) {
-          for (std::int64_t a = 0; a < n; ++a)
-            coef[coef_at[c] + q * n + a] = C(a, q);
-          for (std::int64_t t = 0; t < np; ++t)
-            pcoef[(c * ncols + q) * np + t] = D(t, q);
-        }
-        P.eps = eps;
-        P.scale = kdef::coord_scale(opt.kernel, eps);
-        const std::int64_t done = ++fitted;
-        if (opt.progress && omp_get_thread_num() == 0 && done % 64 == 0)
-          opt.progress(static_cast<double>(done) / static_cast<double>(nonempty));
-      } catch (...) {
-        errors.capture();
       }
+    };
+    std::int64_t chunk = opt.fit_chunk, lo = 0;
+    if (chunk <= 0) {
+      // The task-size model (issue 24) from the cost of the first cells' fits, run here on one
+      // thread (part of the result; the fits do not depend on the chunk).
+      const std::int64_t k = std::min<std::int64_t>(ncells, nthreads > 1 ? 32 : 0);
+      const auto t0 = Clock::now();
+      if (k > 0)
+        range(0, k, 1, k);
+      const double c =
+          k > 0 ? std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(k)
+                : 0.0;
+      lo = k;
+      chunk = nthreads > 1 ? tasksize::dynamic_chunk(ncells - k, c, nthreads, kPumFitChunk)
+                           : std::max<std::int64_t>(1, ncells);
     }
+    stats.fit_chunk = chunk;
+    if (lo < ncells)
+      range(lo, ncells, nthreads, chunk);
   });
   errors.rethrow();
   if (opt.progress)
