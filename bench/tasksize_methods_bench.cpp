@@ -3,10 +3,11 @@
 // loop-chunk overhead on T threads and of C(S) on one thread) against an exhaustive sweep of the
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
-//                          [--pum-m 200000] [--reps 3] [--json FILE]
+//                          [--pum-m 200000] [--fmm-n 100000] [--reps 3] [--json FILE]
 // (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) The PUM sweeps: points per
 // task of evaluate() (PumOptions::eval_chunk) and patches per task of the fits (fit_chunk), the
-// model's choice (0) against fixed sizes.
+// model's choice (0) against fixed sizes. The 3D FMM sweep (--fmm-n 0 leaves it out): target
+// leaves per task of the near pass (DirectOptions::fmm_near_chunk).
 // Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the median of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
@@ -38,6 +39,7 @@ struct Args {
   std::vector<int> threads;
   std::int64_t m = 20000, n = 20000;
   std::int64_t pum_n = 20000, pum_m = 200000; // PUM evaluation: data points, evaluation points
+  std::int64_t fmm_n = 100000;                // 3D FMM (Laplace, 1e-6): points
   int reps = 3;
   std::string json;
 };
@@ -200,6 +202,93 @@ nlohmann::json pum_fit_sweep(const Args &a) {
   return out;
 }
 
+// 3D FMM (DirectOptions::fmm_near_chunk): the target leaves per task of the CPU near pass (L2P,
+// M2P, P2P) that the model chooses from the previous execute's near-pass time (0) against fixed
+// sizes; Laplace, tolerance 1e-6, fmm_n uniform points, sources = targets. Times: the near pass
+// (stats().seconds_near, the part the size changes) and the whole execute, medians of --reps
+// after two warm-up executes (the model's choice needs one).
+nlohmann::json fmm_near_sweep(const Args &a) {
+  const auto pts = ksum::datasets::uniform_cube(a.fmm_n, 47);
+  std::mt19937_64 rng(48);
+  std::uniform_real_distribution<double> u(-1, 1);
+  ksum::Table<double> w(a.fmm_n, 1);
+  for (std::int64_t i = 0; i < a.fmm_n; ++i)
+    w(i, 0) = u(rng);
+  fmt::print("## 3D FMM near pass: {} points (Laplace, tolerance 1e-6, CPU)\n\n", a.fmm_n);
+  nlohmann::json out = nlohmann::json::object();
+  for (int T : a.threads) {
+    ksum::DirectOptions o;
+    o.method = ksum::Method::fmm;
+    o.backend = ksum::Backend::cpu;
+    o.tolerance = 1e-6;
+    o.threads = T;
+    const auto timed = [&](std::int64_t chunk, std::int64_t *used, double *whole) {
+      o.fmm_near_chunk = chunk;
+      ksum::DirectSum<double> plan(o);
+      plan.set_points(pts);
+      (void)plan.execute(w);
+      (void)plan.execute(w);
+      std::vector<double> near, all;
+      for (int r = 0; r < a.reps; ++r) {
+        const auto t0 = Clock::now();
+        (void)plan.execute(w);
+        all.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        near.push_back(plan.stats().seconds_near);
+      }
+      if (used)
+        *used = plan.stats().fmm_near_chunk;
+      *whole = median(all);
+      return median(near);
+    };
+    std::int64_t chosen = 0;
+    double whole_model = 0;
+    const double t_model = timed(0, &chosen, &whole_model);
+    std::vector<double> sizes = ts::powers_of_two(1, 4096);
+    sizes.push_back(static_cast<double>(chosen));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    fmt::print("### {} thread{}\n\n| leaves per task S | near pass [s] | / best | execute [s] | / "
+               "best |\n|---|---|---|---|---|\n",
+               T, T == 1 ? "" : "s");
+    std::vector<double> times, wholes;
+    for (double s : sizes) {
+      double whole = 0;
+      times.push_back(timed(static_cast<std::int64_t>(s), nullptr, &whole));
+      wholes.push_back(whole);
+    }
+    const auto it = std::min_element(times.begin(), times.end());
+    const double best = std::min(*it, t_model);
+    const double best_whole = std::min(*std::min_element(wholes.begin(), wholes.end()), whole_model);
+    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
+    double t_default = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const auto s = static_cast<std::int64_t>(sizes[k]);
+      fmt::print("| {}{} | {:.4g} | {:.3f} | {:.4g} | {:.3f} |\n", s,
+                 s == chosen ? " (the model's size, fixed)" : s == 4 ? " (old default)" : "",
+                 times[k], times[k] / best, wholes[k], wholes[k] / best_whole);
+      if (s == 4)
+        t_default = times[k];
+      rows.push_back({{"size", s}, {"near_seconds", times[k]}, {"execute_seconds", wholes[k]}});
+    }
+    const double ratio = t_model / best;
+    fmt::print("\nexecute() with fmm_near_chunk = 0 chose S = {}: near pass {:.4g} s, {:.3f}× the "
+               "best measured (S = {}); goal ≤ 1.10: {}; whole execute {:.3f}× the best; the old "
+               "fixed S = 4: {:.3f}×\n\n",
+               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
+               whole_model / best_whole, t_default / best);
+    out["threads_" + std::to_string(T)] = {{"threads", T},
+                                           {"chosen", chosen},
+                                           {"chosen_near_seconds", t_model},
+                                           {"chosen_execute_seconds", whole_model},
+                                           {"best_size", best_at},
+                                           {"chosen_over_best", ratio},
+                                           {"default_over_best", t_default / best},
+                                           {"sweep", rows}};
+  }
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -226,6 +315,8 @@ int main(int argc, char **argv) {
         a.pum_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--pum-m")
         a.pum_m = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--fmm-n")
+        a.fmm_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--reps")
         a.reps = std::max(1, std::stoi(value()));
       else if (k == "--json")
@@ -333,6 +424,8 @@ int main(int argc, char **argv) {
     out["pum_eval"] = pum_eval_sweep(a);
   if (a.pum_n > 0)
     out["pum_fit"] = pum_fit_sweep(a);
+  if (a.fmm_n > 0)
+    out["fmm_near"] = fmm_near_sweep(a);
   for (const std::string &f : fallback)
     fmt::print("fallback: {}\n", f);
   if (!a.json.empty())

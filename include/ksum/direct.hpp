@@ -44,6 +44,8 @@ struct SumStats {
   // FMM phases of the last execute: P2M + M2M; M2L; P2L + L2L + L2P; M2P + P2P (near field).
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
   std::int64_t cpu_block = 0; // CPU direct sum: the targets per task of the last execute
+  // 3D FMM on the CPU: the near pass's target leaves per task in the last execute.
+  std::int64_t fmm_near_chunk = 0;
 };
 
 struct DirectOptions {
@@ -71,6 +73,10 @@ struct DirectOptions {
   // chunk). 0: chosen by the task-size model from this machine's calibration (`ksum tune`; see
   // include/ksum/tasksize.hpp), or 32 without one. The results do not depend on it.
   std::int64_t cpu_block = 0;
+  // 3D FMM on the CPU: target leaves per task of the near pass (L2P, M2P, P2P). 0: chosen by the
+  // task-size model (include/ksum/tasksize.hpp, dynamic_chunk) from the pass's time in the
+  // previous execute (4 in the first). The results do not depend on it.
+  std::int64_t fmm_near_chunk = 0;
 };
 
 template <std::floating_point T> class DirectSum {

@@ -248,6 +248,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                             .order = opt.fmm_order,
                             .leaf_size = opt.fmm_leaf_size,
                             .threads = opt.threads,
+                            .near_chunk = opt.fmm_near_chunk,
                             .gpu = chosen == Backend::cuda,
                             .gpu_single = sizeof(T) == 4,
                             .device = opt.devices.empty() ? 0 : opt.devices.front()});
@@ -356,6 +357,10 @@ DirectSum<T>::DirectSum(DirectOptions options) : impl_(std::make_unique<Impl>())
     throw Error(
         ErrorCode::invalid_argument,
         fmt::format("fmm_leaf_size must be >= 0 (0: automatic), got {}", options.fmm_leaf_size));
+  if (options.fmm_near_chunk < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("fmm_near_chunk must be >= 0 (0: the task-size model), got {}",
+                            options.fmm_near_chunk));
   if (options.device_memory_limit < 0)
     throw Error(ErrorCode::invalid_argument, fmt::format("device_memory_limit must be >= 0, got {}",
                                                          options.device_memory_limit));
@@ -423,6 +428,7 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
       im.stats.seconds_m2l = fs.seconds_m2l;
       im.stats.seconds_downward = fs.seconds_downward;
       im.stats.seconds_near = fs.seconds_near;
+      im.stats.fmm_near_chunk = fs.near_chunk;
     }
     if (im.opt.progress)
       im.opt.progress(1.0);

@@ -112,6 +112,37 @@ TEST(Fmm, SeveralRightHandSidesEqualSeparateRuns) {
   EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, u), 1e-6);
 }
 
+TEST(Fmm, ResultsDoNotDependOnTheNearPassTaskSize) {
+  const auto p = datasets::uniform_cube(4000, 43);
+  const auto w = signed_weights(4000, 1, 44);
+  Table<double> ref;
+  for (std::int64_t chunk : {std::int64_t(4), std::int64_t(0), std::int64_t(1), std::int64_t(1000)}) {
+    DirectOptions o = fmm_options(Kernel::multiquadric, 1e-6);
+    o.backend = Backend::cpu;
+    o.threads = 2;
+    o.fmm_near_chunk = chunk;
+    DirectSum<double> plan(o);
+    plan.set_points(p);
+    // Three executes: with chunk 0 the first uses the default and the later ones the model's choice
+    // from the measured near-pass time.
+    for (int k = 0; k < 3; ++k) {
+      const auto u = plan.execute(w);
+      EXPECT_GE(plan.stats().fmm_near_chunk, 1);
+      if (chunk > 0)
+        EXPECT_EQ(plan.stats().fmm_near_chunk, chunk);
+      if (ref.rows() == 0) {
+        ref = u;
+        continue;
+      }
+      for (std::int64_t i = 0; i < u.rows(); ++i)
+        ASSERT_EQ(u(i, 0), ref(i, 0)) << "target " << i << ", chunk " << chunk << ", run " << k;
+    }
+  }
+  DirectOptions bad = fmm_options(Kernel::laplace, 1e-6);
+  bad.fmm_near_chunk = -1;
+  expect_error([&] { DirectSum<double> plan(bad); }, ErrorCode::invalid_argument, "fmm_near_chunk");
+}
+
 TEST(Fmm, LooserToleranceUsesLowerOrderAndLargerError) {
   const auto p = datasets::uniform_cube(2000, 43);
   const auto w = signed_weights(2000, 1, 44);

@@ -30,8 +30,11 @@ struct BbFmmOptions {
   int order = 0;              // p; 0: from the tolerance
   std::int64_t leaf_size = 0; // 0: from p
   int threads = 0;            // 0: OpenMP's default
-  bool gpu = false;           // run apply() on the GPU (fmm_gpu.hpp)
-  bool gpu_single = false;    // in float there
+  // CPU apply(): target leaves per task of the near pass; 0: the task-size model from the pass's
+  // time in the previous apply (kNearChunk in the first).
+  std::int64_t near_chunk = 0;
+  bool gpu = false;        // run apply() on the GPU (fmm_gpu.hpp)
+  bool gpu_single = false; // in float there
   int device = 0;
 };
 
@@ -48,6 +51,7 @@ struct BbFmmStats {
   // of the last apply():
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
   double seconds_apply = 0;
+  std::int64_t near_chunk = 0; // the CPU near pass's leaves per task (0: not run on the CPU)
 };
 
 class BbFmm {
@@ -78,6 +82,10 @@ private:
   BbFmmStats stats_;
   std::unique_ptr<Operators> ops_;
   std::vector<char> has_local_; // per box: receives a local expansion (its own or inherited)
+  // Seconds per target leaf of the near pass, from the last CPU apply's time × threads (0: none
+  // yet): the task-size model's work-unit cost.
+  double near_cost_ = 0;
+  std::int64_t near_leaves_ = 0; // target leaves of the last CPU apply
   std::unique_ptr<FmmGpu> gpu_;
 };
 

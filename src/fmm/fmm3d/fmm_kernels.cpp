@@ -95,8 +95,9 @@ template <class K> void x_list_impl(const K &kf, const NearContext &c, double *l
 }
 
 template <class K>
-void leaf_pass_impl(const K &kf, const NearContext &c, const double *mult, const double *loc,
-                    const std::vector<char> &has_local, double *us, int threads) {
+std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mult,
+                            const double *loc, const std::vector<char> &has_local, double *us,
+                            int threads, std::int64_t chunk) {
   const FmmTree &t = c.tree;
   const Chebyshev &ch = c.cheb;
   const int p = ch.p, P = p * p * p;
@@ -120,7 +121,7 @@ void leaf_pass_impl(const K &kf, const NearContext &c, const double *mult, const
   {
     std::vector<double> xs(static_cast<std::size_t>(3 * P)), kv,
         sv(static_cast<std::size_t>(3 * p)), tmp(static_cast<std::size_t>(p * p));
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, chunk)
     for (std::size_t li = 0; li < leaves.size(); ++li) {
       const std::int32_t a = leaves[li];
       const FmmBox &A = t.boxes[static_cast<std::size_t>(a)];
@@ -201,6 +202,7 @@ void leaf_pass_impl(const K &kf, const NearContext &c, const double *mult, const
       }
     }
   }
+  return static_cast<std::int64_t>(leaves.size());
 }
 
 } // namespace
@@ -209,10 +211,15 @@ void x_list(Kernel kernel, const NearContext &c, double *loc, int threads) {
   kdef::visit<double>(kernel, [&](auto kf) { x_list_impl(kf, c, loc, threads); });
 }
 
-void leaf_pass(Kernel kernel, const NearContext &c, const double *mult, const double *loc,
-               const std::vector<char> &has_local, double *us, int threads) {
-  kdef::visit<double>(kernel,
-                      [&](auto kf) { leaf_pass_impl(kf, c, mult, loc, has_local, us, threads); });
+std::int64_t leaf_pass(Kernel kernel, const NearContext &c, const double *mult, const double *loc,
+                       const std::vector<char> &has_local, double *us, int threads,
+                       std::int64_t chunk) {
+  std::int64_t leaves = 0;
+  kdef::visit<double>(kernel, [&](auto kf) {
+    leaves =
+        leaf_pass_impl(kf, c, mult, loc, has_local, us, threads, std::max<std::int64_t>(1, chunk));
+  });
+  return leaves;
 }
 
 } // namespace ksum::fmm

@@ -25,7 +25,9 @@ void x_list(Kernel kernel, const NearContext &c, double *loc, int threads);
 // Per target leaf: L2P of its local expansion (where has_local), M2P of the multipoles of its W
 // list, P2P of its U list (the self pair left out when targets are the sources). us: m × nrhs in
 // tree order, overwritten for every target.
-void leaf_pass(Kernel kernel, const NearContext &c, const double *mult, const double *loc,
-               const std::vector<char> &has_local, double *us, int threads);
+// `chunk`: target leaves per task (OpenMP schedule(dynamic, chunk)). Returns the target leaves.
+std::int64_t leaf_pass(Kernel kernel, const NearContext &c, const double *mult, const double *loc,
+                       const std::vector<char> &has_local, double *us, int threads,
+                       std::int64_t chunk);
 
 } // namespace ksum::fmm
