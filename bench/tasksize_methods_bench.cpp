@@ -6,7 +6,9 @@
 //                          [--pum-m 200000] [--fmm-n 100000] [--reps 3] [--json FILE]
 // (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) The PUM sweeps: points per
 // task of evaluate() (PumOptions::eval_chunk) and patches per task of the fits (fit_chunk), the
-// model's choice (0) against fixed sizes. The 3D FMM sweep (--fmm-n 0 leaves it out): target
+// model's choice (0) against fixed sizes; the loop overhead measured for each T is written to
+// this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune` would, since
+// those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target
 // leaves per task of the near pass (DirectOptions::fmm_near_chunk).
 // Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the median of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
@@ -363,6 +365,24 @@ int main(int argc, char **argv) {
     std::string why;
     c.loop_overhead = ts::measure_loop_overhead(T, 20000, 7, &why);
     c.costs["direct_cpu"] = cost;
+    // Into this machine's cache for T threads (merged with what is there), as `ksum tune
+    // --threads T` would write them: the PUM and FMM sweeps below read the loop overhead from it.
+    if (why.empty()) {
+      ts::Calibration stored;
+      if (!ts::load_calibration(ts::default_cache_path(), ts::machine_description(), T, stored)) {
+        stored = ts::Calibration{};
+        stored.machine = ts::machine_description();
+        stored.threads = T;
+      }
+      stored.loop_overhead = c.loop_overhead;
+      stored.costs["direct_cpu"] = cost;
+      try {
+        ts::save_calibration(ts::default_cache_path(), stored);
+      } catch (const std::exception &e) {
+        fmt::print("(the cache {} was not written: {})\n", ts::default_cache_path().string(),
+                   e.what());
+      }
+    }
     const std::int64_t chosen = ts::direct_cpu_block(a.m, a.n, c);
     std::vector<double> sizes = ts::powers_of_two(8, static_cast<double>(a.m));
     sizes.push_back(static_cast<double>(ts::kDirectCpuBlock));
