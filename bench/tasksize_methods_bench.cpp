@@ -4,13 +4,16 @@
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
 //                          [--pum-m 200000] [--fmm-n 100000] [--reps 3] [--json FILE]
-// (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) The PUM sweeps: points per
+// (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) These sweeps take powers of
+// 4. Every time is the fastest of --reps runs, and except for the FMM (whose plans are too large
+// to hold one per size) the runs go round-robin over the sizes: on the shared 16-core host the
+// machine's speed drifted by ±10 % during a sweep run size after size. The PUM sweeps: points per
 // task of evaluate() (PumOptions::eval_chunk) and patches per task of the fits (fit_chunk), the
 // model's choice (0) against fixed sizes; the loop overhead measured for each T is written to
 // this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune` would, since
 // those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target
 // leaves per task of the near pass (DirectOptions::fmm_near_chunk).
-// Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the median of
+// Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the fastest of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
 #include "bench_common.hpp"
@@ -26,6 +29,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <omp.h>
 #include <random>
@@ -45,6 +49,19 @@ struct Args {
   int reps = 3;
   std::string json;
 };
+
+// Powers of 4 from 1 to hi, and hi (the sweeps of the PUM and FMM sizes).
+std::vector<double> powers_of_four(double hi) {
+  std::vector<double> v;
+  for (double x = 1; x < hi; x *= 4)
+    v.push_back(x);
+  v.push_back(hi);
+  return v;
+}
+
+double fastest(const std::vector<double> &v) {
+  return *std::min_element(v.begin(), v.end());
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -70,36 +87,42 @@ nlohmann::json pum_eval_sweep(const Args &a) {
              a.pum_n, a.pum_m);
   nlohmann::json out = nlohmann::json::object();
   for (int T : a.threads) {
-    const auto timed = [&](std::int64_t chunk, std::int64_t *used) {
-      ksum::PumInterpolant p({.kernel = ksum::Kernel::matern4,
-                              .eps = 10.0,
-                              .threads = T,
-                              .eval_chunk = chunk,
-                              .backend = ksum::Backend::cpu});
-      p.set_data(x, f);
-      (void)p.evaluate(g); // warm-up
-      std::vector<double> t;
-      for (int r = 0; r < a.reps; ++r) {
-        const auto t0 = Clock::now();
-        (void)p.evaluate(g);
-        t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-      if (used)
-        *used = p.last_eval_chunk();
-      return median(t);
+    const auto make = [&](std::int64_t chunk) {
+      auto p = std::make_unique<ksum::PumInterpolant>(
+          ksum::PumOptions{.kernel = ksum::Kernel::matern4,
+                           .eps = 10.0,
+                           .threads = T,
+                           .eval_chunk = chunk,
+                           .backend = ksum::Backend::cpu});
+      p->set_data(x, f);
+      (void)p->evaluate(g); // warm-up (and the model's choice)
+      return p;
     };
-    std::int64_t chosen = 0;
-    const double t_model = timed(0, &chosen);
-    std::vector<double> sizes = ts::powers_of_two(1, static_cast<double>(a.pum_m));
+    auto model = make(0);
+    const std::int64_t chosen = model->last_eval_chunk();
+    std::vector<double> sizes = powers_of_four(static_cast<double>(a.pum_m));
     sizes.push_back(256); // the old fixed chunk
     sizes.push_back(static_cast<double>(chosen));
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     fmt::print("### {} thread{}\n\n| points per task S | time [s] | / best |\n|---|---|---|\n", T,
                T == 1 ? "" : "s");
-    std::vector<double> times;
+    std::vector<std::unique_ptr<ksum::PumInterpolant>> plans;
     for (double s : sizes)
-      times.push_back(timed(static_cast<std::int64_t>(s), nullptr));
+      plans.push_back(make(static_cast<std::int64_t>(s)));
+    plans.push_back(std::move(model)); // last: eval_chunk = 0
+    // Round-robin over the plans (a drift of the machine's speed falls on every size alike).
+    std::vector<std::vector<double>> runs(plans.size());
+    for (int r = 0; r < a.reps; ++r)
+      for (std::size_t k = 0; k < plans.size(); ++k) {
+        const auto t0 = Clock::now();
+        (void)plans[k]->evaluate(g);
+        runs[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+    std::vector<double> times;
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      times.push_back(fastest(runs[k]));
+    const double t_model = fastest(runs.back());
     const auto it = std::min_element(times.begin(), times.end());
     const double best = std::min(*it, t_model);
     const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
@@ -143,27 +166,23 @@ nlohmann::json pum_fit_sweep(const Args &a) {
   nlohmann::json out = nlohmann::json::object();
   for (int T : a.threads) {
     std::int64_t patches = 0;
-    const auto timed = [&](std::int64_t chunk, std::int64_t *used) {
-      std::vector<double> t;
-      for (int r = 0; r <= a.reps; ++r) { // the first is a warm-up
-        ksum::PumInterpolant p({.kernel = ksum::Kernel::matern4,
-                                .loocv = true,
-                                .threads = T,
-                                .fit_chunk = chunk,
-                                .backend = ksum::Backend::cpu});
-        const auto t0 = Clock::now();
-        p.set_data(x, f);
-        if (r > 0)
-          t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        if (used)
-          *used = p.stats().fit_chunk;
-        patches = p.stats().patches + p.stats().empty_patches;
-      }
-      return median(t);
+    const auto fit = [&](std::int64_t chunk, std::int64_t *used) {
+      ksum::PumInterpolant p({.kernel = ksum::Kernel::matern4,
+                              .loocv = true,
+                              .threads = T,
+                              .fit_chunk = chunk,
+                              .backend = ksum::Backend::cpu});
+      const auto t0 = Clock::now();
+      p.set_data(x, f);
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (used)
+        *used = p.stats().fit_chunk;
+      patches = p.stats().patches + p.stats().empty_patches;
+      return t;
     };
     std::int64_t chosen = 0;
-    const double t_model = timed(0, &chosen);
-    std::vector<double> sizes = ts::powers_of_two(1, static_cast<double>(patches));
+    (void)fit(0, &chosen); // warm-up, the model's choice and the number of cells
+    std::vector<double> sizes = powers_of_four(static_cast<double>(patches));
     sizes.push_back(16); // the old fixed chunk
     sizes.push_back(static_cast<double>(chosen));
     std::sort(sizes.begin(), sizes.end());
@@ -171,9 +190,15 @@ nlohmann::json pum_fit_sweep(const Args &a) {
     fmt::print("### {} thread{} ({} cells)\n\n| patches per task S | time [s] | / best "
                "|\n|---|---|---|\n",
                T, T == 1 ? "" : "s", patches);
+    // Round-robin over the sizes and the model (0, last).
+    std::vector<std::vector<double>> runs(sizes.size() + 1);
+    for (int r = 0; r < a.reps; ++r)
+      for (std::size_t k = 0; k <= sizes.size(); ++k)
+        runs[k].push_back(fit(k < sizes.size() ? static_cast<std::int64_t>(sizes[k]) : 0, nullptr));
     std::vector<double> times;
-    for (double s : sizes)
-      times.push_back(timed(static_cast<std::int64_t>(s), nullptr));
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      times.push_back(fastest(runs[k]));
+    const double t_model = fastest(runs.back());
     const auto it = std::min_element(times.begin(), times.end());
     const double best = std::min(*it, t_model);
     const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
@@ -239,13 +264,13 @@ nlohmann::json fmm_near_sweep(const Args &a) {
       }
       if (used)
         *used = plan.stats().fmm_near_chunk;
-      *whole = median(all);
-      return median(near);
+      *whole = fastest(all);
+      return fastest(near);
     };
     std::int64_t chosen = 0;
     double whole_model = 0;
     const double t_model = timed(0, &chosen, &whole_model);
-    std::vector<double> sizes = ts::powers_of_two(1, 4096);
+    std::vector<double> sizes = powers_of_four(4096);
     sizes.push_back(static_cast<double>(chosen));
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -392,23 +417,28 @@ int main(int argc, char **argv) {
     fmt::print("## {} thread{} (loop-chunk overhead {:.3g} µs{})\n\n", T, T == 1 ? "" : "s",
                c.loop_overhead * 1e6, why.empty() ? "" : "; " + why);
     fmt::print("| targets per task S | tasks | time [s] | / best |\n|---|---|---|---|\n");
-    std::vector<double> times;
+    // All sizes' plans first, then the repetitions round-robin over them: a drift of the machine's
+    // speed during the sweep (seen on the shared 16-core host) then falls on every size alike.
+    std::vector<std::unique_ptr<ksum::DirectSum<double>>> plans;
     for (double s : sizes) {
       ksum::DirectOptions o;
       o.backend = ksum::Backend::cpu;
       o.threads = T;
       o.cpu_block = static_cast<std::int64_t>(s);
-      ksum::DirectSum<double> plan(o);
-      plan.set_points(src, tgt);
-      (void)plan.execute(w); // warm-up
-      std::vector<double> ts_;
-      for (int r = 0; r < a.reps; ++r) {
-        const auto t0 = Clock::now();
-        (void)plan.execute(w);
-        ts_.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-      times.push_back(median(ts_));
+      plans.push_back(std::make_unique<ksum::DirectSum<double>>(o));
+      plans.back()->set_points(src, tgt);
+      (void)plans.back()->execute(w); // warm-up
     }
+    std::vector<std::vector<double>> runs(sizes.size());
+    for (int r = 0; r < a.reps; ++r)
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const auto t0 = Clock::now();
+        (void)plans[k]->execute(w);
+        runs[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+    std::vector<double> times;
+    for (const auto &v : runs)
+      times.push_back(fastest(v));
     const double best = *std::min_element(times.begin(), times.end());
     const auto best_at = sizes[static_cast<std::size_t>(
         std::min_element(times.begin(), times.end()) - times.begin())];
