@@ -3,7 +3,8 @@
 // loop-chunk overhead on T threads and of C(S) on one thread) against an exhaustive sweep of the
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
-//                          [--pum-m 200000] [--fmm-n 100000] [--reps 3] [--json FILE]
+//                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000] [--reps 3]
+//                          [--json FILE]
 // (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) These sweeps take powers of
 // 4. Every time is the fastest of --reps runs, and except for the FMM (whose plans are too large
 // to hold one per size) the runs go round-robin over the sizes: on the shared 16-core host the
@@ -12,7 +13,8 @@
 // model's choice (0) against fixed sizes; the loop overhead measured for each T is written to
 // this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune` would, since
 // those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target
-// leaves per task of the near pass (DirectOptions::fmm_near_chunk).
+// leaves per task of the near pass (DirectOptions::fmm_near_chunk). The FGT sweep (--fgt-n 0
+// leaves it out): target boxes per task of its evaluation loop (GaussOptions::box_chunk).
 // Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the fastest of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
@@ -21,6 +23,7 @@
 #include <ksum/datasets.hpp>
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
+#include <ksum/fgt.hpp>
 #include <ksum/pum.hpp>
 #include <ksum/tasksize.hpp>
 
@@ -46,6 +49,7 @@ struct Args {
   std::int64_t m = 20000, n = 20000;
   std::int64_t pum_n = 20000, pum_m = 200000; // PUM evaluation: data points, evaluation points
   std::int64_t fmm_n = 100000;                // 3D FMM (Laplace, 1e-6): points
+  std::int64_t fgt_n = 30000;                 // fast Gauss transform (3D, h = 0.1, 1e-6): points
   int reps = 3;
   std::string json;
 };
@@ -316,6 +320,90 @@ nlohmann::json fmm_near_sweep(const Args &a) {
   return out;
 }
 
+// The fast Gauss transform (GaussOptions::box_chunk): target boxes per task of the CPU evaluation
+// loop that the model chooses from the previous execute's loop time (0) against fixed sizes;
+// d = 3, h = 0.1, tolerance 1e-6, fgt_n uniform points in the unit cube, sources = targets. Each
+// plan is executed twice first (the model's choice needs one), then --reps times round-robin
+// over the sizes; the fastest execute of each.
+nlohmann::json fgt_sweep(const Args &a) {
+  const auto pts = ksum::datasets::uniform_cube(a.fgt_n, 49);
+  std::mt19937_64 rng(50);
+  std::uniform_real_distribution<double> u(0, 1);
+  ksum::Table<double> w(a.fgt_n, 1);
+  for (std::int64_t i = 0; i < a.fgt_n; ++i)
+    w(i, 0) = u(rng);
+  fmt::print("## Fast Gauss transform: {} points (3D, h = 0.1, tolerance 1e-6, CPU)\n\n", a.fgt_n);
+  nlohmann::json out = nlohmann::json::object();
+  for (int T : a.threads) {
+    const auto make = [&](std::int64_t chunk) {
+      ksum::GaussOptions o;
+      o.bandwidth = 0.1;
+      o.tolerance = 1e-6;
+      o.method = ksum::GaussMethod::fgt;
+      o.backend = ksum::Backend::cpu;
+      o.threads = T;
+      o.box_chunk = chunk;
+      auto p = std::make_unique<ksum::GaussTransform<double>>(o);
+      p->set_points(pts);
+      (void)p->execute(w);
+      (void)p->execute(w);
+      return p;
+    };
+    auto model = make(0);
+    const std::int64_t chosen = model->stats().box_chunk;
+    const std::int64_t boxes = model->stats().boxes;
+    std::vector<double> sizes = powers_of_four(4096);
+    sizes.push_back(static_cast<double>(chosen));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    std::vector<std::unique_ptr<ksum::GaussTransform<double>>> plans;
+    for (double s : sizes)
+      plans.push_back(make(static_cast<std::int64_t>(s)));
+    plans.push_back(std::move(model));
+    std::vector<std::vector<double>> runs(plans.size());
+    for (int r = 0; r < a.reps; ++r)
+      for (std::size_t k = 0; k < plans.size(); ++k) {
+        const auto t0 = Clock::now();
+        (void)plans[k]->execute(w);
+        runs[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+    std::vector<double> times;
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      times.push_back(fastest(runs[k]));
+    const double t_model = fastest(runs.back());
+    fmt::print("### {} thread{} ({} occupied boxes)\n\n| target boxes per task S | execute [s] | / "
+               "best |\n|---|---|---|\n",
+               T, T == 1 ? "" : "s", boxes);
+    const auto it = std::min_element(times.begin(), times.end());
+    const double best = std::min(*it, t_model);
+    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
+    double t_default = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const auto s = static_cast<std::int64_t>(sizes[k]);
+      fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
+                 s == chosen ? " (the model's size, fixed)" : s == 1 ? " (old default)" : "",
+                 times[k], times[k] / best);
+      if (s == 1)
+        t_default = times[k];
+      rows.push_back({{"size", s}, {"seconds", times[k]}});
+    }
+    const double ratio = t_model / best;
+    fmt::print("\nexecute() with box_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
+               "(S = {}); goal ≤ 1.10: {}; the old fixed S = 1: {:.3f}×\n\n",
+               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
+               t_default / best);
+    out["threads_" + std::to_string(T)] = {{"threads", T},
+                                           {"chosen", chosen},
+                                           {"chosen_seconds", t_model},
+                                           {"best_size", best_at},
+                                           {"chosen_over_best", ratio},
+                                           {"default_over_best", t_default / best},
+                                           {"sweep", rows}};
+  }
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -344,6 +432,8 @@ int main(int argc, char **argv) {
         a.pum_m = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--fmm-n")
         a.fmm_n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--fgt-n")
+        a.fgt_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--reps")
         a.reps = std::max(1, std::stoi(value()));
       else if (k == "--json")
@@ -476,6 +566,8 @@ int main(int argc, char **argv) {
     out["pum_fit"] = pum_fit_sweep(a);
   if (a.fmm_n > 0)
     out["fmm_near"] = fmm_near_sweep(a);
+  if (a.fgt_n > 0)
+    out["fgt"] = fgt_sweep(a);
   for (const std::string &f : fallback)
     fmt::print("fallback: {}\n", f);
   if (!a.json.empty())

@@ -38,6 +38,10 @@ struct GaussOptions {
   int device = 0;                       // the GPU to use
   int order = 0;                        // series terms p per dimension (fgt) or total degree
                                         // (ifgt); 0: the smallest that meets the tolerance
+  // fgt on the CPU: target boxes per task of the evaluation loop; 0: chosen by the task-size model
+  // (include/ksum/tasksize.hpp, dynamic_chunk) from the loop's time in the previous execute (1 in
+  // the first). The results do not depend on it.
+  std::int64_t box_chunk = 0;
   // Called now and then with the fraction done, from the thread that called execute().
   std::function<void(double)> progress{};
 };
@@ -58,6 +62,7 @@ struct GaussStats {
   // the direct sum and the FGT, not the IFGT).
   double predicted_direct = 0, predicted_fgt = 0, predicted_ifgt = 0;
   double seconds_setup = 0, seconds_execute = 0;
+  std::int64_t box_chunk = 0; // fgt on the CPU: target boxes per task in the last execute
 };
 
 template <std::floating_point T> class GaussTransform {

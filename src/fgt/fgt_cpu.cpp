@@ -214,7 +214,9 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
 }
 
 void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
-                 const std::function<void(double)> &progress) {
+                 const std::function<void(double)> &progress, std::int64_t chunk,
+                 double *loop_seconds) {
+  chunk = std::max<std::int64_t>(1, chunk);
   const int d = plan.d, p = std::max(plan.p, 1);
   const std::int64_t P = std::max<std::int64_t>(plan.terms, 1);
   const BoxSet &S = plan.src, &T = plan.targets();
@@ -252,6 +254,7 @@ void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
   for (std::int64_t t = 0; t < T.begin[nt]; ++t)
     sorted_out[t] = 0;
   std::atomic<std::int64_t> done{0};
+  const auto t_loop = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads)
   {
     const std::size_t Ps = static_cast<std::size_t>(P);
@@ -260,7 +263,7 @@ void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
     std::vector<double> fact(static_cast<std::size_t>(2 * p), 1.0);
     for (int k = 1; k < 2 * p; ++k)
       fact[k] = fact[k - 1] * k;
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, chunk)
     for (std::int64_t c = 0; c < nt; ++c) {
       const double *cc = T.center.data() + c * d;
       if (plan.taylor_box[c])
@@ -338,6 +341,9 @@ void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
         progress(double(now) / double(nt));
     }
   }
+  if (loop_seconds)
+    *loop_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t t = 0; t < T.begin[nt]; ++t)
     out[T.order[t]] = sorted_out[t];

@@ -48,8 +48,11 @@ struct FgtPlan {
 FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
                   const Extent &extent, FgtGrid grid, int threads);
 
-// out[i] (input target order) = Σ_j q_j e^{−|z_i − z_j|²} by the plan's routes.
+// out[i] (input target order) = Σ_j q_j e^{−|z_i − z_j|²} by the plan's routes. chunk: target
+// boxes per task of the evaluation loop (OpenMP schedule(dynamic, chunk)); *loop_seconds (if
+// given): that loop's time.
 void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
-                 const std::function<void(double)> &progress);
+                 const std::function<void(double)> &progress, std::int64_t chunk = 1,
+                 double *loop_seconds = nullptr);
 
 } // namespace ksum::fgt

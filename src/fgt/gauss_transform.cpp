@@ -9,6 +9,7 @@
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
 #include <ksum/fgt.hpp>
+#include <ksum/tasksize.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -63,6 +64,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
   bool ready = false, self = false;
   detail::uninit_vector<double> zs, zt; // scaled, point-major; zt empty when self
   std::optional<fgt::FgtPlan> fgt;
+  double box_cost = 0; // seconds per target box of the fgt loop, last execute × threads (0: none)
   std::optional<fgt::IfgtPlan> ifgt;
   std::unique_ptr<DirectSum<T>> direct;
   std::unique_ptr<fgt::FgtGpu<T>> gpu;
@@ -105,6 +107,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     const auto t0 = std::chrono::steady_clock::now();
     ready = false;
     fgt.reset();
+    box_cost = 0; // a new plan: its loop's cost is measured again
     ifgt.reset();
     direct.reset();
     gpu.reset();
@@ -291,6 +294,10 @@ GaussTransform<T>::GaussTransform(GaussOptions options) : impl_(std::make_unique
   if (options.threads < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("threads must be >= 0 (0: default), got {}", options.threads));
+  if (options.box_chunk < 0)
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("box_chunk must be >= 0 (0: the task-size model), got {}", options.box_chunk));
   impl_->opt = std::move(options);
   impl_->threads = impl_->opt.threads > 0 ? impl_->opt.threads : omp_get_max_threads();
 }
@@ -336,9 +343,19 @@ template <std::floating_point T> Table<T> GaussTransform<T>::execute(const Table
       };
       if (im.gpu)
         im.gpu->execute(q.data(), u.data());
-      else if (im.fgt)
-        fgt::execute_fgt(*im.fgt, q.data(), u.data(), im.threads, part);
-      else
+      else if (im.fgt) {
+        // Target boxes per task: fixed, or the task-size model from the loop's per-box cost in the
+        // previous call (the boxes are independent; the results do not depend on the size).
+        const std::int64_t boxes = im.fgt->targets().boxes();
+        std::int64_t chunk = im.opt.box_chunk > 0 ? im.opt.box_chunk : 1;
+        if (im.opt.box_chunk <= 0 && im.box_cost > 0 && im.threads > 1)
+          chunk = tasksize::dynamic_chunk(boxes, im.box_cost, im.threads, std::int64_t(1));
+        double loop = 0;
+        fgt::execute_fgt(*im.fgt, q.data(), u.data(), im.threads, part, chunk, &loop);
+        im.stats.box_chunk = chunk;
+        if (boxes > 0)
+          im.box_cost = loop * im.threads / static_cast<double>(boxes);
+      } else
         fgt::execute_ifgt(*im.ifgt, q.data(), zy, im.m, u.data(), im.threads, part);
       for (std::int64_t i = 0; i < im.m; ++i)
         out(i, r) = static_cast<T>(u[i]);

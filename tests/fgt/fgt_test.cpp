@@ -206,6 +206,43 @@ TEST(GaussTransform, RoutesFollowTheBandwidth) {
   EXPECT_LE(mid.error_bound, 1e-6);
 }
 
+TEST(GaussTransform, ResultsDoNotDependOnTheBoxesPerTask) {
+  const auto src = ksum::test::random_points(6000, 2, 9);
+  const auto q = weights(6000, 1, 10, false);
+  Table<double> ref;
+  for (std::int64_t chunk : {std::int64_t(1), std::int64_t(0), std::int64_t(7),
+                             std::int64_t(100000)}) {
+    GaussOptions o;
+    o.bandwidth = 0.05;
+    o.tolerance = 1e-6;
+    o.method = GaussMethod::fgt;
+    o.backend = ksum::Backend::cpu;
+    o.threads = 2;
+    o.box_chunk = chunk;
+    GaussTransform<double> plan(o);
+    plan.set_points(src);
+    // Three executes: with box_chunk 0 the first uses 1 and the later ones the model's choice from
+    // the measured loop time.
+    for (int k = 0; k < 3; ++k) {
+      const auto got = plan.execute(q);
+      EXPECT_GE(plan.stats().box_chunk, 1);
+      if (chunk > 0)
+        EXPECT_EQ(plan.stats().box_chunk, chunk);
+      if (ref.rows() == 0) {
+        ref = got;
+        EXPECT_LE(ksum::test::gauss_error(src, src, q, 0.05, got), 1e-6);
+        continue;
+      }
+      for (std::int64_t i = 0; i < got.rows(); ++i)
+        ASSERT_EQ(got(i, 0), ref(i, 0)) << "target " << i << ", box_chunk " << chunk;
+    }
+  }
+  GaussOptions bad;
+  bad.box_chunk = -1;
+  ksum::test::expect_error([&] { GaussTransform<double> plan(bad); },
+                           ksum::ErrorCode::invalid_argument, "box_chunk");
+}
+
 TEST(GaussTransform, FloatPlansMeetTheToleranceWithTheirRounding) {
   const auto src = ksum::test::rounded<float>(ksum::test::random_points(2000, 3, 41));
   const auto q = ksum::test::rounded<float>(weights(2000, 1, 42, false));
