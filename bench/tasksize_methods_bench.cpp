@@ -72,6 +72,38 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The rows of a sweep (the model's size and the old default marked), its summary line ("<call>
+// with <option> = 0 chose S = …"), and its JSON record.
+nlohmann::json report_sweep(const std::vector<double> &sizes, const std::vector<double> &times,
+                            double t_model, std::int64_t chosen, std::int64_t old_default, int T,
+                            const std::string &call, const std::string &option) {
+  const auto it = std::min_element(times.begin(), times.end());
+  const double best = std::min(*it, t_model);
+  const auto best_at =
+      static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
+  double t_default = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const auto s = static_cast<std::int64_t>(sizes[k]);
+    fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
+               s == chosen        ? " (the model's size, fixed)"
+               : s == old_default ? " (old default)"
+                                  : "",
+               times[k], times[k] / best);
+    if (s == old_default)
+      t_default = times[k];
+    rows.push_back({{"size", s}, {"seconds", times[k]}});
+  }
+  const double ratio = t_model / best;
+  fmt::print("\n{} with {} = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured (S = {}); goal "
+             "≤ 1.10: {}; the old fixed S = {}: {:.3f}×\n\n",
+             call, option, chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
+             old_default, t_default / best);
+  return {
+      {"threads", T},         {"chosen", chosen},          {"chosen_seconds", t_model},
+      {"best_size", best_at}, {"chosen_over_best", ratio}, {"default_over_best", t_default / best},
+      {"sweep", rows}};
+}
 
 // PUM evaluation (PumOptions::eval_chunk): the points per task that evaluate() chooses (0: the
 // model, from the cost of the first 64 points and the cached loop overhead, or kDefaultOverhead
@@ -87,17 +119,17 @@ nlohmann::json pum_eval_sweep(const Args &a) {
   for (std::int64_t i = 0; i < a.pum_m; ++i)
     for (int k = 0; k < 2; ++k)
       g(i, k) = 0.01 + 0.98 * y(i + 1000, k); // inside the data's box
-  fmt::print("## PUM evaluation: {} data points, {} evaluation points (2D, Matérn C4)\n\n",
-             a.pum_n, a.pum_m);
+  fmt::print("## PUM evaluation: {} data points, {} evaluation points (2D, Matérn C4)\n\n", a.pum_n,
+             a.pum_m);
   nlohmann::json out = nlohmann::json::object();
   for (int T : a.threads) {
     const auto make = [&](std::int64_t chunk) {
-      auto p = std::make_unique<ksum::PumInterpolant>(
-          ksum::PumOptions{.kernel = ksum::Kernel::matern4,
-                           .eps = 10.0,
-                           .threads = T,
-                           .eval_chunk = chunk,
-                           .backend = ksum::Backend::cpu});
+      auto p =
+          std::make_unique<ksum::PumInterpolant>(ksum::PumOptions{.kernel = ksum::Kernel::matern4,
+                                                                  .eps = 10.0,
+                                                                  .threads = T,
+                                                                  .eval_chunk = chunk,
+                                                                  .backend = ksum::Backend::cpu});
       p->set_data(x, f);
       (void)p->evaluate(g); // warm-up (and the model's choice)
       return p;
@@ -127,32 +159,8 @@ nlohmann::json pum_eval_sweep(const Args &a) {
     for (std::size_t k = 0; k < sizes.size(); ++k)
       times.push_back(fastest(runs[k]));
     const double t_model = fastest(runs.back());
-    const auto it = std::min_element(times.begin(), times.end());
-    const double best = std::min(*it, t_model);
-    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
-    double t_default = 0;
-    nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t k = 0; k < sizes.size(); ++k) {
-      const auto s = static_cast<std::int64_t>(sizes[k]);
-      fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
-                 s == chosen ? " (the model's size, fixed)" : s == 256 ? " (old default)" : "",
-                 times[k], times[k] / best);
-      if (s == 256)
-        t_default = times[k];
-      rows.push_back({{"size", s}, {"seconds", times[k]}});
-    }
-    const double ratio = t_model / best;
-    fmt::print("\nevaluate() with eval_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
-               "(S = {}); goal ≤ 1.10: {}; the old fixed S = 256: {:.3f}×\n\n",
-               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
-               t_default / best);
-    out["threads_" + std::to_string(T)] = {{"threads", T},
-                                           {"chosen", chosen},
-                                           {"chosen_seconds", t_model},
-                                           {"best_size", best_at},
-                                           {"chosen_over_best", ratio},
-                                           {"default_over_best", t_default / best},
-                                           {"sweep", rows}};
+    out["threads_" + std::to_string(T)] =
+        report_sweep(sizes, times, t_model, chosen, 256, T, "evaluate()", "eval_chunk");
   }
   return out;
 }
@@ -203,32 +211,8 @@ nlohmann::json pum_fit_sweep(const Args &a) {
     for (std::size_t k = 0; k < sizes.size(); ++k)
       times.push_back(fastest(runs[k]));
     const double t_model = fastest(runs.back());
-    const auto it = std::min_element(times.begin(), times.end());
-    const double best = std::min(*it, t_model);
-    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
-    double t_default = 0;
-    nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t k = 0; k < sizes.size(); ++k) {
-      const auto s = static_cast<std::int64_t>(sizes[k]);
-      fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
-                 s == chosen ? " (the model's size, fixed)" : s == 16 ? " (old default)" : "",
-                 times[k], times[k] / best);
-      if (s == 16)
-        t_default = times[k];
-      rows.push_back({{"size", s}, {"seconds", times[k]}});
-    }
-    const double ratio = t_model / best;
-    fmt::print("\nset_data() with fit_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
-               "(S = {}); goal ≤ 1.10: {}; the old fixed S = 16: {:.3f}×\n\n",
-               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
-               t_default / best);
-    out["threads_" + std::to_string(T)] = {{"threads", T},
-                                           {"chosen", chosen},
-                                           {"chosen_seconds", t_model},
-                                           {"best_size", best_at},
-                                           {"chosen_over_best", ratio},
-                                           {"default_over_best", t_default / best},
-                                           {"sweep", rows}};
+    out["threads_" + std::to_string(T)] =
+        report_sweep(sizes, times, t_model, chosen, 16, T, "set_data()", "fit_chunk");
   }
   return out;
 }
@@ -289,14 +273,18 @@ nlohmann::json fmm_near_sweep(const Args &a) {
     }
     const auto it = std::min_element(times.begin(), times.end());
     const double best = std::min(*it, t_model);
-    const double best_whole = std::min(*std::min_element(wholes.begin(), wholes.end()), whole_model);
-    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
+    const double best_whole =
+        std::min(*std::min_element(wholes.begin(), wholes.end()), whole_model);
+    const auto best_at =
+        static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
     double t_default = 0;
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       const auto s = static_cast<std::int64_t>(sizes[k]);
       fmt::print("| {}{} | {:.4g} | {:.3f} | {:.4g} | {:.3f} |\n", s,
-                 s == chosen ? " (the model's size, fixed)" : s == 4 ? " (old default)" : "",
+                 s == chosen ? " (the model's size, fixed)"
+                 : s == 4    ? " (old default)"
+                             : "",
                  times[k], times[k] / best, wholes[k], wholes[k] / best_whole);
       if (s == 4)
         t_default = times[k];
@@ -374,32 +362,8 @@ nlohmann::json fgt_sweep(const Args &a) {
     fmt::print("### {} thread{} ({} occupied boxes)\n\n| target boxes per task S | execute [s] | / "
                "best |\n|---|---|---|\n",
                T, T == 1 ? "" : "s", boxes);
-    const auto it = std::min_element(times.begin(), times.end());
-    const double best = std::min(*it, t_model);
-    const auto best_at = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
-    double t_default = 0;
-    nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t k = 0; k < sizes.size(); ++k) {
-      const auto s = static_cast<std::int64_t>(sizes[k]);
-      fmt::print("| {}{} | {:.4g} | {:.3f} |\n", s,
-                 s == chosen ? " (the model's size, fixed)" : s == 1 ? " (old default)" : "",
-                 times[k], times[k] / best);
-      if (s == 1)
-        t_default = times[k];
-      rows.push_back({{"size", s}, {"seconds", times[k]}});
-    }
-    const double ratio = t_model / best;
-    fmt::print("\nexecute() with box_chunk = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured "
-               "(S = {}); goal ≤ 1.10: {}; the old fixed S = 1: {:.3f}×\n\n",
-               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
-               t_default / best);
-    out["threads_" + std::to_string(T)] = {{"threads", T},
-                                           {"chosen", chosen},
-                                           {"chosen_seconds", t_model},
-                                           {"best_size", best_at},
-                                           {"chosen_over_best", ratio},
-                                           {"default_over_best", t_default / best},
-                                           {"sweep", rows}};
+    out["threads_" + std::to_string(T)] =
+        report_sweep(sizes, times, t_model, chosen, 1, T, "execute()", "box_chunk");
   }
   return out;
 }

@@ -513,7 +513,7 @@ if want tasksize; then
   KSUM_CACHE_DIR="$ts_cache" timeout 200 $build/bench/tasksize_bench --threads 1,2,$jobs --time-limit 180 \
     --json "$OUT/tasksize/tasksize_bench.json" --png-prefix "$OUT/tasksize/" \
     > "$OUT/tasksize/tasksize_bench.md" 2>&1 || rc=1
-  KSUM_CACHE_DIR="$ts_cache" timeout 420 $build/bench/tasksize_methods_bench --threads 1,2,$jobs --m 100000 --n 20000 \
+  KSUM_CACHE_DIR="$ts_cache" timeout 420 $build/bench/tasksize_methods_bench --threads 1,2,$jobs --m 50000 --n 20000 --reps 5 \
     --json "$OUT/tasksize/tasksize_methods_bench.json" > "$OUT/tasksize/tasksize_methods_bench.md" \
     2>&1 || rc=1
   KSUM_CACHE_DIR="$ts_cache" timeout 120 $build/apps/ksum/ksum tune --plot "$OUT/tasksize/tune.png" \

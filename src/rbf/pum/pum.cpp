@@ -83,6 +83,31 @@ struct Patch {
 // (KSUM_TASKSIZE=off).
 constexpr std::int64_t kPumEvalChunk = 256, kPumFitChunk = 16;
 
+// Runs items [0, n) as range(lo, hi, threads, chunk), `chunk` items per OpenMP dynamic task: a
+// given chunk > 0 as it is; 0: the task-size model's (tasksize::dynamic_chunk) from the measured
+// cost of the first `sample` items, run on one thread first (they are part of the result, and what
+// follows does not depend on the chunk). One thread: one chunk of everything. Returns the chunk.
+template <class Range>
+std::int64_t run_with_model_chunk(std::int64_t n, int nthreads, std::int64_t chunk,
+                                  std::int64_t sample, std::int64_t fallback, Range &&range) {
+  std::int64_t lo = 0;
+  if (chunk <= 0) {
+    const std::int64_t k = std::min<std::int64_t>(n, nthreads > 1 ? sample : 0);
+    const auto t0 = Clock::now();
+    if (k > 0)
+      range(std::int64_t(0), k, 1, k);
+    const double c =
+        k > 0 ? std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(k)
+              : 0.0;
+    lo = k;
+    chunk = nthreads > 1 ? tasksize::dynamic_chunk(n - k, c, nthreads, fallback)
+                         : std::max<std::int64_t>(1, n);
+  }
+  if (lo < n)
+    range(lo, n, nthreads, chunk);
+  return chunk;
+}
+
 struct PumInterpolant::Impl {
   PumOptions opt;
   PumStats stats;
@@ -586,24 +611,9 @@ void PumInterpolant::Impl::fit() {
         }
       }
     };
-    std::int64_t chunk = opt.fit_chunk, lo = 0;
-    if (chunk <= 0) {
-      // The task-size model (issue 24) from the cost of the first cells' fits, run here on one
-      // thread (part of the result; the fits do not depend on the chunk).
-      const std::int64_t k = std::min<std::int64_t>(ncells, nthreads > 1 ? 32 : 0);
-      const auto t0 = Clock::now();
-      if (k > 0)
-        range(0, k, 1, k);
-      const double c =
-          k > 0 ? std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(k)
-                : 0.0;
-      lo = k;
-      chunk = nthreads > 1 ? tasksize::dynamic_chunk(ncells - k, c, nthreads, kPumFitChunk)
-                           : std::max<std::int64_t>(1, ncells);
-    }
-    stats.fit_chunk = chunk;
-    if (lo < ncells)
-      range(lo, ncells, nthreads, chunk);
+    // The first 32 cells' fits time the task-size model's C.
+    stats.fit_chunk =
+        run_with_model_chunk(ncells, nthreads, opt.fit_chunk, 32, kPumFitChunk, range);
   });
   errors.rethrow();
   if (opt.progress)
@@ -1021,25 +1031,12 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
       }
     };
     const auto run = [&]<int S>() {
-      std::int64_t chunk = im.opt.eval_chunk, lo = 0;
-      if (chunk <= 0) {
-        // The task-size model (issue 24) from the cost of the first points, evaluated here on
-        // one thread (they are part of the result; what follows does not depend on the chunk).
-        const std::int64_t k = std::min<std::int64_t>(m, nthreads > 1 ? 64 : 0);
-        const auto t0 = std::chrono::steady_clock::now();
-        if (k > 0)
-          range.template operator()<S>(0, k, 1, k);
-        const double c =
-            k > 0 ? std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-                        static_cast<double>(k)
-                  : 0.0;
-        lo = k;
-        chunk = nthreads > 1 ? tasksize::dynamic_chunk(m - k, c, nthreads, kPumEvalChunk)
-                             : std::max<std::int64_t>(1, m);
-      }
-      im.last_eval_chunk = chunk;
-      if (lo < m)
-        range.template operator()<S>(lo, m, nthreads, chunk);
+      // The first 64 points time the task-size model's C.
+      im.last_eval_chunk = run_with_model_chunk(
+          m, nthreads, im.opt.eval_chunk, 64, kPumEvalChunk,
+          [&](std::int64_t lo, std::int64_t hi, int threads, std::int64_t chunk) {
+            range.template operator()<S>(lo, hi, threads, chunk);
+          });
     };
     switch (s) {
     case 1:
