@@ -32,6 +32,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <omp.h>
@@ -67,9 +68,17 @@ double fastest(const std::vector<double> &v) {
   return *std::min_element(v.begin(), v.end());
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// The fastest of `reps` timed calls of run(k) for each k < count, the calls taken round-robin
+// over k (a drift of the machine's speed during a sweep then falls on every k alike).
+template <class F> std::vector<double> fastest_round_robin(std::size_t count, int reps, F &&run) {
+  std::vector<double> best(count, std::numeric_limits<double>::infinity());
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto t0 = Clock::now();
+      run(k);
+      best[k] = std::min(best[k], std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  return best;
 }
 
 // The rows of a sweep (the model's size and the old default marked), its summary line ("<call>
@@ -147,18 +156,10 @@ nlohmann::json pum_eval_sweep(const Args &a) {
     for (double s : sizes)
       plans.push_back(make(static_cast<std::int64_t>(s)));
     plans.push_back(std::move(model)); // last: eval_chunk = 0
-    // Round-robin over the plans (a drift of the machine's speed falls on every size alike).
-    std::vector<std::vector<double>> runs(plans.size());
-    for (int r = 0; r < a.reps; ++r)
-      for (std::size_t k = 0; k < plans.size(); ++k) {
-        const auto t0 = Clock::now();
-        (void)plans[k]->evaluate(g);
-        runs[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-    std::vector<double> times;
-    for (std::size_t k = 0; k < sizes.size(); ++k)
-      times.push_back(fastest(runs[k]));
-    const double t_model = fastest(runs.back());
+    std::vector<double> times = fastest_round_robin(
+        plans.size(), a.reps, [&](std::size_t k) { (void)plans[k]->evaluate(g); });
+    const double t_model = times.back();
+    times.pop_back();
     out["threads_" + std::to_string(T)] =
         report_sweep(sizes, times, t_model, chosen, 256, T, "evaluate()", "eval_chunk");
   }
@@ -202,15 +203,12 @@ nlohmann::json pum_fit_sweep(const Args &a) {
     fmt::print("### {} thread{} ({} cells)\n\n| patches per task S | time [s] | / best "
                "|\n|---|---|---|\n",
                T, T == 1 ? "" : "s", patches);
-    // Round-robin over the sizes and the model (0, last).
-    std::vector<std::vector<double>> runs(sizes.size() + 1);
-    for (int r = 0; r < a.reps; ++r)
-      for (std::size_t k = 0; k <= sizes.size(); ++k)
-        runs[k].push_back(fit(k < sizes.size() ? static_cast<std::int64_t>(sizes[k]) : 0, nullptr));
-    std::vector<double> times;
-    for (std::size_t k = 0; k < sizes.size(); ++k)
-      times.push_back(fastest(runs[k]));
-    const double t_model = fastest(runs.back());
+    // The sizes and the model (0, last); each time is the whole set_data() with the construction.
+    std::vector<double> times = fastest_round_robin(sizes.size() + 1, a.reps, [&](std::size_t k) {
+      (void)fit(k < sizes.size() ? static_cast<std::int64_t>(sizes[k]) : 0, nullptr);
+    });
+    const double t_model = times.back();
+    times.pop_back();
     out["threads_" + std::to_string(T)] =
         report_sweep(sizes, times, t_model, chosen, 16, T, "set_data()", "fit_chunk");
   }
@@ -348,17 +346,10 @@ nlohmann::json fgt_sweep(const Args &a) {
     for (double s : sizes)
       plans.push_back(make(static_cast<std::int64_t>(s)));
     plans.push_back(std::move(model));
-    std::vector<std::vector<double>> runs(plans.size());
-    for (int r = 0; r < a.reps; ++r)
-      for (std::size_t k = 0; k < plans.size(); ++k) {
-        const auto t0 = Clock::now();
-        (void)plans[k]->execute(w);
-        runs[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-    std::vector<double> times;
-    for (std::size_t k = 0; k < sizes.size(); ++k)
-      times.push_back(fastest(runs[k]));
-    const double t_model = fastest(runs.back());
+    std::vector<double> times = fastest_round_robin(
+        plans.size(), a.reps, [&](std::size_t k) { (void)plans[k]->execute(w); });
+    const double t_model = times.back();
+    times.pop_back();
     fmt::print("### {} thread{} ({} occupied boxes)\n\n| target boxes per task S | execute [s] | / "
                "best |\n|---|---|---|\n",
                T, T == 1 ? "" : "s", boxes);
@@ -483,16 +474,8 @@ int main(int argc, char **argv) {
       plans.back()->set_points(src, tgt);
       (void)plans.back()->execute(w); // warm-up
     }
-    std::vector<std::vector<double>> runs(sizes.size());
-    for (int r = 0; r < a.reps; ++r)
-      for (std::size_t k = 0; k < sizes.size(); ++k) {
-        const auto t0 = Clock::now();
-        (void)plans[k]->execute(w);
-        runs[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-    std::vector<double> times;
-    for (const auto &v : runs)
-      times.push_back(fastest(v));
+    const std::vector<double> times = fastest_round_robin(
+        sizes.size(), a.reps, [&](std::size_t k) { (void)plans[k]->execute(w); });
     const double best = *std::min_element(times.begin(), times.end());
     const auto best_at = sizes[static_cast<std::size_t>(
         std::min_element(times.begin(), times.end()) - times.begin())];

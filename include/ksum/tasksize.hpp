@@ -187,8 +187,26 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration 
 // positive and finite, `fallback`. Used by the PUM evaluation (PumOptions::eval_chunk).
 std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
                            std::int64_t fallback);
-// The same from a given loop overhead (seconds per chunk), for benches and tests.
-std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
-                           double loop_overhead);
+// The chunk of a loop that a plan runs again and again (the 3D FMM's near pass, the FGT's
+// evaluation loop): `fallback` until a run was recorded, then dynamic_chunk from the per-item
+// cost that run measured (its seconds × threads / items). A size given by the user (> 0) wins.
+class LearnedChunk {
+public:
+  explicit LearnedChunk(std::int64_t fallback) : fallback_(fallback) {}
+  std::int64_t choose(int threads, std::int64_t forced) const;
+  void record(std::int64_t items, int threads, double seconds);
+  void reset() { // a new tree or plan: measure again
+    items_ = 0;
+    cost_ = 0;
+  }
+
+private:
+  std::int64_t fallback_, items_ = 0;
+  double cost_ = 0;
+};
+// The same from a given loop overhead (seconds per chunk, no cache), for benches and tests. (A
+// name of its own: an overload on fallback vs overhead would turn on an integer vs a double.)
+std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_item, int threads,
+                                         double loop_overhead);
 
 } // namespace ksum::tasksize

@@ -64,7 +64,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
   bool ready = false, self = false;
   detail::uninit_vector<double> zs, zt; // scaled, point-major; zt empty when self
   std::optional<fgt::FgtPlan> fgt;
-  double box_cost = 0; // seconds per target box of the fgt loop, last execute × threads (0: none)
+  tasksize::LearnedChunk box_chunk{1}; // the fgt loop's target boxes per task, learnt per execute
   std::optional<fgt::IfgtPlan> ifgt;
   std::unique_ptr<DirectSum<T>> direct;
   std::unique_ptr<fgt::FgtGpu<T>> gpu;
@@ -107,7 +107,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     const auto t0 = std::chrono::steady_clock::now();
     ready = false;
     fgt.reset();
-    box_cost = 0; // a new plan: its loop's cost is measured again
+    box_chunk.reset(); // a new plan: its loop's cost is measured again
     ifgt.reset();
     direct.reset();
     gpu.reset();
@@ -346,15 +346,11 @@ template <std::floating_point T> Table<T> GaussTransform<T>::execute(const Table
       else if (im.fgt) {
         // Target boxes per task: fixed, or the task-size model from the loop's per-box cost in the
         // previous call (the boxes are independent; the results do not depend on the size).
-        const std::int64_t boxes = im.fgt->targets().boxes();
-        std::int64_t chunk = im.opt.box_chunk > 0 ? im.opt.box_chunk : 1;
-        if (im.opt.box_chunk <= 0 && im.box_cost > 0 && im.threads > 1)
-          chunk = tasksize::dynamic_chunk(boxes, im.box_cost, im.threads, std::int64_t(1));
+        const std::int64_t chunk = im.box_chunk.choose(im.threads, im.opt.box_chunk);
         double loop = 0;
         fgt::execute_fgt(*im.fgt, q.data(), u.data(), im.threads, part, chunk, &loop);
         im.stats.box_chunk = chunk;
-        if (boxes > 0)
-          im.box_cost = loop * im.threads / static_cast<double>(boxes);
+        im.box_chunk.record(im.fgt->targets().boxes(), im.threads, loop);
       } else
         fgt::execute_ifgt(*im.ifgt, q.data(), zy, im.m, u.data(), im.threads, part);
       for (std::int64_t i = 0; i < im.m; ++i)

@@ -669,8 +669,8 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads) {
   return c ? direct_cpu_block(m, n, *c) : kDirectCpuBlock;
 }
 
-std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
-                           double loop_overhead) {
+std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_item, int threads,
+                                         double loop_overhead) {
   if (items <= 1)
     return 1;
   Model model{loop_overhead, std::max(1, threads), WorkCost(seconds_per_item)};
@@ -698,9 +698,21 @@ std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int thre
     return fallback;
   const int T = threads > 0 ? threads : omp_get_max_threads();
   const auto c = cached_calibration(T);
-  const double o =
-      c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
-  return dynamic_chunk(items, seconds_per_item, T, o);
+  const double o = c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
+  return dynamic_chunk_with_overhead(items, seconds_per_item, T, o);
+}
+
+std::int64_t LearnedChunk::choose(int threads, std::int64_t forced) const {
+  if (forced > 0)
+    return forced;
+  if (cost_ <= 0 || items_ <= 0 || threads <= 1)
+    return fallback_;
+  return dynamic_chunk(items_, cost_, threads, fallback_);
+}
+
+void LearnedChunk::record(std::int64_t items, int threads, double seconds) {
+  items_ = items;
+  cost_ = items > 0 ? seconds * std::max(1, threads) / static_cast<double>(items) : 0.0;
 }
 
 } // namespace ksum::tasksize

@@ -340,26 +340,43 @@ TEST(TaskSize, DynamicChunkOnHandComputedCases) {
   // whose continuous optimum √(2 O N / (T C)) = 7.07 lies between the candidates 4 and 8:
   // R(4) = (2.5e-5 + 1e-3) / 4 + 2e-6 = 2.5825e-4 s, R(8) = (1.25e-5 + 1e-3) / 4 + 4e-6 =
   // 2.5713e-4 s, R(16) = (6.3e-6 + 1e-3) / 4 + 8e-6 = 2.5958e-4 s.
-  EXPECT_EQ(dynamic_chunk(1000, 1e-6, 4, 1e-7), 8);
+  EXPECT_EQ(dynamic_chunk_with_overhead(1000, 1e-6, 4, 1e-7), 8);
   // Chunks that cost more than their items: one chunk per thread.
-  EXPECT_EQ(dynamic_chunk(1000, 1e-9, 4, 1e-3), 250);
+  EXPECT_EQ(dynamic_chunk_with_overhead(1000, 1e-9, 4, 1e-3), 250);
   // Cheaper items never get smaller chunks.
   std::int64_t last = 0;
   for (double c : {1e-3, 1e-5, 1e-7, 1e-9}) {
-    const std::int64_t s = dynamic_chunk(100000, c, 16, 1e-6);
+    const std::int64_t s = dynamic_chunk_with_overhead(100000, c, 16, 1e-6);
     EXPECT_GE(s, last) << c;
     EXPECT_GE(s, 1);
     EXPECT_LE(s, 100000);
     last = s;
   }
-  EXPECT_EQ(dynamic_chunk(1, 1e-6, 4, 1e-7), 1);
-  EXPECT_EQ(dynamic_chunk(0, 1e-6, 4, 1e-7), 1);
+  EXPECT_EQ(dynamic_chunk_with_overhead(1, 1e-6, 4, 1e-7), 1);
+  EXPECT_EQ(dynamic_chunk_with_overhead(0, 1e-6, 4, 1e-7), 1);
   // A cost that cannot be used, or the model switched off: the caller's fallback.
-  EXPECT_EQ(dynamic_chunk(1000, 0.0, 4, std::int64_t(256)), 256);
-  EXPECT_EQ(dynamic_chunk(1000, std::nan(""), 4, std::int64_t(256)), 256);
+  EXPECT_EQ(dynamic_chunk(1000, 0.0, 4, 256), 256);
+  EXPECT_EQ(dynamic_chunk(1000, std::nan(""), 4, 256), 256);
   ::setenv("KSUM_TASKSIZE", "off", 1);
-  EXPECT_EQ(dynamic_chunk(1000, 1e-6, 4, std::int64_t(256)), 256);
+  EXPECT_EQ(dynamic_chunk(1000, 1e-6, 4, 256), 256);
   ::unsetenv("KSUM_TASKSIZE");
+}
+
+TEST(TaskSize, LearnedChunkUsesTheRecordedCost) {
+  LearnedChunk c(4);
+  EXPECT_EQ(c.choose(8, 0), 4);   // nothing recorded yet: the fallback
+  EXPECT_EQ(c.choose(8, 17), 17); // a size given by the user wins
+  c.record(1000, 8, 1e-3);        // 8 µs per item on 8 threads
+  const std::int64_t s = c.choose(8, 0);
+  EXPECT_EQ(s, dynamic_chunk(1000, 8e-6, 8, std::int64_t(4)));
+  EXPECT_GE(s, 1);
+  EXPECT_LE(s, 1000);
+  EXPECT_EQ(c.choose(1, 0), 4); // one thread: no model
+  ::setenv("KSUM_TASKSIZE", "off", 1);
+  EXPECT_EQ(c.choose(8, 0), 4);
+  ::unsetenv("KSUM_TASKSIZE");
+  c.reset();
+  EXPECT_EQ(c.choose(8, 0), 4);
 }
 
 TEST(TaskSize, DirectCpuBlockFromACalibration) {

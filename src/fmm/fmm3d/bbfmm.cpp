@@ -29,9 +29,6 @@ using Clock = std::chrono::steady_clock;
 constexpr double operator_cache_bytes = 1.5 * (1u << 30);
 constexpr double gpu_operator_bytes = 8.0 * (1u << 30);
 constexpr std::size_t max_cols = 2048; // columns per CPU M2L product
-// Target leaves per task of the CPU near pass before a first apply has measured its cost (and
-// with KSUM_TASKSIZE=off).
-constexpr std::int64_t kNearChunk = 4;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -221,8 +218,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   const auto t0 = Clock::now();
   gpu_.reset(); // never left pointing at a tree that a failure below half replaced
   ops_.reset();
-  near_cost_ = 0; // a new tree: the near pass's cost is measured again
-  near_leaves_ = 0;
+  near_chunk_.reset(); // a new tree: the near pass's cost is measured again
   const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
   const bool self = targets == nullptr;
   std::vector<double> s(static_cast<std::size_t>(3 * n)), t;
@@ -650,15 +646,12 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
   const auto t_near = Clock::now();
   // Leaves per task: fixed, or the task-size model from the previous apply's per-leaf cost (the
   // leaves are independent, so C does not depend on the chunk); the results do not depend on it.
-  std::int64_t chunk = opt_.near_chunk > 0 ? opt_.near_chunk : kNearChunk;
-  if (opt_.near_chunk <= 0 && near_cost_ > 0 && threads > 1)
-    chunk = tasksize::dynamic_chunk(near_leaves_, near_cost_, threads, kNearChunk);
-  near_leaves_ =
+  const std::int64_t chunk = near_chunk_.choose(threads, opt_.near_chunk);
+  const std::int64_t leaves =
       leaf_pass(opt_.kernel, ctx, mult.data(), loc.data(), has_local, us, threads, chunk);
   stats_.seconds_near = since(t_near);
   stats_.near_chunk = chunk;
-  if (near_leaves_ > 0)
-    near_cost_ = stats_.seconds_near * threads / static_cast<double>(near_leaves_);
+  near_chunk_.record(leaves, threads, stats_.seconds_near);
 }
 
 } // namespace ksum::fmm

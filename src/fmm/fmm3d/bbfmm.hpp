@@ -17,6 +17,8 @@
 
 #include <ksum/kernels.hpp>
 
+#include <ksum/tasksize.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -31,7 +33,7 @@ struct BbFmmOptions {
   std::int64_t leaf_size = 0; // 0: from p
   int threads = 0;            // 0: OpenMP's default
   // CPU apply(): target leaves per task of the near pass; 0: the task-size model from the pass's
-  // time in the previous apply (kNearChunk in the first).
+  // time in the previous apply (4 in the first).
   std::int64_t near_chunk = 0;
   bool gpu = false;        // run apply() on the GPU (fmm_gpu.hpp)
   bool gpu_single = false; // in float there
@@ -82,10 +84,8 @@ private:
   BbFmmStats stats_;
   std::unique_ptr<Operators> ops_;
   std::vector<char> has_local_; // per box: receives a local expansion (its own or inherited)
-  // Seconds per target leaf of the near pass, from the last CPU apply's time × threads (0: none
-  // yet): the task-size model's work-unit cost.
-  double near_cost_ = 0;
-  std::int64_t near_leaves_ = 0; // target leaves of the last CPU apply
+  // The near pass's target leaves per task, learnt from the last CPU apply (tasksize.hpp).
+  tasksize::LearnedChunk near_chunk_{4};
   std::unique_ptr<FmmGpu> gpu_;
 };
 

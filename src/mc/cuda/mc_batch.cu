@@ -370,15 +370,16 @@ __device__ __forceinline__ bool accept_move(double du, double u, double lnu) {
 
 // The sequential part of a batch, one block of up to kMaxBatch threads (thread c owns trial c).
 // Trials are decided in order, 32 at a time by warp 0 (lane l holds trial c0 + l), from the
-// chunk's diagonal block C[c0 + s][c0 + l], which the whole block has put in shared memory. Between chunks each later trial c adds
-// the accepted rows C[r][c] of the chunk just decided (the sum keeps the row order) and is marked
-// when it moves a particle accepted there: reaching such a trial stops the batch (its proposal was
-// drawn from the particle's old position); the next batch starts at it, so the chain does not
-// depend on B. The loads of those rows and of the next diagonal block are issued together, so that
-// a chunk costs one round of memory latency, then a few parallel passes of one warp over shared
-// memory (the 32 dependent steps of a lane-by-lane scan, with the draws and the accepted
-// positions read in the chunk, took ~10 µs per chunk on the H200). The accepted positions are
-// written at the end; then the chain state moves on and the batch's record is written.
+// chunk's diagonal block C[c0 + s][c0 + l], which the whole block has put in shared memory. Between
+// chunks each later trial c adds the accepted rows C[r][c] of the chunk just decided (the sum keeps
+// the row order) and is marked when it moves a particle accepted there: reaching such a trial stops
+// the batch (its proposal was drawn from the particle's old position); the next batch starts at it,
+// so the chain does not depend on B. The loads of those rows and of the next diagonal block are
+// issued together, so that a chunk costs one round of memory latency, then a few parallel passes of
+// one warp over shared memory (the 32 dependent steps of a lane-by-lane scan, with the draws and
+// the accepted positions read in the chunk, took ~10 µs per chunk on the H200). The accepted
+// positions are written at the end; then the chain state moves on and the batch's record is
+// written.
 template <class T> __global__ void __launch_bounds__(kMaxBatch, 1) k_accept(GpuBatchArgs<T> a) {
   __shared__ double corr[kMaxBatch];
   __shared__ int cov[kMaxBatch];
@@ -386,7 +387,7 @@ template <class T> __global__ void __launch_bounds__(kMaxBatch, 1) k_accept(GpuB
   __shared__ unsigned char stop[kMaxBatch];
   __shared__ unsigned char accd[kMaxBatch]; // accepted: its new position is written at the end
   __shared__ double us[kMaxBatch], lnus[kMaxBatch]; // the trials' uniform draws u and −log u
-  __shared__ double dc[32][33]; // dc[s][l] = C[c0 + s][c0 + l], s < l
+  __shared__ double dc[32][33];                     // dc[s][l] = C[c0 + s][c0 + l], s < l
   __shared__ int dov[32][33];
   __shared__ unsigned s_mask;
   __shared__ int s_end;
@@ -568,7 +569,8 @@ template <class T> auto k_batch_variant(const GpuBatchArgs<T> &a) {
                 : k_batch<T, false, false>;
 }
 
-template <class T> const char *launch_batch(const GpuBatchArgs<T> &a, void *stream, void *mid_event) {
+template <class T>
+const char *launch_batch(const GpuBatchArgs<T> &a, void *stream, void *mid_event) {
   const auto s = static_cast<cudaStream_t>(stream);
   const int tiles = a.ld / 32;
   const int blocks = a.slices * a.groups + tiles * (tiles + 1) / 2;
