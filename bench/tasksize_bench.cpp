@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
   std::map<int, double> overhead;
   for (int T : a.threads) {
     std::string why;
-    overhead[T] = tasksize::measure_task_overhead(T, 20000, 7, &why);
+    overhead[T] = tasksize::measure_task_overhead(T, 4000, 7, &why);
     fmt::print("# task overhead O(T = {}) = {} s per task{}\n", T, sci(overhead[T]),
                why.empty() ? "" : " (" + why + ")");
     out["overhead"][std::to_string(T)] = overhead[T];

@@ -3,8 +3,8 @@
 // loop-chunk overhead on T threads and of C(S) on one thread) against an exhaustive sweep of the
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
-//                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000] [--reps 3]
-//                          [--json FILE]
+//                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000]
+//                          [--fmm2d-n 200000] [--reps 3] [--json FILE]
 // (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) These sweeps take powers of
 // 4. Every time is the fastest of --reps runs, and except for the FMM (whose plans are too large
 // to hold one per size) the runs go round-robin over the sizes: on the shared 16-core host the
@@ -14,7 +14,9 @@
 // this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune` would, since
 // those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target
 // leaves per task of the near pass (DirectOptions::fmm_near_chunk). The FGT sweep (--fgt-n 0
-// leaves it out): target boxes per task of its evaluation loop (GaussOptions::box_chunk).
+// leaves it out): target boxes per task of its evaluation loop (GaussOptions::box_chunk). The 2D
+// FMM sweeps (--fmm2d-n 0 leaves them out): the downward pass's subtree level and the near
+// field's leaves per task (Fmm2dOptions::subtree_level, near_chunk).
 // Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the fastest of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
@@ -24,12 +26,14 @@
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
 #include <ksum/fgt.hpp>
+#include <ksum/fmm2d.hpp>
 #include <ksum/pum.hpp>
 #include <ksum/tasksize.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <fmt/format.h>
 #include <fstream>
 #include <limits>
@@ -51,6 +55,7 @@ struct Args {
   std::int64_t pum_n = 20000, pum_m = 200000; // PUM evaluation: data points, evaluation points
   std::int64_t fmm_n = 100000;                // 3D FMM (Laplace, 1e-6): points
   std::int64_t fgt_n = 30000;                 // fast Gauss transform (3D, h = 0.1, 1e-6): points
+  std::int64_t fmm2d_n = 200000;              // 2D FMM (harmonic, 1e-6): points
   int reps = 3;
   std::string json;
 };
@@ -81,8 +86,18 @@ template <class F> std::vector<double> fastest_round_robin(std::size_t count, in
   return best;
 }
 
+// The same where run(k) returns the seconds to count (a phase's time from a plan's stats).
+template <class F>
+std::vector<double> fastest_round_robin_of(std::size_t count, int reps, F &&run) {
+  std::vector<double> best(count, std::numeric_limits<double>::infinity());
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t k = 0; k < count; ++k)
+      best[k] = std::min(best[k], run(k));
+  return best;
+}
+
 // The rows of a sweep (the model's size and the old default marked), its summary line ("<call>
-// with <option> = 0 chose S = …"), and its JSON record.
+// with <option> chose S = …", option e.g. "box_chunk = 0"), and its JSON record.
 nlohmann::json report_sweep(const std::vector<double> &sizes, const std::vector<double> &times,
                             double t_model, std::int64_t chosen, std::int64_t old_default, int T,
                             const std::string &call, const std::string &option) {
@@ -104,7 +119,7 @@ nlohmann::json report_sweep(const std::vector<double> &sizes, const std::vector<
     rows.push_back({{"size", s}, {"seconds", times[k]}});
   }
   const double ratio = t_model / best;
-  fmt::print("\n{} with {} = 0 chose S = {}: {:.4g} s, {:.3f}× the best measured (S = {}); goal "
+  fmt::print("\n{} with {} chose S = {}: {:.4g} s, {:.3f}× the best measured (S = {}); goal "
              "≤ 1.10: {}; the old fixed S = {}: {:.3f}×\n\n",
              call, option, chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
              old_default, t_default / best);
@@ -161,7 +176,7 @@ nlohmann::json pum_eval_sweep(const Args &a) {
     const double t_model = times.back();
     times.pop_back();
     out["threads_" + std::to_string(T)] =
-        report_sweep(sizes, times, t_model, chosen, 256, T, "evaluate()", "eval_chunk");
+        report_sweep(sizes, times, t_model, chosen, 256, T, "evaluate()", "eval_chunk = 0");
   }
   return out;
 }
@@ -210,7 +225,7 @@ nlohmann::json pum_fit_sweep(const Args &a) {
     const double t_model = times.back();
     times.pop_back();
     out["threads_" + std::to_string(T)] =
-        report_sweep(sizes, times, t_model, chosen, 16, T, "set_data()", "fit_chunk");
+        report_sweep(sizes, times, t_model, chosen, 16, T, "set_data()", "fit_chunk = 0");
   }
   return out;
 }
@@ -354,7 +369,89 @@ nlohmann::json fgt_sweep(const Args &a) {
                "best |\n|---|---|---|\n",
                T, T == 1 ? "" : "s", boxes);
     out["threads_" + std::to_string(T)] =
-        report_sweep(sizes, times, t_model, chosen, 1, T, "execute()", "box_chunk");
+        report_sweep(sizes, times, t_model, chosen, 1, T, "execute()", "box_chunk = 0");
+  }
+  return out;
+}
+
+// The 2D FMM (seed 004 Paper IV; Fmm2dOptions::subtree_level and near_chunk): the pyramid level
+// whose boxes are the downward pass's tasks, and the leaves per task of the CPU near field, that
+// the model chooses from the previous execute's times (−1 and 0) against every level and powers
+// of 4 up to 4096; harmonic kernel, tolerance 1e-6, fmm2d_n uniform points in the unit square,
+// CPU only. Each sweep varies one size (the other held at its old constant: the near field at 4,
+// the level at ≥ 8 boxes per thread) and times the phase it changes (stats().seconds_downward,
+// seconds_near); plans executed twice first, then --reps times round-robin.
+nlohmann::json fmm2d_sweep(const Args &a) {
+  std::mt19937_64 rng(51);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<std::complex<double>> z(static_cast<std::size_t>(a.fmm2d_n)), q(z.size());
+  for (auto &p : z)
+    p = {u(rng), u(rng)};
+  for (auto &v : q)
+    v = {u(rng) - 0.5, u(rng) - 0.5};
+  fmt::print("## 2D FMM: {} points (harmonic, tolerance 1e-6, CPU)\n\n", a.fmm2d_n);
+  nlohmann::json out = nlohmann::json::object();
+  for (int T : a.threads) {
+    const auto make = [&](int level, std::int64_t chunk) {
+      ksum::Fmm2dOptions o;
+      o.tolerance = 1e-6;
+      o.backend = ksum::Backend::cpu;
+      o.threads = T;
+      o.subtree_level = level;
+      o.near_chunk = chunk;
+      auto p = std::make_unique<ksum::Fmm2d<double>>(o);
+      p->set_points(z);
+      (void)p->execute(q);
+      (void)p->execute(q);
+      return p;
+    };
+    // The old constant level: the shallowest with ≥ 8 boxes per thread.
+    const int L = make(0, 4)->levels();
+    int old_level = 0;
+    while (old_level < L - 1 && std::ldexp(1.0, 2 * old_level) < 8.0 * T)
+      ++old_level;
+    nlohmann::json rec = nlohmann::json::object();
+    {
+      std::vector<std::unique_ptr<ksum::Fmm2d<double>>> plans;
+      std::vector<double> sizes;
+      for (int l = 0; l < L; ++l) {
+        sizes.push_back(l);
+        plans.push_back(make(l, 4));
+      }
+      plans.push_back(make(-1, 4));
+      const std::int64_t chosen = plans.back()->stats().subtree_level;
+      std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
+        (void)plans[k]->execute(q);
+        return plans[k]->stats().seconds_downward;
+      });
+      const double t_model = times.back();
+      times.pop_back();
+      fmt::print("### {} thread{}: downward pass (M2L, L2L, L2P; {} levels)\n\n| subtree "
+                 "level S (4^S tasks) | downward [s] | / best |\n|---|---|---|\n",
+                 T, T == 1 ? "" : "s", L);
+      rec["subtree_level"] = report_sweep(sizes, times, t_model, chosen, old_level, T, "execute()",
+                                          "subtree_level = −1");
+    }
+    {
+      std::vector<double> sizes = powers_of_four(4096);
+      std::vector<std::unique_ptr<ksum::Fmm2d<double>>> plans;
+      for (double s : sizes)
+        plans.push_back(make(old_level, static_cast<std::int64_t>(s)));
+      plans.push_back(make(old_level, 0));
+      const std::int64_t chosen = plans.back()->stats().near_chunk;
+      std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
+        (void)plans[k]->execute(q);
+        return plans[k]->stats().seconds_near;
+      });
+      const double t_model = times.back();
+      times.pop_back();
+      fmt::print("### {} thread{}: near field (P2P)\n\n| leaves per task S | near [s] | / best "
+                 "|\n|---|---|---|\n",
+                 T, T == 1 ? "" : "s");
+      rec["near_chunk"] =
+          report_sweep(sizes, times, t_model, chosen, 4, T, "execute()", "near_chunk = 0");
+    }
+    out["threads_" + std::to_string(T)] = rec;
   }
   return out;
 }
@@ -389,6 +486,8 @@ int main(int argc, char **argv) {
         a.fmm_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--fgt-n")
         a.fgt_n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--fmm2d-n")
+        a.fmm2d_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--reps")
         a.reps = std::max(1, std::stoi(value()));
       else if (k == "--json")
@@ -515,6 +614,8 @@ int main(int argc, char **argv) {
     out["fmm_near"] = fmm_near_sweep(a);
   if (a.fgt_n > 0)
     out["fgt"] = fgt_sweep(a);
+  if (a.fmm2d_n > 0)
+    out["fmm2d"] = fmm2d_sweep(a);
   for (const std::string &f : fallback)
     fmt::print("fallback: {}\n", f);
   if (!a.json.empty())

@@ -60,7 +60,7 @@ ts::Calibration calibrate(int threads, const std::vector<tp::Kind> &kinds, std::
   const auto t0 = std::chrono::steady_clock::now();
   ts::Calibration c;
   std::string why;
-  c.overhead = ts::measure_task_overhead(threads, 20000, 7, &why);
+  c.overhead = ts::measure_task_overhead(threads, 4000, 7, &why);
   if (!why.empty())
     c.fallback.push_back(why);
   std::string why_loop;
@@ -191,6 +191,11 @@ void run_tune(const TuneArgs &a) {
   for (const std::int64_t m : {std::int64_t(10000), std::int64_t(100000), std::int64_t(1000000)})
     fmt::print("| direct_cpu | {} × {} | {} | {} |\n", m, m, ts::direct_cpu_block(m, m, c),
                ts::kDirectCpuBlock);
+  fmt::print(
+      "\nThe PUM fit and evaluation, the 3D FMM near pass, the FGT evaluation loop and the 2D "
+      "FMM\n(downward subtree level, near-field leaves per task) choose their sizes at run "
+      "time, from\ntheir own first measured items or execute and the loop-chunk overhead "
+      "above; each\nplan's stats report the size it used (docs/tasksize.md).\n");
   if (a.plot.empty())
     return;
   // --plot: each problem measured over block size (solid) beside the model's prediction (dashed),

@@ -47,6 +47,14 @@ struct Fmm2dOptions {
   int threads = 0;      // CPU threads; 0: OpenMP's default
   Fmm2dSmoothing smoothing = Fmm2dSmoothing::none;
   double core_radius = 0; // δ of the smoothing
+  // Task sizes of the CPU passes (seed 004 Paper II's model, include/ksum/tasksize.hpp): the
+  // pyramid level whose boxes are the downward pass's tasks (each task its box's whole subtree;
+  // −1: the model, from the previous execute's cost per box, and at the first execute the
+  // shallowest level with ≥ 8 boxes per thread), and the leaves per task of the CPU near field
+  // (0: the model, from the previous execute's near-field time; 4 at the first). The results do
+  // not depend on either.
+  int subtree_level = -1;
+  std::int64_t near_chunk = 0;
 };
 
 // What the last set_points() + execute() did, for benchmarks and the autotuner.
@@ -64,6 +72,10 @@ struct Fmm2dStats {
   // The partition's parts: the median splits, and the lists (connectivity).
   double seconds_split = 0, seconds_connect = 0;
   bool cpu_waited_on_gpu = false; // the CPU finished its part before the GPU (AT3a's signal)
+  // The task sizes the last execute used (Fmm2dOptions::subtree_level, near_chunk; near_chunk 0
+  // when the near field ran on the GPU).
+  int subtree_level = 0;
+  std::int64_t near_chunk = 0;
 };
 
 template <std::floating_point T> class Fmm2d {

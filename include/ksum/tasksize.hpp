@@ -16,8 +16,9 @@
 // constant C. The best size is the candidate with the smallest predicted R.
 //
 // Calibration (tasksize_calibrate): O is measured on the running machine with the task system the
-// project uses (OpenMP tasks: one thread creates K empty tasks inside a parallel region, the team
-// runs them, O = (t − t_empty region) · min(T, K) / K, the minima of several runs), C(S) by timing
+// project uses (OpenMP tasks: one thread creates K tasks of a little arithmetic each inside a
+// parallel region, the team runs them, O = (t − t_same work as a static loop) · T / K, the minima
+// of several runs), C(S) by timing
 // one task of each size on one thread. A measurement that comes out non-positive, non-finite or
 // unstable falls back to a documented default (Calibration::fallback says which).
 //
@@ -116,9 +117,15 @@ struct Calibration {
 inline constexpr double kDefaultOverhead = 1e-6;
 inline constexpr double kDefaultWorkCost = 1e-9;
 
-// O of OpenMP tasks on `threads` threads (0: OpenMP's default), from `tasks` empty tasks per
-// run, the minima of `repeats` runs. Returns a value > 0, or kDefaultOverhead with *why set.
-double measure_task_overhead(int threads, std::int64_t tasks = 20000, int repeats = 7,
+// O of OpenMP tasks on `threads` threads (0: OpenMP's default): one thread creates `tasks` tasks
+// of max(10 µs, 2 µs · T) of arithmetic each, with an `inout` dependence (4T chains: task k
+// follows task k − 4T), and the team runs them; the same work as a static loop is the baseline,
+// O = (t_tasks − t_loop) · T / tasks, the minima of `repeats` runs. Where that is not positive
+// (below the noise: one thread), empty tasks without dependences measure it (their region's time
+// less an empty region's, · T / tasks; on many threads these measure the team's contention for
+// the queue instead: 73 µs per task on 16 threads of a Xeon host). Returns a value > 0, or
+// kDefaultOverhead with *why set when neither is.
+double measure_task_overhead(int threads, std::int64_t tasks = 4000, int repeats = 7,
                              std::string *why = nullptr);
 
 // O of one chunk of an OpenMP `for schedule(dynamic, 1)` loop (the CPU direct sum's tasks),
@@ -208,5 +215,35 @@ private:
 // name of its own: an overload on fallback vs overhead would turn on an integer vs a double.)
 std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_item, int threads,
                                          double loop_overhead);
+
+// A pass over a complete tree of `levels` levels (level l holds branching^l boxes) that runs the
+// boxes above a task level t one after the other and then one task per box of level t, each task
+// its box's whole subtree (the 2D FMM's downward pass: M2L, L2L and L2P). The model sees two
+// phases one after the other: the B_above(t) = Σ_{l<t} b^l boxes on one thread, then b^t tasks of
+// B_below(t) / b^t boxes each, all concurrent (schedule(dynamic, 1), the loop-chunk overhead O,
+// Model::tail = 0.5), C = seconds_per_box:
+//   R(t) = C · B_above(t) + R_model(b^t tasks of B_below(t) / b^t units on T threads).
+// Returns the t in [0, levels − 1] of the smallest R (the shallowest on ties).
+int subtree_task_level_with_overhead(int levels, int branching, double seconds_per_box, int threads,
+                                     double loop_overhead);
+// The predicted R(t) of the above (for benches and tests).
+double subtree_pass_runtime(int levels, int branching, int level, double seconds_per_box,
+                            int threads, double loop_overhead);
+// The task level a plan that runs the pass again and again uses (the 2D FMM): `fallback` until a
+// run was recorded, then the model's level from the cost per box that run measured (its seconds
+// over B_above(t) + B_below(t) / min(T, b^t), t the level it ran with) and the cached loop overhead
+// (kDefaultOverhead without a cache). A level given by the user (≥ 0) wins; KSUM_TASKSIZE=off in
+// the environment gives `fallback`; one thread gives 0 (one task). A forced or fallback level
+// beyond the tree is clamped to its last level.
+class LearnedLevel {
+public:
+  int choose(int levels, int branching, int threads, int forced, int fallback) const;
+  void record(int levels, int branching, int level, int threads, double seconds);
+  void reset() { cost_ = 0; }
+  double seconds_per_box() const { return cost_; }
+
+private:
+  double cost_ = 0;
+};
 
 } // namespace ksum::tasksize

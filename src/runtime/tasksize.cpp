@@ -176,6 +176,7 @@ std::vector<double> powers_of_two(double lo, double hi) {
 namespace {
 
 volatile std::int64_t g_sink = 0; // the stores that keep the measured regions from being elided
+volatile double g_busy = 0;
 
 // The overhead per item of `region(T, items)` (a parallel region running `items` empty items) on
 // T threads: (fastest region − fastest empty region) · min(T, items) / items over `repeats` runs
@@ -218,11 +219,70 @@ double per_item_overhead(int threads, std::int64_t items, int repeats, const cha
 
 } // namespace
 
+// About `units` steps of dependent floating-point arithmetic (a task's stand-in work).
+static void busy(std::int64_t units) {
+  double x = 1.0 + 1e-9 * static_cast<double>(g_sink & 1);
+  for (std::int64_t i = 0; i < units; ++i)
+    x = x * 0.9999999 + 1e-7;
+  g_busy = x;
+}
+
 double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::string *why) {
-  return per_item_overhead(
-      threads, tasks, repeats, "task overhead",
-      [](int T, std::int64_t n) {
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  const std::int64_t K = std::max<std::int64_t>(tasks, 8 * static_cast<std::int64_t>(T));
+  repeats = std::max(repeats, 3);
+  // The work of one task: max(10 µs, 2 µs · T) on this core, so that the creating thread stays
+  // ahead of the T − 1 that run them (empty tasks measure the team's contention for the queue:
+  // 73 µs per task on 16 threads of a Xeon host against 0.3 µs on 2).
+  const std::int64_t probe = 1 << 16;
+  double fastest = INFINITY;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    busy(probe);
+    fastest = std::min(fastest, seconds_since(t0));
+  }
+  const double per_unit = fastest / static_cast<double>(probe);
+  const double work = std::max(10e-6, 2e-6 * T);
+  const auto units = static_cast<std::int64_t>(
+      std::clamp(work / (positive_finite(per_unit) ? per_unit : 1e-9), 1e3, 1e8));
+  // Each task an `inout` dependence, as the task-parallel programs' tasks have (the N-body and
+  // Cholesky blocks): task k follows task k − chains, 4T chains, so every thread has work.
+  const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
+  std::vector<char> chain_storage(static_cast<std::size_t>(chains));
+  char *chain = chain_storage.data();
+  double with = INFINITY, without = INFINITY;
+  for (int r = 0; r <= repeats; ++r) {
+    auto t0 = Clock::now();
 #pragma omp parallel num_threads(T)
+    {
+#pragma omp single
+      {
+        for (std::int64_t k = 0; k < K; ++k) {
+#pragma omp task depend(inout : chain[k % chains])
+          busy(units);
+        }
+#pragma omp taskwait
+      }
+    }
+    const double t_tasks = seconds_since(t0);
+    t0 = Clock::now();
+#pragma omp parallel for num_threads(T) schedule(static)
+    for (std::int64_t k = 0; k < K; ++k)
+      busy(units);
+    const double t_loop = seconds_since(t0);
+    if (r > 0) { // the first of each is a warm-up
+      with = std::min(with, t_tasks);
+      without = std::min(without, t_loop);
+    }
+  }
+  const double o = (with - without) * static_cast<double>(T) / static_cast<double>(K);
+  // Where the tasks' overhead is below the noise of the runs with work (one thread: tens of ns),
+  // empty tasks measure it (exact on a small team, no contention there).
+  std::string why_empty;
+  const double o_empty = per_item_overhead(
+      T, K, repeats, "empty-task overhead",
+      [](int team, std::int64_t n) {
+#pragma omp parallel num_threads(team)
         {
 #pragma omp single
           {
@@ -234,7 +294,18 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
           }
         }
       },
-      why);
+      &why_empty);
+  const bool work_ok = positive_finite(o), empty_ok = why_empty.empty();
+  if (work_ok)
+    return o;
+  if (empty_ok)
+    return o_empty;
+  if (why)
+    *why =
+        fmt::format("task overhead: measured {:.3g} s each (fastest runs {:.3g} s as tasks, "
+                    "{:.3g} s as a static loop: a busy machine?), and {}; using the default {} s",
+                    o, with, without, why_empty, kDefaultOverhead);
+  return kDefaultOverhead;
 }
 
 double measure_loop_overhead(int threads, std::int64_t chunks, int repeats, std::string *why) {
@@ -713,6 +784,89 @@ std::int64_t LearnedChunk::choose(int threads, std::int64_t forced) const {
 void LearnedChunk::record(std::int64_t items, int threads, double seconds) {
   items_ = items;
   cost_ = items > 0 ? seconds * std::max(1, threads) / static_cast<double>(items) : 0.0;
+}
+
+} // namespace ksum::tasksize
+
+namespace ksum::tasksize {
+
+namespace {
+
+// Boxes of levels [from, to) of a complete tree of the given branching.
+double boxes_between(int branching, int from, int to) {
+  double total = 0, level = std::pow(static_cast<double>(branching), from);
+  for (int l = from; l < to; ++l, level *= branching)
+    total += level;
+  return total;
+}
+
+void check_tree(int levels, int branching) {
+  if (levels < 1 || levels > 30 || branching < 2 || branching > 64)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("a tree of {} levels and branching {}: need 1 ≤ levels ≤ 30 and "
+                            "2 ≤ branching ≤ 64",
+                            levels, branching));
+}
+
+} // namespace
+
+double subtree_pass_runtime(int levels, int branching, int level, double seconds_per_box,
+                            int threads, double loop_overhead) {
+  check_tree(levels, branching);
+  if (level < 0 || level >= levels)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("task level {} of a tree of {} levels", level, levels));
+  Model model{loop_overhead, std::max(1, threads), WorkCost(seconds_per_box)};
+  model.parallelism = ParallelismModel::by_kind;
+  model.tail = 0.5;
+  const double tasks = std::pow(static_cast<double>(branching), level);
+  const double above = boxes_between(branching, 0, level);
+  const double below = boxes_between(branching, level, levels);
+  const Program parallel{{TaskKind{tasks, below / tasks, tasks}}, tasks};
+  return seconds_per_box * above + predict_runtime(model, parallel, 1.0);
+}
+
+int subtree_task_level_with_overhead(int levels, int branching, double seconds_per_box, int threads,
+                                     double loop_overhead) {
+  check_tree(levels, branching);
+  int best = 0;
+  double best_r = INFINITY;
+  for (int t = 0; t < levels; ++t) {
+    const double r =
+        subtree_pass_runtime(levels, branching, t, seconds_per_box, threads, loop_overhead);
+    if (r < best_r) {
+      best_r = r;
+      best = t;
+    }
+  }
+  return best;
+}
+
+int LearnedLevel::choose(int levels, int branching, int threads, int forced, int fallback) const {
+  check_tree(levels, branching);
+  if (forced >= 0)
+    return std::min(forced, levels - 1);
+  fallback = std::clamp(fallback, 0, levels - 1);
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  if (tasksize_off())
+    return fallback;
+  if (T <= 1)
+    return 0; // one thread: one task, nothing to balance
+  if (!positive_finite(cost_))
+    return fallback;
+  const auto c = cached_calibration(T);
+  const double o = c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
+  return subtree_task_level_with_overhead(levels, branching, cost_, T, o);
+}
+
+void LearnedLevel::record(int levels, int branching, int level, int threads, double seconds) {
+  check_tree(levels, branching);
+  level = std::clamp(level, 0, levels - 1);
+  const double tasks = std::pow(static_cast<double>(branching), level);
+  const double P = std::min(static_cast<double>(std::max(1, threads)), tasks);
+  const double span =
+      boxes_between(branching, 0, level) + boxes_between(branching, level, levels) / P;
+  cost_ = positive_finite(seconds) ? seconds / span : 0.0;
 }
 
 } // namespace ksum::tasksize

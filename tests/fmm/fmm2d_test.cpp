@@ -45,8 +45,7 @@ double run_error(const std::string &kind, bool harmonic, double tol, double thet
   return test::fmm2d_error(u, test::fmm2d_reference(harmonic, z, q, {}, at), at);
 }
 
-class Fmm2dAccuracy
-    : public ::testing::TestWithParam<std::tuple<std::string, bool, double>> {};
+class Fmm2dAccuracy : public ::testing::TestWithParam<std::tuple<std::string, bool, double>> {};
 
 TEST_P(Fmm2dAccuracy, MeetsTheToleranceAgainstTheLongDoubleSum) {
   const auto &[kind, harmonic, tol] = GetParam();
@@ -55,15 +54,16 @@ TEST_P(Fmm2dAccuracy, MeetsTheToleranceAgainstTheLongDoubleSum) {
   EXPECT_TRUE(std::isfinite(err));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Matrix, Fmm2dAccuracy,
-    ::testing::Combine(::testing::Values("uniform", "line", "cluster"), ::testing::Bool(),
-                       ::testing::Values(1e-3, 1e-6, 1e-9, 1e-12)),
-    [](const auto &info) {
-      const double tol = std::get<2>(info.param);
-      return std::get<0>(info.param) + (std::get<1>(info.param) ? "_harmonic_" : "_log_") +
-             "tol1em" + std::to_string(static_cast<int>(std::lround(-std::log10(tol))));
-    });
+INSTANTIATE_TEST_SUITE_P(Matrix, Fmm2dAccuracy,
+                         ::testing::Combine(::testing::Values("uniform", "line", "cluster"),
+                                            ::testing::Bool(),
+                                            ::testing::Values(1e-3, 1e-6, 1e-9, 1e-12)),
+                         [](const auto &info) {
+                           const double tol = std::get<2>(info.param);
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) ? "_harmonic_" : "_log_") + "tol1em" +
+                                  std::to_string(static_cast<int>(std::lround(-std::log10(tol))));
+                         });
 
 TEST(Fmm2d, ThetaAndLevelMovesStayWithinTheTolerance) {
   // The autotuner moves θ and Nlevels between calls; the result must stay within the tolerance of
@@ -122,6 +122,49 @@ TEST(Fmm2d, ResultDoesNotDependOnTheThreadCount) {
     else
       EXPECT_EQ(u, first) << threads << " threads"; // every box sums in a fixed order
   }
+}
+
+// The task sizes (the downward pass's subtree level, the near field's leaves per task) change
+// how the work is split, never a result's bits; 0 / −1 (the model) first runs the defaults and
+// then its choice from the measured times.
+TEST(Fmm2d, ResultsDoNotDependOnTheTaskSizes) {
+  const std::int64_t n = 20000;
+  const auto z = test::fmm2d_points("line", n, 8);
+  const auto q = test::fmm2d_strengths(n, 9);
+  std::vector<cd> first;
+  const std::vector<std::pair<int, std::int64_t>> sizes{
+      {-1, 0}, {0, 1}, {1, 7}, {3, 1000}, {14, 2}};
+  for (const auto &[level, chunk] : sizes) {
+    Fmm2dOptions o;
+    o.threads = 2;
+    o.subtree_level = level;
+    o.near_chunk = chunk;
+    Fmm2d<double> f(o);
+    f.set_points(z);
+    for (int run = 0; run < 3; ++run) {
+      const auto u = f.execute(q);
+      const int L = f.levels();
+      EXPECT_GE(f.stats().subtree_level, 0);
+      EXPECT_LT(f.stats().subtree_level, L);
+      EXPECT_GE(f.stats().near_chunk, 1);
+      if (level >= 0) {
+        EXPECT_EQ(f.stats().subtree_level, std::min(level, L - 1));
+      }
+      if (chunk > 0) {
+        EXPECT_EQ(f.stats().near_chunk, chunk);
+      }
+      if (first.empty())
+        first = u;
+      else
+        ASSERT_EQ(u, first) << "subtree level " << level << ", chunk " << chunk << ", run " << run;
+    }
+  }
+  Fmm2dOptions bad;
+  bad.subtree_level = -2;
+  test::expect_error([&] { Fmm2d<double> f(bad); }, ErrorCode::invalid_argument, "subtree level");
+  bad = {};
+  bad.near_chunk = -1;
+  test::expect_error([&] { Fmm2d<double> f(bad); }, ErrorCode::invalid_argument, "leaves per task");
 }
 
 TEST(Fmm2d, DirectMethodIsTheExactSum) {
@@ -312,11 +355,16 @@ TEST(Fmm2d, BadInputsGetClearErrors) {
   test::expect_error([&] { f.set_points(z); }, ErrorCode::non_finite, "source 1");
   z[1] = {1, 1};
   f.set_points(z);
-  test::expect_error([&] { f.execute(std::vector<cd>{{1, 0}}); }, ErrorCode::shape_mismatch,
-                     "1 strengths for 3 sources");
   test::expect_error(
-      [&] { f.execute(std::vector<cd>{{1, 0}, {INFINITY, 0}, {0, 0}}); }, ErrorCode::non_finite,
-      "strength 1");
+      [&] {
+        f.execute(std::vector<cd>{{1, 0}});
+      },
+      ErrorCode::shape_mismatch, "1 strengths for 3 sources");
+  test::expect_error(
+      [&] {
+        f.execute(std::vector<cd>{{1, 0}, {INFINITY, 0}, {0, 0}});
+      },
+      ErrorCode::non_finite, "strength 1");
   test::expect_error([&] { f.set_parameters(0.01, 3); }, ErrorCode::invalid_argument, "θ");
   EXPECT_THROW(parse_fmm2d_kernel("gauss"), Error);
   EXPECT_EQ(parse_fmm2d_kernel("log"), Fmm2dKernel::log);
@@ -387,7 +435,8 @@ TEST(Fmm2dPyramid, AllBoxesAtOnceMatchOneBoxPerThreadWithEmptyAndSourcelessBoxes
   };
   for (const Case &c : {Case{z, corner, 16}, Case{few, many, 64}}) {
     fmm2d::Pyramid<double> one, par;
-    const auto ns = static_cast<std::int64_t>(c.s.size()), nt = static_cast<std::int64_t>(c.t.size());
+    const auto ns = static_cast<std::int64_t>(c.s.size()),
+               nt = static_cast<std::int64_t>(c.t.size());
     fmm2d::build_pyramid<double>(one, c.s.data(), ns, c.t.data(), nt, 4, 0.5, 1);
     fmm2d::build_pyramid<double>(par, c.s.data(), ns, c.t.data(), nt, 4, 0.5, c.threads);
     EXPECT_EQ(one.src_off, par.src_off) << c.threads;

@@ -379,6 +379,56 @@ TEST(TaskSize, LearnedChunkUsesTheRecordedCost) {
   EXPECT_EQ(c.choose(8, 0), 4);
 }
 
+TEST(TaskSize, SubtreeLevelOnHandComputedCases) {
+  // A tree of 4 levels of branching 4 (1, 4, 16, 64 boxes), C = 1 µs per box, T = 4, O = 0.1 µs:
+  // R(t) = C·B_above + (O·4^t + C·B_below) / min(4, 4^t) + 0.5·C·B_below / 4^t:
+  // R(0) = 85.1 + 42.5 = 127.6 µs, R(1) = 1 + 21.1 + 10.5 = 32.6 µs,
+  // R(2) = 5 + 20.4 + 2.5 = 27.9 µs, R(3) = 21 + 17.6 + 0.5 = 39.1 µs.
+  EXPECT_NEAR(subtree_pass_runtime(4, 4, 0, 1e-6, 4, 1e-7), 127.6e-6, 1e-12);
+  EXPECT_NEAR(subtree_pass_runtime(4, 4, 1, 1e-6, 4, 1e-7), 32.6e-6, 1e-12);
+  EXPECT_NEAR(subtree_pass_runtime(4, 4, 2, 1e-6, 4, 1e-7), 27.9e-6, 1e-12);
+  EXPECT_NEAR(subtree_pass_runtime(4, 4, 3, 1e-6, 4, 1e-7), 39.1e-6, 1e-12);
+  EXPECT_EQ(subtree_task_level_with_overhead(4, 4, 1e-6, 4, 1e-7), 2);
+  // Tasks 100× dearer (O = 10 µs): R(1) = 1 + 31 + 10.5 = 42.5 µs < R(2) = 5 + 60 + 2.5 µs.
+  EXPECT_EQ(subtree_task_level_with_overhead(4, 4, 1e-6, 4, 1e-5), 1);
+  // More threads never move the tasks up the tree; a one-level tree has one task.
+  int last = 0;
+  for (int T : {2, 4, 16, 64, 256}) {
+    const int t = subtree_task_level_with_overhead(10, 4, 1e-6, T, 1e-6);
+    EXPECT_GE(t, last) << T;
+    last = t;
+  }
+  EXPECT_EQ(subtree_task_level_with_overhead(1, 4, 1e-6, 8, 1e-6), 0);
+  EXPECT_THROW((void)subtree_pass_runtime(4, 4, 4, 1e-6, 4, 1e-7), Error);
+  EXPECT_THROW((void)subtree_task_level_with_overhead(0, 4, 1e-6, 4, 1e-7), Error);
+}
+
+TEST(TaskSize, LearnedLevelUsesTheRecordedCost) {
+  const char *old = std::getenv("KSUM_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("KSUM_CACHE_DIR", "/nonexistent/ksum-test-cache", 1); // O = kDefaultOverhead
+  LearnedLevel l;
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3), 3); // nothing recorded yet: the fallback
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 9), 5); // clamped to the tree
+  EXPECT_EQ(l.choose(6, 4, 8, 2, 3), 2);  // a level given by the user wins
+  EXPECT_EQ(l.choose(6, 4, 8, 40, 3), 5); // clamped
+  EXPECT_EQ(l.choose(6, 4, 1, -1, 3), 0); // one thread: one task
+  // Level 2 (16 tasks) on 8 threads took 3.1 ms: span = 5 + 1360 / 8 = 175 boxes, 17.7 µs each.
+  l.record(6, 4, 2, 8, 3.1e-3);
+  EXPECT_NEAR(l.seconds_per_box(), 3.1e-3 / 175.0, 1e-15);
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3),
+            subtree_task_level_with_overhead(6, 4, 3.1e-3 / 175.0, 8, kDefaultOverhead));
+  ::setenv("KSUM_TASKSIZE", "off", 1);
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3), 3);
+  ::unsetenv("KSUM_TASKSIZE");
+  l.reset();
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3), 3);
+  if (old)
+    ::setenv("KSUM_CACHE_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("KSUM_CACHE_DIR");
+}
+
 TEST(TaskSize, DirectCpuBlockFromACalibration) {
   Calibration c;
   c.threads = 4;

@@ -8,11 +8,13 @@
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
 #include <ksum/fmm2d.hpp>
+#include <ksum/tasksize.hpp>
 
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -28,7 +30,9 @@ Fmm2dKernel parse_fmm2d_kernel(std::string_view name) {
               fmt::format("unknown 2D FMM kernel '{}'; valid: harmonic, log", name));
 }
 
-std::string_view to_string(Fmm2dKernel k) { return k == Fmm2dKernel::harmonic ? "harmonic" : "log"; }
+std::string_view to_string(Fmm2dKernel k) {
+  return k == Fmm2dKernel::harmonic ? "harmonic" : "log";
+}
 
 Fmm2dSmoothing parse_fmm2d_smoothing(std::string_view name) {
   if (name == "none")
@@ -84,6 +88,12 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
   int ld = 0;
   std::vector<X> mult, local, qs, out;
   std::unique_ptr<fmm2d::Fmm2dGpu<T>> gpu;
+  // The task sizes learnt from the previous execute (the downward pass's subtree level, the near
+  // field's leaves per task), kept while the tree's shape (levels, p, points) stays: a simulation
+  // rebuilds the pyramid every step at the same shape.
+  tasksize::LearnedLevel down_level;
+  tasksize::LearnedChunk near_learned{4};
+  std::array<std::int64_t, 4> learned_for{-1, -1, -1, -1};
 
   void validate_options() {
     const auto &o = opt;
@@ -99,9 +109,9 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
                               std::is_same_v<T, float> ? "double precision for less" : "1e-13"));
     check_theta(o.theta);
     if (o.levels < 0 || o.levels > 15)
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("fmm2d: levels {} outside 1 … 15 (0: from the number of points)",
-                              o.levels));
+      throw Error(
+          ErrorCode::invalid_argument,
+          fmt::format("fmm2d: levels {} outside 1 … 15 (0: from the number of points)", o.levels));
     if (o.order != 0 && (o.order < 2 || o.order > max_order))
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("fmm2d: order {} outside 2 … {} (0: from the tolerance)", o.order,
@@ -111,13 +121,23 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
         throw Error(ErrorCode::invalid_argument,
                     "fmm2d: the Gaussian core smooths the harmonic kernel only");
       if (!(o.core_radius > 0) || !std::isfinite(o.core_radius))
-        throw Error(ErrorCode::invalid_argument,
-                    fmt::format("fmm2d: core radius δ = {} must be positive and finite",
-                                o.core_radius));
+        throw Error(
+            ErrorCode::invalid_argument,
+            fmt::format("fmm2d: core radius δ = {} must be positive and finite", o.core_radius));
     }
     if (o.threads < 0)
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("fmm2d: threads {} must be ≥ 0 (0: OpenMP's default)", o.threads));
+    if (o.subtree_level < -1 || o.subtree_level > 14)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("fmm2d: subtree level {} outside 0 … 14 (−1: the task-size model; a "
+                              "level past the pyramid's last is its last)",
+                              o.subtree_level));
+    if (o.near_chunk < 0)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("fmm2d: near-field leaves per task {} must be ≥ 0 (0: the task-size "
+                              "model)",
+                              o.near_chunk));
   }
   static void check_theta(double t) {
     if (!(t > 0.05 && t < 0.95))
@@ -159,9 +179,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
       if (!std::isfinite(pts[i].real()) || !std::isfinite(pts[i].imag()))
         bad = std::min(bad, i);
     if (bad < n)
-      throw Error(ErrorCode::non_finite,
-                  fmt::format("fmm2d: {} {} is ({}, {}): not finite", what, bad, pts[bad].real(),
-                              pts[bad].imag()));
+      throw Error(ErrorCode::non_finite, fmt::format("fmm2d: {} {} is ({}, {}): not finite", what,
+                                                     bad, pts[bad].real(), pts[bad].imag()));
   }
 
   void build() {
@@ -170,8 +189,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     const std::int64_t m = self ? n : static_cast<std::int64_t>(tgt_copy.size());
     levels = levels_request > 0 ? levels_request : fmm2d_default_levels(std::max(n, m));
     resolve_order();
-    fmm2d::build_pyramid(pyr, src_copy.data(), n, self ? nullptr : tgt_copy.data(), m, levels, theta,
-                         threads);
+    fmm2d::build_pyramid(pyr, src_copy.data(), n, self ? nullptr : tgt_copy.data(), m, levels,
+                         theta, threads);
     if (opt.smoothing != Fmm2dSmoothing::none) {
       // exp(−gap²/δ²) ≤ tol/10: the far field may use the plain kernel.
       const double need = opt.core_radius * std::sqrt(std::log(10.0 / opt.tolerance));
@@ -185,6 +204,12 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     }
     ++generation;
     have_points = true;
+    const std::array<std::int64_t, 4> shape{levels, p, n, m};
+    if (shape != learned_for) {
+      down_level.reset();
+      near_learned.reset();
+      learned_for = shape;
+    }
     stats = {};
     stats.levels = levels;
     stats.order = p;
@@ -225,8 +250,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     for (std::int64_t k = 0; k < nleaf; ++k) {
       const std::int64_t b = leaf0 + k, a = pyr.src_off[k], e = pyr.src_off[k + 1];
       if (e > a)
-        fmm2d::p2m(zs + a, qs.data() + a, static_cast<int>(e - a), sc[b], pyr.src_scale[b],
-                   p, mult.data() + b * p);
+        fmm2d::p2m(zs + a, qs.data() + a, static_cast<int>(e - a), sc[b], pyr.src_scale[b], p,
+                   mult.data() + b * p);
     }
     for (int l = L - 2; l >= 0; --l) {
       const std::int64_t f = fmm2d::level_first(l), fc = fmm2d::level_first(l + 1);
@@ -255,15 +280,14 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
       const T s2 = pyr.tgt_scale[b];
       if (l > 0) {
         const std::int64_t parent = fmm2d::level_first(l - 1) + k / 4;
-        fmm2d::l2l(local.data() + parent * p, tc[parent], pyr.tgt_scale[parent], tc[b], s2,
-                   p, loc);
+        fmm2d::l2l(local.data() + parent * p, tc[parent], pyr.tgt_scale[parent], tc[b], s2, p, loc);
       }
       if (!gpu_m2l && l > 0) {
         const std::int64_t f = fmm2d::level_first(l);
         for (std::int64_t e = pyr.weak_off[l][k]; e < pyr.weak_off[l][k + 1]; ++e) {
           const std::int64_t c = f + pyr.weak[l][e];
-          fmm2d::m2l_rows(mult.data() + c * p, sc[c], pyr.src_scale[c], tc[b], s2, p,
-                          hank.data(), loc);
+          fmm2d::m2l_rows(mult.data() + c * p, sc[c], pyr.src_scale[c], tc[b], s2, p, hank.data(),
+                          loc);
         }
       }
       if (l == L - 1) {
@@ -274,9 +298,12 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
         }
       }
     };
-    int task_level = 0;
-    while (task_level < L - 1 && fmm2d::level_size(task_level) < 8 * threads)
-      ++task_level;
+    int first_level = 0; // before any measurement: ≥ 8 tasks per thread
+    while (first_level < L - 1 && fmm2d::level_size(first_level) < 8 * threads)
+      ++first_level;
+    const int task_level = down_level.choose(L, 4, threads, opt.subtree_level, first_level);
+    stats.subtree_level = task_level;
+    const auto t_boxes = clock_type::now();
     for (int l = 0; l < task_level; ++l)
       for (std::int64_t k = 0; k < fmm2d::level_size(l); ++k)
         box_down(l, k);
@@ -287,6 +314,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
         for (std::int64_t k = r * w; k < (r + 1) * w; ++k)
           box_down(l, k);
       }
+    if (threads > 1)
+      down_level.record(L, 4, task_level, threads, seconds_since(t_boxes));
     stats.seconds_downward += seconds_since(t0);
 
     // Near field: on the GPU (already running) or here.
@@ -310,7 +339,10 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     const auto &so = pyr.strong_off[lf];
     const auto &sl = pyr.strong[lf];
     (void)leaf0;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
+    const std::int64_t chunk = near_learned.choose(threads, opt.near_chunk);
+    stats.near_chunk = chunk;
+    const auto t0 = clock_type::now();
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
     for (std::int64_t b = 0; b < nleaf; ++b) {
       for (std::int64_t i = toff[b]; i < toff[b + 1]; ++i) {
         const X z = zt[i];
@@ -344,6 +376,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
         out[i].im += ui;
       }
     }
+    if (threads > 1)
+      near_learned.record(nleaf, threads, seconds_since(t0));
   }
 
   // The exact sum, every pair: the reference (and method = direct).
@@ -401,8 +435,7 @@ template <std::floating_point T> Fmm2d<T>::Fmm2d(Fmm2dOptions options) : impl_(n
   if (b == Backend::automatic)
     b = gpus().empty() ? Backend::cpu : Backend::cuda;
   if (options.gpu_m2l && b != Backend::cuda)
-    throw Error(ErrorCode::invalid_argument,
-                "fmm2d: gpu_m2l needs the GPU backend (backend cuda)");
+    throw Error(ErrorCode::invalid_argument, "fmm2d: gpu_m2l needs the GPU backend (backend cuda)");
   if (b == Backend::cuda && options.method != Method::direct)
     impl_->gpu = fmm2d::make_fmm2d_gpu<T>(0);
   impl_->backend = b;
@@ -465,8 +498,8 @@ void Fmm2d<T>::execute(std::span<const C> strengths, std::span<C> res) {
   I.stats.seconds_partition = partition;
   I.stats.seconds_split = I.pyr.seconds_split;
   I.stats.seconds_connect = I.pyr.seconds_connect;
-  const std::int64_t m = I.self ? static_cast<std::int64_t>(n)
-                                : static_cast<std::int64_t>(I.tgt_copy.size());
+  const std::int64_t m =
+      I.self ? static_cast<std::int64_t>(n) : static_cast<std::int64_t>(I.tgt_copy.size());
   if (I.opt.method == Method::direct || n == 0 || m == 0 ||
       (I.opt.method == Method::automatic && static_cast<double>(n) * m < 4e6)) {
     if (n == 0)
@@ -478,7 +511,8 @@ void Fmm2d<T>::execute(std::span<const C> strengths, std::span<C> res) {
   }
   const bool harmonic = I.opt.kernel == Fmm2dKernel::harmonic;
   I.qs.resize(n);
-  // The log kernel's strengths are real per pass: Σ q_j log|z − z_j| = Re-part pass + i Im-part pass.
+  // The log kernel's strengths are real per pass: Σ q_j log|z − z_j| = Re-part pass + i Im-part
+  // pass.
   bool any_imag = false;
   for (std::size_t j = 0; j < n && !any_imag; ++j)
     any_imag = strengths[j].imag() != 0;
@@ -519,9 +553,9 @@ void Fmm2d<T>::execute(std::span<const C> strengths, std::span<C> res) {
 template <std::floating_point T> void Fmm2d<T>::set_parameters(double theta, int levels) {
   Impl::check_theta(theta);
   if (levels < 0 || levels > 15)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("fmm2d: levels {} outside 1 … 15 (0: from the number of points)",
-                            levels));
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("fmm2d: levels {} outside 1 … 15 (0: from the number of points)", levels));
   const bool changed = theta != impl_->theta || levels != impl_->levels_request;
   impl_->theta = theta;
   impl_->levels_request = levels;
@@ -529,10 +563,18 @@ template <std::floating_point T> void Fmm2d<T>::set_parameters(double theta, int
     impl_->build();
 }
 
-template <std::floating_point T> double Fmm2d<T>::theta() const { return impl_->theta; }
-template <std::floating_point T> int Fmm2d<T>::levels() const { return impl_->levels; }
-template <std::floating_point T> int Fmm2d<T>::order() const { return impl_->p; }
-template <std::floating_point T> Backend Fmm2d<T>::backend() const { return impl_->backend; }
+template <std::floating_point T> double Fmm2d<T>::theta() const {
+  return impl_->theta;
+}
+template <std::floating_point T> int Fmm2d<T>::levels() const {
+  return impl_->levels;
+}
+template <std::floating_point T> int Fmm2d<T>::order() const {
+  return impl_->p;
+}
+template <std::floating_point T> Backend Fmm2d<T>::backend() const {
+  return impl_->backend;
+}
 template <std::floating_point T> const Fmm2dOptions &Fmm2d<T>::options() const {
   return impl_->opt;
 }
