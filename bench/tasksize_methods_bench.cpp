@@ -5,8 +5,8 @@
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
 //                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000]
 //                          [--fmm2d-n 200000] [--reps 3] [--json FILE]
-// (--pum-n 0 leaves the PUM sweeps out, --pum-m 0 the evaluation's.) These sweeps take powers of
-// 4. Every time is the fastest of --reps runs, and except for the FMM (whose plans are too large
+// (--m 0 leaves the direct sum's sweep out, --pum-n 0 the PUM sweeps, --pum-m 0 the evaluation's.)
+// These sweeps take powers of 4. Every time is the fastest of --reps runs, and except for the FMM (whose plans are too large
 // to hold one per size) the runs go round-robin over the sizes: on the shared 16-core host the
 // machine's speed drifted by ±10 % during a sweep run size after size. The PUM sweeps: points per
 // task of evaluate() (PumOptions::eval_chunk) and patches per task of the fits (fit_chunk), the
@@ -496,9 +496,10 @@ int main(int argc, char **argv) {
         throw ksum::Error(ksum::ErrorCode::invalid_argument,
                           fmt::format("unknown option '{}' (see --help)", k));
     }
-    if (a.m < 8 || a.n < 1)
-      throw ksum::Error(ksum::ErrorCode::invalid_argument,
-                        fmt::format("--m {} --n {}: need m ≥ 8 and n ≥ 1", a.m, a.n));
+    if ((a.m != 0 && a.m < 8) || a.n < 1)
+      throw ksum::Error(
+          ksum::ErrorCode::invalid_argument,
+          fmt::format("--m {} --n {}: need m ≥ 8 (0: no direct-sum sweep) and n ≥ 1", a.m, a.n));
   } catch (const std::exception &e) {
     fmt::print(stderr, "tasksize_methods_bench: {}\n", e.what());
     return 2;
@@ -551,6 +552,12 @@ int main(int argc, char **argv) {
         fmt::print("(the cache {} was not written: {})\n", ts::default_cache_path().string(),
                    e.what());
       }
+    }
+    if (a.m == 0) { // --m 0: no direct-sum sweep, the loop overhead only
+      fmt::print("## {} thread{}: loop-chunk overhead {:.3g} µs{}\n\n", T, T == 1 ? "" : "s",
+                 c.loop_overhead * 1e6, why.empty() ? "" : "; " + why);
+      out["threads_" + std::to_string(T)] = {{"threads", T}, {"loop_overhead", c.loop_overhead}};
+      continue;
     }
     const std::int64_t chosen = ts::direct_cpu_block(a.m, a.n, c);
     std::vector<double> sizes = ts::powers_of_two(8, static_cast<double>(a.m));

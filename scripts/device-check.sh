@@ -47,6 +47,8 @@
 #   tasksize_methods  the chosen task sizes of the CPU direct sum, the PUM fit and evaluation,
 #          the 3D FMM near pass and the FGT loop vs exhaustive sweeps on 1, 2 and all threads
 #          (tasksize_methods_bench); ≤ 10 min (a call of its own: 415 s + 180 s on the H200 host)
+#   tasksize_fmm2d  the 2D FMM's chosen subtree level and near-field leaves per task vs sweeps
+#          of both, N = 1e6, on 1, 2 and all threads (tasksize_methods_bench --fmm2d-n)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -511,6 +513,14 @@ if want tasksize; then
   if [[ -f $build/CTestTestfile.cmake ]]; then
     KSUM_CACHE_DIR="$ts_cache" timeout 120 ctest --test-dir $build -R "TaskSize|Tasksize|tasksize|TuneCli|DirectCpu" -j 4 \
       --output-on-failure > "$OUT/tasksize/tests.log" 2>&1 || rc=1
+  else # prebuilt: the model's test executables themselves, with a ctest-like count line
+    pass=0 total=0
+    for t in $build/tests/ksum_tasksize_*test; do
+      total=$((total + 1))
+      if KSUM_CACHE_DIR="$ts_cache" timeout 120 "$t" >> "$OUT/tasksize/tests.log" 2>&1; then
+        pass=$((pass + 1)); else rc=1; echo "$(basename "$t") (Failed)" >> "$OUT/tasksize/tests.log"; fi
+    done
+    echo "test executables: $pass of $total passed (gtest counts above); tests passed" >> "$OUT/tasksize/tests.log"
   fi
   KSUM_CACHE_DIR="$ts_cache" timeout 200 $build/bench/tasksize_bench --threads 1,2,$jobs --time-limit 180 \
     --json "$OUT/tasksize/tasksize_bench.json" --png-prefix "$OUT/tasksize/" \
@@ -531,13 +541,28 @@ if want tasksize_methods; then
   t_tm=$(date +%s)
   # Its own cache: the bench writes the loop overhead it measures for each thread count there.
   KSUM_CACHE_DIR="$OUT/tasksize_methods/cache" timeout 590 $build/bench/tasksize_methods_bench \
-    --threads 1,2,$jobs --m 30000 --n 20000 --reps 5 --json "$OUT/tasksize_methods/tasksize_methods_bench.json" \
+    --threads 1,2,$jobs --m 30000 --n 20000 --fmm2d-n 0 --reps 5 --json "$OUT/tasksize_methods/tasksize_methods_bench.json" \
     > "$OUT/tasksize_methods/tasksize_methods_bench.md" 2>&1 || rc=1
   { echo; grep -E '^(#|chosen S|evaluate\(\)|set_data\(\)|execute\(\))' \
       "$OUT/tasksize_methods/tasksize_methods_bench.md" || tail -n 5 "$OUT/tasksize_methods/tasksize_methods_bench.md"
     echo "- tasksize_methods section: $(( $(date +%s) - t_tm )) s"
   } >> "$summary"
   tar -C "$OUT" -czf "$OUT/tasksize_methods.tar.gz" tasksize_methods && rm -rf "$OUT/tasksize_methods"
+fi
+
+if want tasksize_fmm2d; then
+  mkdir -p "$OUT/tasksize_fmm2d"
+  t_tf=$(date +%s)
+  # The 2D FMM's two sizes (downward subtree level, near-field leaves per task) at N = 1e6; the
+  # loop overhead measured first into its own cache, no direct-sum sweep (--m 0).
+  KSUM_CACHE_DIR="$OUT/tasksize_fmm2d/cache" timeout 590 $build/bench/tasksize_methods_bench \
+    --threads 1,2,$jobs --m 0 --pum-n 0 --fmm-n 0 --fgt-n 0 --fmm2d-n 1000000 --reps 5 \
+    --json "$OUT/tasksize_fmm2d/tasksize_fmm2d.json" > "$OUT/tasksize_fmm2d/tasksize_fmm2d.md" 2>&1 || rc=1
+  { echo; grep -E '^(#|execute\(\))' "$OUT/tasksize_fmm2d/tasksize_fmm2d.md" ||
+      tail -n 5 "$OUT/tasksize_fmm2d/tasksize_fmm2d.md"
+    echo "- tasksize_fmm2d section: $(( $(date +%s) - t_tf )) s"
+  } >> "$summary"
+  tar -C "$OUT" -czf "$OUT/tasksize_fmm2d.tar.gz" tasksize_fmm2d && rm -rf "$OUT/tasksize_fmm2d"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"
