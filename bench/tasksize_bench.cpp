@@ -13,6 +13,8 @@
 //   basic     constant C = C(S) at the median swept size, P = min(T, Program::parallelism) (§4.1)
 //   variable  C(S) interpolated, the basic P (§4.2)
 //   full      C(S) and the parallelism by task kind (§4.3)
+//   full+O(w) the full model with O a function of each task's work (Model::overhead_by_work,
+//             measure_task_overhead_curve; our extension, not the paper's)
 // Per problem and T a markdown table (s, measured seconds, the three predictions) and a summary:
 // the measured best s, each model's predicted best s and the measured time there relative to the
 // measured best (the paper: Cholesky ~4 % slower than optimum), and the largest relative spread
@@ -157,6 +159,7 @@ int main(int argc, char **argv) {
 
   // O per thread count.
   std::map<int, double> overhead;
+  std::map<int, tasksize::WorkCost> by_work;
   for (int T : a.threads) {
     std::string why;
     overhead[T] = tasksize::measure_task_overhead(T, 4000, 7, &why);
@@ -165,6 +168,19 @@ int main(int argc, char **argv) {
     out["overhead"][std::to_string(T)] = overhead[T];
     if (!why.empty())
       out["fallback"].push_back(why);
+    std::vector<std::string> fb;
+    by_work[T] = tasksize::measure_task_overhead_curve(T, 5, &fb);
+    std::string line;
+    json pts = json::array();
+    for (const auto &[w, o] : by_work[T].points()) {
+      line += fmt::format(" {}:{}", sci(w), sci(o));
+      pts.push_back({w, o});
+    }
+    fmt::print("# O(w) on T = {}, s per task at w s of work per task:{}\n", T,
+               line.empty() ? " (no point above the noise: the constant O)" : line);
+    out["overhead_by_work"][std::to_string(T)] = pts;
+    for (const std::string &f : fb)
+      out["fallback"].push_back(f);
   }
 
   int rc = 0;
@@ -240,10 +256,13 @@ int main(int argc, char **argv) {
                               tasksize::ParallelismModel::basic};
         tasksize::Model variable{overhead[T], T, cost, tasksize::ParallelismModel::basic};
         tasksize::Model full{overhead[T], T, cost, tasksize::ParallelismModel::by_kind};
+        tasksize::Model full_w = full;
+        full_w.overhead_by_work = by_work[T];
         const std::vector<std::pair<std::string, tasksize::Curve>> curves = {
             {"basic", tasksize::predict(basic, describe, msizes)},
             {"variable", tasksize::predict(variable, describe, msizes)},
-            {"full", tasksize::predict(full, describe, msizes)}};
+            {"full", tasksize::predict(full, describe, msizes)},
+            {"full+O(w)", tasksize::predict(full_w, describe, msizes)}};
 
         const std::size_t ibest = static_cast<std::size_t>(
             std::min_element(measured.begin(), measured.end()) - measured.begin());
@@ -252,19 +271,21 @@ int main(int argc, char **argv) {
           spread = std::max(spread, std::abs(c - checks[0]) / std::abs(checks[0]));
 
         fmt::print("\n### {} on T = {} (O = {} s)\n\n| s | tasks | measured s | basic | variable "
-                   "| full |\n|---:|---:|---:|---:|---:|---:|\n",
+                   "| full | full+O(w) |\n|---:|---:|---:|---:|---:|---:|---:|\n",
                    pname, T, sci(overhead[T]));
         json rows = json::array();
         for (std::size_t i = 0; i < msizes.size(); ++i) {
-          fmt::print("| {} | {} | {} | {} | {} | {} |\n", msizes[i], tasks[i], sci(measured[i]),
-                     sci(curves[0].second.runtime[i]), sci(curves[1].second.runtime[i]),
-                     sci(curves[2].second.runtime[i]));
+          fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", msizes[i], tasks[i],
+                     sci(measured[i]), sci(curves[0].second.runtime[i]),
+                     sci(curves[1].second.runtime[i]), sci(curves[2].second.runtime[i]),
+                     sci(curves[3].second.runtime[i]));
           rows.push_back({{"s", msizes[i]},
                           {"tasks", tasks[i]},
                           {"measured", measured[i]},
                           {"basic", curves[0].second.runtime[i]},
                           {"variable", curves[1].second.runtime[i]},
                           {"full", curves[2].second.runtime[i]},
+                          {"full+O(w)", curves[3].second.runtime[i]},
                           {"checksum", checks[i]}});
         }
         fmt::print("\nmeasured best s = {} ({} s); checksum spread over s {}\n", msizes[ibest],
@@ -279,7 +300,7 @@ int main(int argc, char **argv) {
           const std::size_t ip = static_cast<std::size_t>(
               std::find(msizes.begin(), msizes.end(), c.best_size) - msizes.begin());
           const double rel = measured[ip] / measured[ibest];
-          fmt::print("{:8} model: best s = {} (predicted {} s); measured there {} s = {:.3f}× the "
+          fmt::print("{:9} model: best s = {} (predicted {} s); measured there {} s = {:.3f}× the "
                      "measured best\n",
                      label, c.best_size, sci(c.best_runtime), sci(measured[ip]), rel);
           tj["models"][label] = {{"best_s", c.best_size},

@@ -63,6 +63,7 @@ ts::Calibration calibrate(int threads, const std::vector<tp::Kind> &kinds, std::
   c.overhead = ts::measure_task_overhead(threads, 4000, 7, &why);
   if (!why.empty())
     c.fallback.push_back(why);
+  c.overhead_by_work = ts::measure_task_overhead_curve(threads, 5, &c.fallback);
   std::string why_loop;
   c.loop_overhead = ts::measure_loop_overhead(threads, 20000, 7, &why_loop);
   if (!why_loop.empty())
@@ -93,6 +94,7 @@ ts::Model model_of(const ts::Calibration &c, const std::string &kernel) {
   m.threads = c.threads;
   m.cost = c.costs.at(kernel);
   m.parallelism = ts::ParallelismModel::by_kind;
+  m.overhead_by_work = c.overhead_by_work;
   return m;
 }
 
@@ -156,6 +158,12 @@ void run_tune(const TuneArgs &a) {
     fmt::print("calibration  {:.2f} s\n", c.seconds);
   fmt::print("overhead O   {:.3g} µs per OpenMP task, {:.3g} µs per dynamic loop chunk\n",
              c.overhead * 1e6, c.loop_overhead * 1e6);
+  if (!c.overhead_by_work.empty()) {
+    std::string line;
+    for (const auto &[w, o] : c.overhead_by_work.points())
+      line += fmt::format(" {:.3g}:{:.3g}", w * 1e6, o * 1e6);
+    fmt::print("O(w)         µs per task at w µs of work per task:{}\n", line);
+  }
   for (const std::string &f : c.fallback)
     fmt::print("fallback     {}\n", f);
   fmt::print("\nwork unit cost C(S), ns per unit (one thread):\n");
@@ -172,7 +180,8 @@ void run_tune(const TuneArgs &a) {
       line += fmt::format(" {}:{:.3g}", static_cast<std::int64_t>(s), v * 1e9);
     fmt::print("  {:<17}{}\n", "direct_cpu", line);
   }
-  fmt::print("\nblock size chosen by the model (C(S) and parallelism by task kind, {} threads):\n",
+  fmt::print("\nblock size chosen by the model (C(S), parallelism by task kind and O(w), {} "
+             "threads):\n",
              c.threads);
   fmt::print("| problem | n | chosen S | predicted s | tasks at S |\n|---|---|---|---|---|\n");
   for (tp::Kind k : kinds) {

@@ -82,6 +82,11 @@ struct Model {
   // fast, so its optimum is often exactly T tasks, which a busy machine punishes (measured in
   // docs/tasksize.md); ksum's methods use 0.5.
   double tail = 0;
+  // A second extension (empty: the paper's constant O): O as a function of the work of one task
+  // in seconds, C(S) · W_k, interpolated like C(S) (x = seconds of work per task, y = O). On many
+  // threads short tasks leave the team idle and contending for the task queue, and each then
+  // costs far more than a long one (measured: docs/tasksize.md); each kind k pays O(C · W_k).
+  WorkCost overhead_by_work;
 };
 
 // The effective parallelism of §4.1 (basic) or §4.3 (by_kind) on T threads; ≥ 1 when any task
@@ -105,8 +110,9 @@ std::vector<double> powers_of_two(double lo, double hi);
 struct Calibration {
   std::string machine; // CPU model and core count (the cache key with threads)
   int threads = 1;
-  double overhead = 0;      // O, seconds per task
-  double loop_overhead = 0; // O of one chunk of an OpenMP schedule(dynamic) loop (0: not measured)
+  double overhead = 0;       // O, seconds per task
+  double loop_overhead = 0;  // O of one chunk of an OpenMP schedule(dynamic) loop (0: not measured)
+  WorkCost overhead_by_work; // O(seconds of work per task) of OpenMP tasks (empty: not measured)
   std::map<std::string, WorkCost> costs; // C(S) per kernel name
   std::vector<std::string> fallback;     // what fell back to a default, and why
   double seconds = 0;                    // the calibration's own run time
@@ -119,7 +125,8 @@ inline constexpr double kDefaultWorkCost = 1e-9;
 
 // O of OpenMP tasks on `threads` threads (0: OpenMP's default): one thread creates `tasks` tasks
 // of max(10 µs, 2 µs · T) of arithmetic each, with an `inout` dependence (4T chains: task k
-// follows task k − 4T), and the team runs them; the same work as a static loop is the baseline,
+// follows task k − 4T), and the team runs them; the same work as a dynamic loop of 8 chunks per
+// thread is the baseline,
 // O = (t_tasks − t_loop) · T / tasks, the minima of `repeats` runs. Where that is not positive
 // (below the noise: one thread), empty tasks without dependences measure it (their region's time
 // less an empty region's, · T / tasks; on many threads these measure the team's contention for
@@ -127,6 +134,14 @@ inline constexpr double kDefaultWorkCost = 1e-9;
 // kDefaultOverhead with *why set when neither is.
 double measure_task_overhead(int threads, std::int64_t tasks = 4000, int repeats = 7,
                              std::string *why = nullptr);
+
+// O of OpenMP tasks as a function of each task's work (Model::overhead_by_work): for w = 1, 4,
+// 16, 64, 256 µs of arithmetic per task, K = clamp(0.02 s · T / w, 8T, 20000) tasks created by one
+// thread with `inout` dependences (4T chains) against the same work as a dynamic loop of 8
+// chunks per thread, O(w) = (t_tasks − t_loop) · T / K, the minima of `repeats` runs. A point
+// that is not positive (below the noise) is left out and said in *fallback; none: empty.
+WorkCost measure_task_overhead_curve(int threads, int repeats = 5,
+                                     std::vector<std::string> *fallback = nullptr);
 
 // O of one chunk of an OpenMP `for schedule(dynamic, 1)` loop (the CPU direct sum's tasks),
 // measured like measure_task_overhead with empty iterations.
@@ -195,26 +210,37 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, const Calibration 
 std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
                            std::int64_t fallback);
 // The chunk of a loop that a plan runs again and again (the 3D FMM's near pass, the FGT's
-// evaluation loop): `fallback` until a run was recorded, then dynamic_chunk from the per-item
-// cost that run measured (its seconds × threads / items). A size given by the user (> 0) wins.
+// evaluation loop, the 2D FMM's near field): `fallback` until a run was recorded, then the model
+// from the per-item costs the runs measured (seconds × threads / items, the least seen at each
+// chunk size). With one size measured the cost is constant (dynamic_chunk); when the model then
+// picks that same size, the next run probes 4× it (if that still gives ≥ 2 chunks per thread), so
+// that C(S) is known at two sizes; from two sizes on the model uses C(S) interpolated (§4.2,
+// online: where neighbouring items share data, as the FGT's target boxes share source boxes, C
+// falls with S). A size given by the user (> 0) wins; one thread or KSUM_TASKSIZE=off gives
+// `fallback`.
 class LearnedChunk {
 public:
   explicit LearnedChunk(std::int64_t fallback) : fallback_(fallback) {}
   std::int64_t choose(int threads, std::int64_t forced) const;
-  void record(std::int64_t items, int threads, double seconds);
+  // A run of `items` items in chunks of `chunk` on `threads` threads took `seconds`.
+  void record(std::int64_t items, int threads, double seconds, std::int64_t chunk);
   void reset() { // a new tree or plan: measure again
     items_ = 0;
-    cost_ = 0;
+    cost_.clear();
   }
+  const std::map<std::int64_t, double> &costs() const { return cost_; }
 
 private:
   std::int64_t fallback_, items_ = 0;
-  double cost_ = 0;
+  std::map<std::int64_t, double> cost_; // chunk → the least seconds per item seen
 };
 // The same from a given loop overhead (seconds per chunk, no cache), for benches and tests. (A
 // name of its own: an overload on fallback vs overhead would turn on an integer vs a double.)
 std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_item, int threads,
                                          double loop_overhead);
+// The same with a per-item cost C(S) that depends on the chunk size S.
+std::int64_t dynamic_chunk_with_cost(std::int64_t items, const WorkCost &cost, int threads,
+                                     double loop_overhead);
 
 // A pass over a complete tree of `levels` levels (level l holds branching^l boxes) that runs the
 // boxes above a task level t one after the other and then one task per box of level t, each task

@@ -350,7 +350,7 @@ template <std::floating_point T> Table<T> GaussTransform<T>::execute(const Table
         double loop = 0;
         fgt::execute_fgt(*im.fgt, q.data(), u.data(), im.threads, part, chunk, &loop);
         im.stats.box_chunk = chunk;
-        im.box_chunk.record(im.fgt->targets().boxes(), im.threads, loop);
+        im.box_chunk.record(im.fgt->targets().boxes(), im.threads, loop, chunk);
       } else
         fgt::execute_ifgt(*im.ifgt, q.data(), zy, im.m, u.data(), im.threads, part);
       for (std::int64_t i = 0; i < im.m; ++i)

@@ -126,7 +126,14 @@ double predict_runtime(const Model &m, const Program &p, double size) {
     work += k.count * k.work;
   }
   const double c = work > 0 ? m.cost(size) : 0.0;
-  double r = (m.overhead * tasks + c * work) / P;
+  double paid = m.overhead * tasks;
+  if (!m.overhead_by_work.empty()) {
+    paid = 0;
+    for (const TaskKind &k : p.kinds)
+      if (k.count > 0)
+        paid += k.count * m.overhead_by_work(std::max(c * k.work, 1e-12));
+  }
+  double r = (paid + c * work) / P;
   if (m.tail > 0 && m.threads > 1) {
     double largest = 0;
     for (const TaskKind &k : p.kinds)
@@ -250,6 +257,7 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
   const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
   std::vector<char> chain_storage(static_cast<std::size_t>(chains));
   char *chain = chain_storage.data();
+  const std::int64_t loop_chunk = std::max<std::int64_t>(1, K / (8 * static_cast<std::int64_t>(T)));
   double with = INFINITY, without = INFINITY;
   for (int r = 0; r <= repeats; ++r) {
     auto t0 = Clock::now();
@@ -266,7 +274,9 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
     }
     const double t_tasks = seconds_since(t0);
     t0 = Clock::now();
-#pragma omp parallel for num_threads(T) schedule(static)
+    // Dynamic chunks, 8 per thread: a static split would wait for the slowest thread, which the
+    // tasks do not (on a shared host that made t_loop > t_tasks).
+#pragma omp parallel for num_threads(T) schedule(dynamic, loop_chunk)
     for (std::int64_t k = 0; k < K; ++k)
       busy(units);
     const double t_loop = seconds_since(t0);
@@ -306,6 +316,62 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
                     "{:.3g} s as a static loop: a busy machine?), and {}; using the default {} s",
                     o, with, without, why_empty, kDefaultOverhead);
   return kDefaultOverhead;
+}
+
+WorkCost measure_task_overhead_curve(int threads, int repeats, std::vector<std::string> *fallback) {
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  repeats = std::max(repeats, 3);
+  const std::int64_t probe = 1 << 16;
+  double fastest = INFINITY;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    busy(probe);
+    fastest = std::min(fastest, seconds_since(t0));
+  }
+  const double per_unit = positive_finite(fastest) ? fastest / static_cast<double>(probe) : 1e-9;
+  const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
+  std::vector<char> chain_storage(static_cast<std::size_t>(chains));
+  char *chain = chain_storage.data();
+  WorkCost curve;
+  for (const double w : {1e-6, 4e-6, 16e-6, 64e-6, 256e-6}) {
+    const auto units = static_cast<std::int64_t>(std::clamp(w / per_unit, 10.0, 1e9));
+    const std::int64_t K = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.02 * T / w),
+                                                    8 * static_cast<std::int64_t>(T), 20000);
+    const std::int64_t chunk = std::max<std::int64_t>(1, K / (8 * static_cast<std::int64_t>(T)));
+    double with = INFINITY, without = INFINITY;
+    for (int r = 0; r <= repeats; ++r) {
+      auto t0 = Clock::now();
+#pragma omp parallel num_threads(T)
+      {
+#pragma omp single
+        {
+          for (std::int64_t k = 0; k < K; ++k) {
+#pragma omp task depend(inout : chain[k % chains])
+            busy(units);
+          }
+#pragma omp taskwait
+        }
+      }
+      const double t_tasks = seconds_since(t0);
+      t0 = Clock::now();
+#pragma omp parallel for num_threads(T) schedule(dynamic, chunk)
+      for (std::int64_t k = 0; k < K; ++k)
+        busy(units);
+      const double t_loop = seconds_since(t0);
+      if (r > 0) {
+        with = std::min(with, t_tasks);
+        without = std::min(without, t_loop);
+      }
+    }
+    const double o = (with - without) * static_cast<double>(T) / static_cast<double>(K);
+    if (positive_finite(o))
+      curve.add(w, o);
+    else if (fallback)
+      fallback->push_back(fmt::format("O(w) at w = {:.3g} µs of work per task: measured {:.3g} s "
+                                      "(below the noise); the point is left out",
+                                      w * 1e6, o));
+  }
+  return curve;
 }
 
 double measure_loop_overhead(int threads, std::int64_t chunks, int repeats, std::string *why) {
@@ -419,11 +485,15 @@ nlohmann::json to_json(const Calibration &c) {
       pts.push_back({s, v});
     costs[name] = pts;
   }
+  nlohmann::json by_work = nlohmann::json::array();
+  for (const auto &[w, o] : c.overhead_by_work.points())
+    by_work.push_back({w, o});
   return {{"version", kCacheVersion},
           {"machine", c.machine},
           {"threads", c.threads},
           {"overhead", c.overhead},
           {"loop_overhead", c.loop_overhead},
+          {"overhead_by_work", by_work},
           {"costs", costs},
           {"fallback", c.fallback},
           {"seconds", c.seconds}};
@@ -477,6 +547,16 @@ bool from_json_checked(const nlohmann::json &j, Calibration &c, std::string *why
         !std::isfinite(j["loop_overhead"].get<double>()))
       return fail("its loop overhead is not a number ≥ 0");
     out.loop_overhead = j["loop_overhead"].get<double>();
+  }
+  if (j.contains("overhead_by_work")) {
+    if (!j["overhead_by_work"].is_array())
+      return fail("its overhead by work is not a list of points");
+    for (const auto &p : j["overhead_by_work"]) {
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() ||
+          !positive_finite(p[0].get<double>()) || !positive_finite(p[1].get<double>()))
+        return fail(fmt::format("its overhead by work has a bad point {}", p.dump()));
+      out.overhead_by_work.add(p[0].get<double>(), p[1].get<double>());
+    }
   }
   if (j.contains("fallback") && j["fallback"].is_array())
     for (const auto &f : j["fallback"])
@@ -740,11 +820,11 @@ std::int64_t direct_cpu_block(std::int64_t m, std::int64_t n, int threads) {
   return c ? direct_cpu_block(m, n, *c) : kDirectCpuBlock;
 }
 
-std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_item, int threads,
-                                         double loop_overhead) {
+std::int64_t dynamic_chunk_with_cost(std::int64_t items, const WorkCost &cost, int threads,
+                                     double loop_overhead) {
   if (items <= 1)
     return 1;
-  Model model{loop_overhead, std::max(1, threads), WorkCost(seconds_per_item)};
+  Model model{loop_overhead, std::max(1, threads), cost};
   model.parallelism = ParallelismModel::by_kind;
   model.tail = 0.5;
   const double nd = static_cast<double>(items);
@@ -763,6 +843,11 @@ std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(curve.best_size), 1, items);
 }
 
+std::int64_t dynamic_chunk_with_overhead(std::int64_t items, double seconds_per_item, int threads,
+                                         double loop_overhead) {
+  return dynamic_chunk_with_cost(items, WorkCost(seconds_per_item), threads, loop_overhead);
+}
+
 std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int threads,
                            std::int64_t fallback) {
   if (tasksize_off() || !positive_finite(seconds_per_item))
@@ -776,14 +861,34 @@ std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int thre
 std::int64_t LearnedChunk::choose(int threads, std::int64_t forced) const {
   if (forced > 0)
     return forced;
-  if (cost_ <= 0 || items_ <= 0 || threads <= 1)
+  if (cost_.empty() || items_ <= 0 || threads <= 1 || tasksize_off())
     return fallback_;
-  return dynamic_chunk(items_, cost_, threads, fallback_);
+  const auto c = cached_calibration(threads);
+  const double o = c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
+  if (cost_.size() == 1) {
+    const auto [s0, c0] = *cost_.begin();
+    const std::int64_t s = dynamic_chunk_with_overhead(items_, c0, threads, o);
+    const std::int64_t probe = 4 * s0;
+    if (s == s0 && probe * 2 * threads <= items_)
+      return probe; // C(S) at a second size
+    return s;
+  }
+  WorkCost w;
+  for (const auto &[size, cost] : cost_)
+    w.add(static_cast<double>(size), cost);
+  return dynamic_chunk_with_cost(items_, w, threads, o);
 }
 
-void LearnedChunk::record(std::int64_t items, int threads, double seconds) {
+void LearnedChunk::record(std::int64_t items, int threads, double seconds, std::int64_t chunk) {
+  if (items <= 0 || chunk <= 0 || !positive_finite(seconds))
+    return;
+  if (items != items_)
+    cost_.clear(); // another loop: its costs start again
   items_ = items;
-  cost_ = items > 0 ? seconds * std::max(1, threads) / static_cast<double>(items) : 0.0;
+  const double c = seconds * std::max(1, threads) / static_cast<double>(items);
+  const auto it = cost_.find(chunk);
+  if (it == cost_.end() || c < it->second)
+    cost_[chunk] = c;
 }
 
 } // namespace ksum::tasksize

@@ -151,6 +151,19 @@ TEST(TaskSize, CalibrationGivesPositiveFiniteParameters) {
     EXPECT_LT(v, 1e-6) << s; // one sqrt and an add per unit
   }
   EXPECT_TRUE(std::isfinite(sink));
+  // O(w): each point kept is at one of the five work sizes, positive, finite and below 10 ms;
+  // every size is either a point or a fallback line.
+  std::vector<std::string> curve_fallback;
+  const WorkCost ow = measure_task_overhead_curve(2, 3, &curve_fallback);
+  EXPECT_EQ(ow.points().size() + curve_fallback.size(), 5u);
+  for (const auto &[w, v] : ow.points()) {
+    EXPECT_TRUE(w == 1e-6 || w == 4e-6 || w == 16e-6 || w == 64e-6 || w == 256e-6) << w;
+    EXPECT_TRUE(std::isfinite(v)) << w;
+    EXPECT_GT(v, 0) << w;
+    EXPECT_LT(v, 1e-2) << w;
+  }
+  for (const std::string &f : curve_fallback)
+    EXPECT_EQ(f.find("overhead"), std::string::npos) << f; // a dropped point is not a fallback O
 }
 
 TEST(TaskSize, UnmeasurableWorkFallsBackToADocumentedDefault) {
@@ -194,6 +207,8 @@ Calibration fake_calibration(int threads) {
   w.add(8, 2e-9);
   w.add(64, 1e-9);
   c.costs["kernel"] = w;
+  c.overhead_by_work.add(1e-6, 3e-6);
+  c.overhead_by_work.add(64e-6, 4e-7);
   return c;
 }
 
@@ -223,6 +238,9 @@ TEST(TaskSize, CacheIsWrittenReadAndRebuiltWhenMissingOrCorrupt) {
   ASSERT_EQ(b.costs.count("kernel"), 1u);
   EXPECT_DOUBLE_EQ(b.costs.at("kernel")(8), 2e-9);
   EXPECT_DOUBLE_EQ(b.costs.at("kernel")(64), 1e-9);
+  ASSERT_EQ(b.overhead_by_work.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(b.overhead_by_work(1e-6), 3e-6);
+  EXPECT_DOUBLE_EQ(b.overhead_by_work(64e-6), 4e-7);
   // Another thread count is another key: calibrated, and the first key kept.
   load_or_calibrate(file, 5, calibrate, &rebuilt, &why);
   EXPECT_TRUE(rebuilt);
@@ -244,6 +262,12 @@ TEST(TaskSize, CacheIsWrittenReadAndRebuiltWhenMissingOrCorrupt) {
   EXPECT_NE(why.find("overhead"), std::string::npos) << why;
   Calibration c;
   EXPECT_TRUE(load_calibration(file, machine_description(), 3, c, &why)) << why;
+  // A bad point of O(w): rebuilt, named.
+  std::ofstream(file) << R"({")" << machine_description()
+                      << R"( | threads 3": {"version": 1, "threads": 3, "overhead": 1e-6, )"
+                      << R"("overhead_by_work": [[1e-6, -2]], "costs": {}}})";
+  EXPECT_FALSE(load_calibration(file, machine_description(), 3, c, &why));
+  EXPECT_NE(why.find("overhead by work"), std::string::npos) << why;
 }
 
 TEST(TaskSize, MalformedEntriesAndOtherVersionsAreRebuiltNotThrown) {
@@ -332,6 +356,26 @@ TEST(TaskSize, TailTermOnAHandComputedCase) {
   EXPECT_NEAR(predict_runtime(m, p, 8), base * 4, 1e-15);
 }
 
+// O(w): each kind pays O at its task's work C·W_k. Two kinds on 4 threads, C = 1 ns per unit:
+// 10 tasks of 1000 units (1 µs each) and 2 of 64,000 (64 µs); O(1 µs) = 3 µs, O(64 µs) = 0.4 µs;
+// the parallelism by kind: P = (⌈10/4⌉·4 + ⌈2/2⌉·2) / (3 + 1) = 3.5.
+TEST(TaskSize, OverheadByWorkOnAHandComputedCase) {
+  Model m;
+  m.overhead = 1e-6;
+  m.threads = 4;
+  m.cost = WorkCost(1e-9);
+  const Program p{{TaskKind{10, 1000, 10}, TaskKind{2, 64000, 2}}, 0};
+  const double work = 1e-9 * (10 * 1000.0 + 2 * 64000.0);
+  EXPECT_NEAR(predict_runtime(m, p, 1), (1e-6 * 12 + work) / 3.5, 1e-15); // the constant O
+  m.overhead_by_work.add(1e-6, 3e-6);
+  m.overhead_by_work.add(64e-6, 4e-7);
+  EXPECT_NEAR(predict_runtime(m, p, 1), (10 * 3e-6 + 2 * 4e-7 + work) / 3.5, 1e-15);
+  // Between the points, log-log: O(8 µs) = 3e-6 · (4e-7 / 3e-6)^(log 8 / log 64) = 3e-6 ·
+  // (2/15)^0.5.
+  const Program q{{TaskKind{4, 8000, 4}}, 0};
+  EXPECT_NEAR(predict_runtime(m, q, 1), (4 * 3e-6 * std::sqrt(0.4 / 3.0) + 4 * 8e-6) / 4, 1e-15);
+}
+
 // The CPU direct sum's block size from a calibration: M = ⌈m / S⌉ blocks of S · n pairs, all
 // concurrent, with the tail term 0.5: R = O·M/T + C·m·n/T + C·S·n/2 for M ≥ T, smallest near
 // S = √(2 O m / (T C n)), and one block per thread when the overhead dominates.
@@ -363,20 +407,51 @@ TEST(TaskSize, DynamicChunkOnHandComputedCases) {
 }
 
 TEST(TaskSize, LearnedChunkUsesTheRecordedCost) {
+  const char *old = std::getenv("KSUM_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("KSUM_CACHE_DIR", "/nonexistent/ksum-test-cache", 1); // O = kDefaultOverhead = 1 µs
   LearnedChunk c(4);
   EXPECT_EQ(c.choose(8, 0), 4);   // nothing recorded yet: the fallback
   EXPECT_EQ(c.choose(8, 17), 17); // a size given by the user wins
-  c.record(1000, 8, 1e-3);        // 8 µs per item on 8 threads
+  c.record(1000, 8, 8e-3, 4);     // 64 µs per item at S = 4 on 8 threads
   const std::int64_t s = c.choose(8, 0);
-  EXPECT_EQ(s, dynamic_chunk(1000, 8e-6, 8, std::int64_t(4)));
-  EXPECT_GE(s, 1);
-  EXPECT_LE(s, 1000);
+  EXPECT_EQ(s, dynamic_chunk_with_overhead(1000, 64e-6, 8, kDefaultOverhead));
+  EXPECT_NE(s, 4);              // (the model's S is not the measured one: no probe)
   EXPECT_EQ(c.choose(1, 0), 4); // one thread: no model
   ::setenv("KSUM_TASKSIZE", "off", 1);
   EXPECT_EQ(c.choose(8, 0), 4);
   ::unsetenv("KSUM_TASKSIZE");
   c.reset();
   EXPECT_EQ(c.choose(8, 0), 4);
+
+  // C(S) online. 1 ms per item at S = 1 on 8 threads, 1000 items: R(1) = (1e-3 + 1) / 8 + 0.5e-3
+  // = 0.1256 s < R(2) = (5e-4 + 1) / 8 + 1e-3 = 0.1261 s, so the model keeps S = 1, the size it
+  // measured, and the next run probes S = 4.
+  LearnedChunk d(1);
+  d.record(1000, 8, 0.125, 1);
+  EXPECT_EQ(d.choose(8, 0), 4);
+  // At S = 4 an item costs half (shared data): C(S) = 1e-3 at 1, 5e-4 from 4 on. R(4) = (2.5e-4 +
+  // 0.5) / 8 + 0.5 · 5e-4 · 4 = 0.0635 s, R(8) = 0.0645 s, R(2) = 0.0889 s: S = 4.
+  d.record(1000, 8, 0.0625, 4);
+  d.record(1000, 8, 0.09, 4); // a slower run at a measured size: the least is kept
+  EXPECT_DOUBLE_EQ(d.costs().at(4), 5e-4);
+  WorkCost w;
+  w.add(1, 1e-3);
+  w.add(4, 5e-4);
+  EXPECT_EQ(d.choose(8, 0), dynamic_chunk_with_cost(1000, w, 8, kDefaultOverhead));
+  EXPECT_EQ(d.choose(8, 0), 4);
+  // Another loop (another item count): measured again from its first run.
+  d.record(500, 8, 0.0625, 4);
+  EXPECT_EQ(d.costs().size(), 1u);
+  // A probe that would leave fewer than 2 chunks per thread is not run: 40 items, S = 1 measured
+  // at 1 ms per item, 4·1·2·8 = 64 > 40.
+  LearnedChunk e(1);
+  e.record(40, 8, 5e-3, 1);
+  EXPECT_EQ(e.choose(8, 0), dynamic_chunk_with_overhead(40, 1e-3, 8, kDefaultOverhead));
+  if (old)
+    ::setenv("KSUM_CACHE_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("KSUM_CACHE_DIR");
 }
 
 TEST(TaskSize, SubtreeLevelOnHandComputedCases) {

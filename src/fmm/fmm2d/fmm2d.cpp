@@ -377,7 +377,7 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
       }
     }
     if (threads > 1)
-      near_learned.record(nleaf, threads, seconds_since(t0));
+      near_learned.record(nleaf, threads, seconds_since(t0), chunk);
   }
 
   // The exact sum, every pair: the reference (and method = direct).

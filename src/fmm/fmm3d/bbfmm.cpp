@@ -651,7 +651,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
       leaf_pass(opt_.kernel, ctx, mult.data(), loc.data(), has_local, us, threads, chunk);
   stats_.seconds_near = since(t_near);
   stats_.near_chunk = chunk;
-  near_chunk_.record(leaves, threads, stats_.seconds_near);
+  near_chunk_.record(leaves, threads, stats_.seconds_near, chunk);
 }
 
 } // namespace ksum::fmm
