@@ -6,18 +6,18 @@
 //                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000]
 //                          [--fmm2d-n 200000] [--reps 3] [--json FILE]
 // (--m 0 leaves the direct sum's sweep out, --pum-n 0 the PUM sweeps, --pum-m 0 the evaluation's.)
-// These sweeps take powers of 4. Every time is the fastest of --reps runs, and except for the FMM (whose plans are too large
-// to hold one per size) the runs go round-robin over the sizes: on the shared 16-core host the
-// machine's speed drifted by ±10 % during a sweep run size after size. The PUM sweeps: points per
-// task of evaluate() (PumOptions::eval_chunk) and patches per task of the fits (fit_chunk), the
-// model's choice (0) against fixed sizes; the loop overhead measured for each T is written to
-// this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune` would, since
-// those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target
-// leaves per task of the near pass (DirectOptions::fmm_near_chunk). The FGT sweep (--fgt-n 0
-// leaves it out): target boxes per task of its evaluation loop (GaussOptions::box_chunk). The 2D
-// FMM sweeps (--fmm2d-n 0 leaves them out): the downward pass's subtree level and the near
-// field's leaves per task (Fmm2dOptions::subtree_level, near_chunk).
-// Laplace 3D, double, m targets ≠ n sources, uniform in the unit cube; each time is the fastest of
+// These sweeps take powers of 4. Every time is the fastest of --reps runs, and except for the FMM
+// (whose plans are too large to hold one per size) the runs go round-robin over the sizes: on the
+// shared 16-core host the machine's speed drifted by ±10 % during a sweep run size after size. The
+// PUM sweeps: points per task of evaluate() (PumOptions::eval_chunk) and patches per task of the
+// fits (fit_chunk), the model's choice (0) against fixed sizes; the loop overhead measured for each
+// T is written to this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune`
+// would, since those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target leaves
+// per task of the near pass (DirectOptions::fmm_near_chunk). The FGT sweep (--fgt-n 0 leaves it
+// out): target boxes per task of its evaluation loop (GaussOptions::box_chunk). The 2D FMM sweeps
+// (--fmm2d-n 0 leaves them out): the downward pass's subtree level and the near field's leaves per
+// task (Fmm2dOptions::subtree_level, near_chunk). Laplace 3D, double, m targets ≠ n sources,
+// uniform in the unit cube; each time is the fastest of
 // --reps calls of execute() on a plan built once (set-up excluded). Sizes: powers of two from 8 to
 // m, the old fixed 32, and the chosen one.
 #include "bench_common.hpp"
@@ -234,7 +234,7 @@ nlohmann::json pum_fit_sweep(const Args &a) {
 // M2P, P2P) that the model chooses from the previous execute's near-pass time (0) against fixed
 // sizes; Laplace, tolerance 1e-6, fmm_n uniform points, sources = targets. Times: the near pass
 // (stats().seconds_near, the part the size changes) and the whole execute, medians of --reps
-// after two warm-up executes (the model's choice needs one).
+// after two warm-up executes (three for the model: its default, a probe, its choice).
 nlohmann::json fmm_near_sweep(const Args &a) {
   const auto pts = ksum::datasets::uniform_cube(a.fmm_n, 47);
   std::mt19937_64 rng(48);
@@ -256,6 +256,8 @@ nlohmann::json fmm_near_sweep(const Args &a) {
       plan.set_points(pts);
       (void)plan.execute(w);
       (void)plan.execute(w);
+      if (chunk == 0) // the model's runs: the default, a probe of 4× the size, its choice
+        (void)plan.execute(w);
       std::vector<double> near, all;
       for (int r = 0; r < a.reps; ++r) {
         const auto t0 = Clock::now();
@@ -324,8 +326,8 @@ nlohmann::json fmm_near_sweep(const Args &a) {
 // The fast Gauss transform (GaussOptions::box_chunk): target boxes per task of the CPU evaluation
 // loop that the model chooses from the previous execute's loop time (0) against fixed sizes;
 // d = 3, h = 0.1, tolerance 1e-6, fgt_n uniform points in the unit cube, sources = targets. Each
-// plan is executed twice first (the model's choice needs one), then --reps times round-robin
-// over the sizes; the fastest execute of each.
+// plan is executed twice first (the model's three times: its default, a probe, its choice), then
+// --reps times round-robin over the sizes; the fastest execute of each.
 nlohmann::json fgt_sweep(const Args &a) {
   const auto pts = ksum::datasets::uniform_cube(a.fgt_n, 49);
   std::mt19937_64 rng(50);
@@ -351,6 +353,7 @@ nlohmann::json fgt_sweep(const Args &a) {
       return p;
     };
     auto model = make(0);
+    (void)model->execute(w); // the model's runs: the default, a probe of 4× the size, its choice
     const std::int64_t chosen = model->stats().box_chunk;
     const std::int64_t boxes = model->stats().boxes;
     std::vector<double> sizes = powers_of_four(4096);
@@ -438,6 +441,7 @@ nlohmann::json fmm2d_sweep(const Args &a) {
       for (double s : sizes)
         plans.push_back(make(old_level, static_cast<std::int64_t>(s)));
       plans.push_back(make(old_level, 0));
+      (void)plans.back()->execute(q); // the default, a probe of 4× the size, the model's choice
       const std::int64_t chosen = plans.back()->stats().near_chunk;
       std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
         (void)plans[k]->execute(q);
