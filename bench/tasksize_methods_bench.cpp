@@ -547,6 +547,9 @@ int main(int argc, char **argv) {
         stored = ts::Calibration{};
         stored.machine = ts::machine_description();
         stored.threads = T;
+        // A cache entry needs a positive task overhead (an entry with 0 is read as corrupt, and
+        // the methods would use kDefaultOverhead instead of the loop overhead measured here).
+        stored.overhead = ts::measure_task_overhead(T);
       }
       stored.loop_overhead = c.loop_overhead;
       stored.costs["direct_cpu"] = cost;
