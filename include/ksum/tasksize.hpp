@@ -216,8 +216,9 @@ std::int64_t dynamic_chunk(std::int64_t items, double seconds_per_item, int thre
 // picks that same size, the next run probes 4× it (if that still gives ≥ 2 chunks per thread), so
 // that C(S) is known at two sizes; from two sizes on the model uses C(S) interpolated (§4.2,
 // online: where neighbouring items share data, as the FGT's target boxes share source boxes, C
-// falls with S). A size given by the user (> 0) wins; one thread or KSUM_TASKSIZE=off gives
-// `fallback`.
+// falls with S); the size chosen from the first two sizes is then kept (settled) until reset()
+// or another item count. A size given by the user (> 0) wins; one thread or KSUM_TASKSIZE=off
+// gives `fallback`.
 class LearnedChunk {
 public:
   explicit LearnedChunk(std::int64_t fallback) : fallback_(fallback) {}
@@ -226,12 +227,14 @@ public:
   void record(std::int64_t items, int threads, double seconds, std::int64_t chunk);
   void reset() { // a new tree or plan: measure again
     items_ = 0;
+    settled_ = 0;
     cost_.clear();
   }
   const std::map<std::int64_t, double> &costs() const { return cost_; }
 
 private:
-  std::int64_t fallback_, items_ = 0;
+  std::int64_t model_choice(int threads) const;
+  std::int64_t fallback_, items_ = 0, settled_ = 0;
   std::map<std::int64_t, double> cost_; // chunk → the least seconds per item seen
 };
 // The same from a given loop overhead (seconds per chunk, no cache), for benches and tests. (A

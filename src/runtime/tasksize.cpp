@@ -257,6 +257,7 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
   const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
   std::vector<char> chain_storage(static_cast<std::size_t>(chains));
   char *chain = chain_storage.data();
+  (void)chain; // (used in the depend clauses only, which GCC's unused check does not see)
   const std::int64_t loop_chunk = std::max<std::int64_t>(1, K / (8 * static_cast<std::int64_t>(T)));
   double with = INFINITY, without = INFINITY;
   for (int r = 0; r <= repeats; ++r) {
@@ -332,6 +333,7 @@ WorkCost measure_task_overhead_curve(int threads, int repeats, std::vector<std::
   const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
   std::vector<char> chain_storage(static_cast<std::size_t>(chains));
   char *chain = chain_storage.data();
+  (void)chain; // (used in the depend clauses only, which GCC's unused check does not see)
   WorkCost curve;
   for (const double w : {1e-6, 4e-6, 16e-6, 64e-6, 256e-6}) {
     const auto units = static_cast<std::int64_t>(std::clamp(w / per_unit, 10.0, 1e9));
@@ -863,6 +865,12 @@ std::int64_t LearnedChunk::choose(int threads, std::int64_t forced) const {
     return forced;
   if (cost_.empty() || items_ <= 0 || threads <= 1 || tasksize_off())
     return fallback_;
+  if (settled_ > 0)
+    return settled_;
+  return model_choice(threads);
+}
+
+std::int64_t LearnedChunk::model_choice(int threads) const {
   const auto c = cached_calibration(threads);
   const double o = c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
   if (cost_.size() == 1) {
@@ -882,13 +890,19 @@ std::int64_t LearnedChunk::choose(int threads, std::int64_t forced) const {
 void LearnedChunk::record(std::int64_t items, int threads, double seconds, std::int64_t chunk) {
   if (items <= 0 || chunk <= 0 || !positive_finite(seconds))
     return;
-  if (items != items_)
-    cost_.clear(); // another loop: its costs start again
+  if (items != items_) { // another loop: its costs start again
+    cost_.clear();
+    settled_ = 0;
+  }
   items_ = items;
   const double c = seconds * std::max(1, threads) / static_cast<double>(items);
   const auto it = cost_.find(chunk);
   if (it == cost_.end() || c < it->second)
     cost_[chunk] = c;
+  // Two sizes measured: the model's size from them is kept (a size that moved with every run's
+  // noise would keep measuring new sizes, some of them poor).
+  if (settled_ == 0 && cost_.size() >= 2 && threads > 1 && !tasksize_off())
+    settled_ = model_choice(threads);
 }
 
 } // namespace ksum::tasksize

@@ -440,6 +440,9 @@ TEST(TaskSize, LearnedChunkUsesTheRecordedCost) {
   w.add(4, 5e-4);
   EXPECT_EQ(d.choose(8, 0), dynamic_chunk_with_cost(1000, w, 8, kDefaultOverhead));
   EXPECT_EQ(d.choose(8, 0), 4);
+  // Settled: a later run's cost (here: S = 16 measured very cheap) no longer moves the size.
+  d.record(1000, 8, 1e-4, 16);
+  EXPECT_EQ(d.choose(8, 0), 4);
   // Another loop (another item count): measured again from its first run.
   d.record(500, 8, 0.0625, 4);
   EXPECT_EQ(d.costs().size(), 1u);
