@@ -73,27 +73,33 @@ double fastest(const std::vector<double> &v) {
   return *std::min_element(v.begin(), v.end());
 }
 
-// The fastest of `reps` timed calls of run(k) for each k < count, the calls taken round-robin
-// over k (a drift of the machine's speed during a sweep then falls on every k alike).
-template <class F> std::vector<double> fastest_round_robin(std::size_t count, int reps, F &&run) {
-  std::vector<double> best(count, std::numeric_limits<double>::infinity());
-  for (int r = 0; r < reps; ++r)
-    for (std::size_t k = 0; k < count; ++k) {
-      const auto t0 = Clock::now();
-      run(k);
-      best[k] = std::min(best[k], std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-  return best;
-}
-
-// The same where run(k) returns the seconds to count (a phase's time from a plan's stats).
+// The fastest of `reps` values of run(k) (the seconds it returns) for each k < count, the calls
+// taken round by round over all k (a drift of the machine's speed during a sweep then falls on
+// every k alike), each round in a new random order: a fixed order gave each k the same
+// predecessor, and a run after a one-chunk plan (one thread busy, the others idle) was measured
+// 12 % slower on the 16-core host than the same size elsewhere in the round.
 template <class F>
 std::vector<double> fastest_round_robin_of(std::size_t count, int reps, F &&run) {
   std::vector<double> best(count, std::numeric_limits<double>::infinity());
-  for (int r = 0; r < reps; ++r)
-    for (std::size_t k = 0; k < count; ++k)
+  std::vector<std::size_t> order(count);
+  for (std::size_t k = 0; k < count; ++k)
+    order[k] = k;
+  std::mt19937_64 rng(12345);
+  for (int r = 0; r < reps; ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t k : order)
       best[k] = std::min(best[k], run(k));
+  }
   return best;
+}
+
+// The same for the wall time of run(k).
+template <class F> std::vector<double> fastest_round_robin(std::size_t count, int reps, F &&run) {
+  return fastest_round_robin_of(count, reps, [&](std::size_t k) {
+    const auto t0 = Clock::now();
+    run(k);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  });
 }
 
 // The rows of a sweep (the model's size and the old default marked), its summary line ("<call>
