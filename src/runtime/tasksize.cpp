@@ -234,13 +234,8 @@ static void busy(std::int64_t units) {
   g_busy = x;
 }
 
-double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::string *why) {
-  const int T = threads > 0 ? threads : omp_get_max_threads();
-  const std::int64_t K = std::max<std::int64_t>(tasks, 8 * static_cast<std::int64_t>(T));
-  repeats = std::max(repeats, 3);
-  // The work of one task: max(10 µs, 2 µs · T) on this core, so that the creating thread stays
-  // ahead of the T − 1 that run them (empty tasks measure the team's contention for the queue:
-  // 73 µs per task on 16 threads of a Xeon host against 0.3 µs on 2).
+// Seconds per unit of busy() on this core (the fastest of 5 probes).
+static double busy_seconds_per_unit() {
   const std::int64_t probe = 1 << 16;
   double fastest = INFINITY;
   for (int r = 0; r < 5; ++r) {
@@ -249,15 +244,21 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
     fastest = std::min(fastest, seconds_since(t0));
   }
   const double per_unit = fastest / static_cast<double>(probe);
-  const double work = std::max(10e-6, 2e-6 * T);
-  const auto units = static_cast<std::int64_t>(
-      std::clamp(work / (positive_finite(per_unit) ? per_unit : 1e-9), 1e3, 1e8));
-  // Each task an `inout` dependence, as the task-parallel programs' tasks have (the N-body and
-  // Cholesky blocks): task k follows task k − chains, 4T chains, so every thread has work.
+  return positive_finite(per_unit) ? per_unit : 1e-9;
+}
+
+// The overhead per task of K tasks of `units` of busy() each on T threads: one thread creates
+// them, each with an `inout` dependence as the task-parallel programs' tasks have (the N-body and
+// Cholesky blocks; task k follows task k − 4T, 4T chains, so every thread has work), against the
+// same work as a dynamic loop of 8 chunks per thread (a static split would wait for the slowest
+// thread, which the tasks do not: on a shared host that made t_loop > t_tasks). (t_tasks − t_loop)
+// · T / K from the fastest of `repeats` runs after a warm-up; *with and *without get those runs.
+static double overhead_with_work(int T, std::int64_t K, std::int64_t units, int repeats,
+                                 double *with_out, double *without_out) {
   const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
   std::vector<char> chain_storage(static_cast<std::size_t>(chains));
   char *chain = chain_storage.data();
-  (void)chain; // (used in the depend clauses only, which GCC's unused check does not see)
+  (void)chain; // (used in the depend clause only, which GCC's unused check does not see)
   const std::int64_t loop_chunk = std::max<std::int64_t>(1, K / (8 * static_cast<std::int64_t>(T)));
   double with = INFINITY, without = INFINITY;
   for (int r = 0; r <= repeats; ++r) {
@@ -275,18 +276,34 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
     }
     const double t_tasks = seconds_since(t0);
     t0 = Clock::now();
-    // Dynamic chunks, 8 per thread: a static split would wait for the slowest thread, which the
-    // tasks do not (on a shared host that made t_loop > t_tasks).
 #pragma omp parallel for num_threads(T) schedule(dynamic, loop_chunk)
     for (std::int64_t k = 0; k < K; ++k)
       busy(units);
     const double t_loop = seconds_since(t0);
-    if (r > 0) { // the first of each is a warm-up
+    if (r > 0) {
       with = std::min(with, t_tasks);
       without = std::min(without, t_loop);
     }
   }
-  const double o = (with - without) * static_cast<double>(T) / static_cast<double>(K);
+  *with_out = with;
+  *without_out = without;
+  return (with - without) * static_cast<double>(T) / static_cast<double>(K);
+}
+
+double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::string *why) {
+  const int T = threads > 0 ? threads : omp_get_max_threads();
+  const std::int64_t K = std::max<std::int64_t>(tasks, 8 * static_cast<std::int64_t>(T));
+  repeats = std::max(repeats, 3);
+  // The work of one task: max(10 µs, 2 µs · T) on this core, so that the creating thread stays
+  // ahead of the T − 1 that run them (empty tasks measure the team's contention for the queue:
+  // 73 µs per task on 16 threads of a Xeon host against 0.3 µs on 2).
+  const double work = std::max(10e-6, 2e-6 * T);
+  const auto units =
+      static_cast<std::int64_t>(std::clamp(work / busy_seconds_per_unit(), 1e3, 1e8));
+  double with = 0, without = 0;
+  const double o = overhead_with_work(T, K, units, repeats, &with, &without);
+  if (positive_finite(o))
+    return o;
   // Where the tasks' overhead is below the noise of the runs with work (one thread: tens of ns),
   // empty tasks measure it (exact on a small team, no contention there).
   std::string why_empty;
@@ -306,15 +323,12 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
         }
       },
       &why_empty);
-  const bool work_ok = positive_finite(o), empty_ok = why_empty.empty();
-  if (work_ok)
-    return o;
-  if (empty_ok)
+  if (why_empty.empty())
     return o_empty;
   if (why)
     *why =
         fmt::format("task overhead: measured {:.3g} s each (fastest runs {:.3g} s as tasks, "
-                    "{:.3g} s as a static loop: a busy machine?), and {}; using the default {} s",
+                    "{:.3g} s as a dynamic loop: a busy machine?), and {}; using the default {} s",
                     o, with, without, why_empty, kDefaultOverhead);
   return kDefaultOverhead;
 }
@@ -322,50 +336,14 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
 WorkCost measure_task_overhead_curve(int threads, int repeats, std::vector<std::string> *fallback) {
   const int T = threads > 0 ? threads : omp_get_max_threads();
   repeats = std::max(repeats, 3);
-  const std::int64_t probe = 1 << 16;
-  double fastest = INFINITY;
-  for (int r = 0; r < 5; ++r) {
-    const auto t0 = Clock::now();
-    busy(probe);
-    fastest = std::min(fastest, seconds_since(t0));
-  }
-  const double per_unit = positive_finite(fastest) ? fastest / static_cast<double>(probe) : 1e-9;
-  const std::int64_t chains = 4 * static_cast<std::int64_t>(T);
-  std::vector<char> chain_storage(static_cast<std::size_t>(chains));
-  char *chain = chain_storage.data();
-  (void)chain; // (used in the depend clauses only, which GCC's unused check does not see)
+  const double per_unit = busy_seconds_per_unit();
   WorkCost curve;
   for (const double w : {1e-6, 4e-6, 16e-6, 64e-6, 256e-6}) {
     const auto units = static_cast<std::int64_t>(std::clamp(w / per_unit, 10.0, 1e9));
     const std::int64_t K = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.02 * T / w),
                                                     8 * static_cast<std::int64_t>(T), 20000);
-    const std::int64_t chunk = std::max<std::int64_t>(1, K / (8 * static_cast<std::int64_t>(T)));
-    double with = INFINITY, without = INFINITY;
-    for (int r = 0; r <= repeats; ++r) {
-      auto t0 = Clock::now();
-#pragma omp parallel num_threads(T)
-      {
-#pragma omp single
-        {
-          for (std::int64_t k = 0; k < K; ++k) {
-#pragma omp task depend(inout : chain[k % chains])
-            busy(units);
-          }
-#pragma omp taskwait
-        }
-      }
-      const double t_tasks = seconds_since(t0);
-      t0 = Clock::now();
-#pragma omp parallel for num_threads(T) schedule(dynamic, chunk)
-      for (std::int64_t k = 0; k < K; ++k)
-        busy(units);
-      const double t_loop = seconds_since(t0);
-      if (r > 0) {
-        with = std::min(with, t_tasks);
-        without = std::min(without, t_loop);
-      }
-    }
-    const double o = (with - without) * static_cast<double>(T) / static_cast<double>(K);
+    double with = 0, without = 0;
+    const double o = overhead_with_work(T, K, units, repeats, &with, &without);
     if (positive_finite(o))
       curve.add(w, o);
     else if (fallback)
