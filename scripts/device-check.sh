@@ -437,11 +437,12 @@ if want mc; then
   else # prebuilt: the test executables themselves, with a ctest-like count line
     pass=0 total=0
     for t in $build/tests/ksum_mc_*_test; do
+      [[ -x $t ]] || continue # (no match: the pattern itself)
       total=$((total + 1))
       if timeout 120 "$t" >> "$OUT/mc/tests.log" 2>&1; then pass=$((pass + 1)); else
         rc=1; echo "$(basename "$t") (Failed)" >> "$OUT/mc/tests.log"; fi
     done
-    echo "test executables: $pass of $total passed (gtest counts above); tests passed" >> "$OUT/mc/tests.log"
+    echo "test executables: $pass of $total passed (gtest counts above); tests $([[ $pass == "$total" && $total -gt 0 ]] && echo passed || echo failed)" >> "$OUT/mc/tests.log"
   fi
   # Budgets: 2 s per measurement (a size whose N²-scaled prediction exceeds it is skipped) and
   # 8 s per Simulation::run row; about 100 s on an H100 with 16 cores.
@@ -516,11 +517,12 @@ if want tasksize; then
   else # prebuilt: the model's test executables themselves, with a ctest-like count line
     pass=0 total=0
     for t in $build/tests/ksum_tasksize_*test; do
+      [[ -x $t ]] || continue # (no match: the pattern itself)
       total=$((total + 1))
       if KSUM_CACHE_DIR="$ts_cache" timeout 120 "$t" >> "$OUT/tasksize/tests.log" 2>&1; then
         pass=$((pass + 1)); else rc=1; echo "$(basename "$t") (Failed)" >> "$OUT/tasksize/tests.log"; fi
     done
-    echo "test executables: $pass of $total passed (gtest counts above); tests passed" >> "$OUT/tasksize/tests.log"
+    echo "test executables: $pass of $total passed (gtest counts above); tests $([[ $pass == "$total" && $total -gt 0 ]] && echo passed || echo failed)" >> "$OUT/tasksize/tests.log"
   fi
   KSUM_CACHE_DIR="$ts_cache" timeout 200 $build/bench/tasksize_bench --threads 1,2,$jobs --time-limit 180 \
     --json "$OUT/tasksize/tasksize_bench.json" --png-prefix "$OUT/tasksize/" \

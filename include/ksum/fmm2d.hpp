@@ -50,9 +50,10 @@ struct Fmm2dOptions {
   // Task sizes of the CPU passes (seed 004 Paper II's model, include/ksum/tasksize.hpp): the
   // pyramid level whose boxes are the downward pass's tasks (each task its box's whole subtree;
   // −1: the model, from the previous execute's cost per box, and at the first execute the
-  // shallowest level with ≥ 8 boxes per thread), and the leaves per task of the CPU near field
-  // (0: the model, from the previous execute's near-field time; 4 at the first). The results do
-  // not depend on either.
+  // shallowest level with ≥ 8 boxes per thread; kept from the second execute on), and the leaves
+  // per task of the CPU near field (0: the model, tasksize::LearnedChunk: 4 at the first execute,
+  // then from the measured near-field times, a probe of 4× the size, then kept). Both are learnt
+  // again when the tree changes (levels, p, points, θ). The results do not depend on either.
   int subtree_level = -1;
   std::int64_t near_chunk = 0;
 };

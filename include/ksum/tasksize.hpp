@@ -17,14 +17,15 @@
 //
 // Calibration (tasksize_calibrate): O is measured on the running machine with the task system the
 // project uses (OpenMP tasks: one thread creates K tasks of a little arithmetic each inside a
-// parallel region, the team runs them, O = (t − t_same work as a static loop) · T / K, the minima
-// of several runs), C(S) by timing
+// parallel region, the team runs them, O = (t − t_same work as a dynamic loop) · T / K, the
+// minima of several runs; O(w) the same at several works per task), C(S) by timing
 // one task of each size on one thread. A measurement that comes out non-positive, non-finite or
 // unstable falls back to a documented default (Calibration::fallback says which).
 //
 // The cache (load_or_calibrate): one JSON file, by default $KSUM_CACHE_DIR/tasksize.json, else
 // $XDG_CACHE_HOME/ksum/tasksize.json, else ~/.cache/ksum/tasksize.json, holding one calibration per
 // (machine, threads) key; a missing, unreadable or corrupt file is rebuilt.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -144,7 +145,8 @@ WorkCost measure_task_overhead_curve(int threads, int repeats = 5,
                                      std::vector<std::string> *fallback = nullptr);
 
 // O of one chunk of an OpenMP `for schedule(dynamic, 1)` loop (the CPU direct sum's tasks),
-// measured like measure_task_overhead with empty iterations.
+// from empty iterations: (t − t_empty region) · min(T, chunks) / chunks, the minima of `repeats`
+// runs.
 double measure_loop_overhead(int threads, std::int64_t chunks = 20000, int repeats = 7,
                              std::string *why = nullptr);
 
@@ -235,6 +237,7 @@ public:
 private:
   std::int64_t model_choice(int threads) const;
   std::int64_t fallback_, items_ = 0, settled_ = 0;
+  int settled_threads_ = 0;
   std::map<std::int64_t, double> cost_; // chunk → the least seconds per item seen
 };
 // The same from a given loop overhead (seconds per chunk, no cache), for benches and tests. (A
@@ -264,15 +267,23 @@ double subtree_pass_runtime(int levels, int branching, int level, double seconds
 // (kDefaultOverhead without a cache). A level given by the user (≥ 0) wins; KSUM_TASKSIZE=off in
 // the environment gives `fallback`; one thread gives 0 (one task). A forced or fallback level
 // beyond the tree is clamped to its last level.
+// The cost per box is the least of the runs recorded; from the second run on the level chosen is
+// kept (for the same tree and thread count) until reset().
 class LearnedLevel {
 public:
   int choose(int levels, int branching, int threads, int forced, int fallback) const;
   void record(int levels, int branching, int level, int threads, double seconds);
-  void reset() { cost_ = 0; }
+  void reset() {
+    cost_ = 0;
+    records_ = 0;
+    settled_ = 0;
+  }
   double seconds_per_box() const { return cost_; }
 
 private:
   double cost_ = 0;
+  int records_ = 0, settled_ = 0;
+  std::array<int, 3> settled_for_{}; // levels, branching, threads of settled_
 };
 
 } // namespace ksum::tasksize

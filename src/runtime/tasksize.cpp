@@ -5,6 +5,7 @@
 #include <ksum/tasksize.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -183,7 +184,7 @@ std::vector<double> powers_of_two(double lo, double hi) {
 namespace {
 
 volatile std::int64_t g_sink = 0; // the stores that keep the measured regions from being elided
-volatile double g_busy = 0;
+std::atomic<double> g_busy{0};    // every thread stores its busy() result (relaxed)
 
 // The overhead per item of `region(T, items)` (a parallel region running `items` empty items) on
 // T threads: (fastest region − fastest empty region) · min(T, items) / items over `repeats` runs
@@ -231,7 +232,7 @@ static void busy(std::int64_t units) {
   double x = 1.0 + 1e-9 * static_cast<double>(g_sink & 1);
   for (std::int64_t i = 0; i < units; ++i)
     x = x * 0.9999999 + 1e-7;
-  g_busy = x;
+  g_busy.store(x, std::memory_order_relaxed);
 }
 
 // Seconds per unit of busy() on this core (the fastest of 5 probes).
@@ -305,24 +306,29 @@ double measure_task_overhead(int threads, std::int64_t tasks, int repeats, std::
   if (positive_finite(o))
     return o;
   // Where the tasks' overhead is below the noise of the runs with work (one thread: tens of ns),
-  // empty tasks measure it (exact on a small team, no contention there).
-  std::string why_empty;
-  const double o_empty = per_item_overhead(
-      T, K, repeats, "empty-task overhead",
-      [](int team, std::int64_t n) {
+  // empty tasks measure it on a small team (exact there, no contention); on more threads they
+  // would measure the team's contention for the queue (73 µs on 16), so the default is used.
+  std::string why_empty = "empty tasks are not measured on more than 2 threads";
+  double o_empty = 0;
+  if (T <= 2) {
+    why_empty.clear();
+    o_empty = per_item_overhead(
+        T, K, repeats, "empty-task overhead",
+        [](int team, std::int64_t n) {
 #pragma omp parallel num_threads(team)
-        {
-#pragma omp single
           {
-            for (std::int64_t k = 0; k < n; ++k) {
+#pragma omp single
+            {
+              for (std::int64_t k = 0; k < n; ++k) {
 #pragma omp task firstprivate(k)
-              g_sink = k; // a volatile store: a task with an empty body may be elided
-            }
+                g_sink = k; // a volatile store: a task with an empty body may be elided
+              }
 #pragma omp taskwait
+            }
           }
-        }
-      },
-      &why_empty);
+        },
+        &why_empty);
+  }
   if (why_empty.empty())
     return o_empty;
   if (why)
@@ -340,8 +346,9 @@ WorkCost measure_task_overhead_curve(int threads, int repeats, std::vector<std::
   WorkCost curve;
   for (const double w : {1e-6, 4e-6, 16e-6, 64e-6, 256e-6}) {
     const auto units = static_cast<std::int64_t>(std::clamp(w / per_unit, 10.0, 1e9));
-    const std::int64_t K = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.02 * T / w),
-                                                    8 * static_cast<std::int64_t>(T), 20000);
+    const std::int64_t K = std::max<std::int64_t>(
+        8 * static_cast<std::int64_t>(T),
+        std::min<std::int64_t>(static_cast<std::int64_t>(0.02 * T / w), 20000));
     double with = 0, without = 0;
     const double o = overhead_with_work(T, K, units, repeats, &with, &without);
     if (positive_finite(o))
@@ -451,7 +458,8 @@ std::filesystem::path default_cache_path() {
 namespace {
 
 // The cache entries' format; an entry of another version is rebuilt.
-constexpr std::int64_t kCacheVersion = 1;
+// 2: O measured with work (session 32; 1 measured empty tasks), O(w) added.
+constexpr std::int64_t kCacheVersion = 2;
 
 std::string cache_key(const std::string &machine, int threads) {
   return fmt::format("{} | threads {}", machine, threads);
@@ -843,7 +851,7 @@ std::int64_t LearnedChunk::choose(int threads, std::int64_t forced) const {
     return forced;
   if (cost_.empty() || items_ <= 0 || threads <= 1 || tasksize_off())
     return fallback_;
-  if (settled_ > 0)
+  if (settled_ > 0 && settled_threads_ == threads)
     return settled_;
   return model_choice(threads);
 }
@@ -879,8 +887,10 @@ void LearnedChunk::record(std::int64_t items, int threads, double seconds, std::
     cost_[chunk] = c;
   // Two sizes measured: the model's size from them is kept (a size that moved with every run's
   // noise would keep measuring new sizes, some of them poor).
-  if (settled_ == 0 && cost_.size() >= 2 && threads > 1 && !tasksize_off())
+  if (settled_ == 0 && cost_.size() >= 2 && threads > 1 && !tasksize_off()) {
     settled_ = model_choice(threads);
+    settled_threads_ = threads;
+  }
 }
 
 } // namespace ksum::tasksize
@@ -951,6 +961,8 @@ int LearnedLevel::choose(int levels, int branching, int threads, int forced, int
     return 0; // one thread: one task, nothing to balance
   if (!positive_finite(cost_))
     return fallback;
+  if (records_ >= 2 && settled_for_ == std::array<int, 3>{levels, branching, T})
+    return settled_;
   const auto c = cached_calibration(T);
   const double o = c && positive_finite(c->loop_overhead) ? c->loop_overhead : kDefaultOverhead;
   return subtree_task_level_with_overhead(levels, branching, cost_, T, o);
@@ -959,11 +971,24 @@ int LearnedLevel::choose(int levels, int branching, int threads, int forced, int
 void LearnedLevel::record(int levels, int branching, int level, int threads, double seconds) {
   check_tree(levels, branching);
   level = std::clamp(level, 0, levels - 1);
+  // C from the span the run had (the boxes above, then those below on min(T, b^t) threads); the
+  // model's task overhead and tail are left out of this inversion (they are small beside the
+  // boxes at the levels the model picks), so C is slightly high.
   const double tasks = std::pow(static_cast<double>(branching), level);
   const double P = std::min(static_cast<double>(std::max(1, threads)), tasks);
   const double span =
       boxes_between(branching, 0, level) + boxes_between(branching, level, levels) / P;
-  cost_ = positive_finite(seconds) ? seconds / span : 0.0;
+  if (!positive_finite(seconds))
+    return;
+  const double c = seconds / span;
+  cost_ = cost_ > 0 ? std::min(cost_, c) : c;
+  // From the second run on the level is kept (a level that moved with each run's noise would
+  // measure new, sometimes poor ones), for this tree and thread count.
+  if (++records_ == 2) {
+    settled_for_ = {};
+    settled_ = choose(levels, branching, threads, -1, level);
+    settled_for_ = {levels, branching, threads > 0 ? threads : omp_get_max_threads()};
+  }
 }
 
 } // namespace ksum::tasksize

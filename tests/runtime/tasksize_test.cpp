@@ -256,7 +256,7 @@ TEST(TaskSize, CacheIsWrittenReadAndRebuiltWhenMissingOrCorrupt) {
   // A valid JSON file with a bad entry (a zero overhead): rebuilt, the reason names it.
   std::ofstream(file)
       << R"({")" << machine_description()
-      << R"( | threads 3": {"version": 1, "threads": 3, "overhead": 0, "costs": {}}})";
+      << R"( | threads 3": {"version": 2, "threads": 3, "overhead": 0, "costs": {}}})";
   load_or_calibrate(file, 3, calibrate, &rebuilt, &why);
   EXPECT_TRUE(rebuilt);
   EXPECT_NE(why.find("overhead"), std::string::npos) << why;
@@ -264,7 +264,7 @@ TEST(TaskSize, CacheIsWrittenReadAndRebuiltWhenMissingOrCorrupt) {
   EXPECT_TRUE(load_calibration(file, machine_description(), 3, c, &why)) << why;
   // A bad point of O(w): rebuilt, named.
   std::ofstream(file) << R"({")" << machine_description()
-                      << R"( | threads 3": {"version": 1, "threads": 3, "overhead": 1e-6, )"
+                      << R"( | threads 3": {"version": 2, "threads": 3, "overhead": 1e-6, )"
                       << R"("overhead_by_work": [[1e-6, -2]], "costs": {}}})";
   EXPECT_FALSE(load_calibration(file, machine_description(), 3, c, &why));
   EXPECT_NE(why.find("overhead by work"), std::string::npos) << why;
@@ -278,9 +278,9 @@ TEST(TaskSize, MalformedEntriesAndOtherVersionsAreRebuiltNotThrown) {
   bool rebuilt = false;
   std::string why;
   for (const char *entry :
-       {R"({"version": 1, "machine": 5, "threads": 2, "overhead": 1e-6, "costs": {}})",
-        R"({"version": 1, "threads": 2, "overhead": 1e-6, "seconds": "x", "costs": {}})",
-        R"({"version": 1, "threads": 99999999999, "overhead": 1e-6, "costs": {}})",
+       {R"({"version": 2, "machine": 5, "threads": 2, "overhead": 1e-6, "costs": {}})",
+        R"({"version": 2, "threads": 2, "overhead": 1e-6, "seconds": "x", "costs": {}})",
+        R"({"version": 2, "threads": 99999999999, "overhead": 1e-6, "costs": {}})",
         R"({"version": 0, "threads": 2, "overhead": 1e-6, "costs": {}})",
         R"({"threads": 2, "overhead": 1e-6, "costs": {"k": [[1, "a"]]}})"}) {
     std::ofstream(file) << "{\"" << key << "\": " << entry << "}";
@@ -431,7 +431,7 @@ TEST(TaskSize, LearnedChunkUsesTheRecordedCost) {
   d.record(1000, 8, 0.125, 1);
   EXPECT_EQ(d.choose(8, 0), 4);
   // At S = 4 an item costs half (shared data): C(S) = 1e-3 at 1, 5e-4 from 4 on. R(4) = (2.5e-4 +
-  // 0.5) / 8 + 0.5 · 5e-4 · 4 = 0.0635 s, R(8) = 0.0645 s, R(2) = 0.0889 s: S = 4.
+  // 0.5) / 8 + 0.5 · 5e-4 · 4 = 0.0635 s, R(8) = 0.0645 s, R(2) = 0.0892 s: S = 4.
   d.record(1000, 8, 0.0625, 4);
   d.record(1000, 8, 0.09, 4); // a slower run at a measured size: the least is kept
   EXPECT_DOUBLE_EQ(d.costs().at(4), 5e-4);
@@ -494,8 +494,16 @@ TEST(TaskSize, LearnedLevelUsesTheRecordedCost) {
   // Level 2 (16 tasks) on 8 threads took 3.1 ms: span = 5 + 1360 / 8 = 175 boxes, 17.7 µs each.
   l.record(6, 4, 2, 8, 3.1e-3);
   EXPECT_NEAR(l.seconds_per_box(), 3.1e-3 / 175.0, 1e-15);
-  EXPECT_EQ(l.choose(6, 4, 8, -1, 3),
-            subtree_task_level_with_overhead(6, 4, 3.1e-3 / 175.0, 8, kDefaultOverhead));
+  const int first = subtree_task_level_with_overhead(6, 4, 3.1e-3 / 175.0, 8, kDefaultOverhead);
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3), first);
+  // A slower second run: the least cost is kept, and the level settles.
+  l.record(6, 4, first, 8, 1.0);
+  EXPECT_NEAR(l.seconds_per_box(), 3.1e-3 / 175.0, 1e-15);
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3), first);
+  // A much cheaper third run lowers the cost but the settled level stays (same tree, threads).
+  l.record(6, 4, first, 8, 1e-7);
+  EXPECT_LT(l.seconds_per_box(), 3.1e-3 / 175.0);
+  EXPECT_EQ(l.choose(6, 4, 8, -1, 3), first);
   ::setenv("KSUM_TASKSIZE", "off", 1);
   EXPECT_EQ(l.choose(6, 4, 8, -1, 3), 3);
   ::unsetenv("KSUM_TASKSIZE");

@@ -93,7 +93,7 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
   // rebuilds the pyramid every step at the same shape.
   tasksize::LearnedLevel down_level;
   tasksize::LearnedChunk near_learned{4};
-  std::array<std::int64_t, 4> learned_for{-1, -1, -1, -1};
+  std::array<std::int64_t, 6> learned_for{-1, -1, -1, -1, -1, -1};
 
   void validate_options() {
     const auto &o = opt;
@@ -204,7 +204,8 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     }
     ++generation;
     have_points = true;
-    const std::array<std::int64_t, 4> shape{levels, p, n, m};
+    // θ changes the lists (and so each box's work) at the same levels and p.
+    const std::array<std::int64_t, 6> shape{levels, p, n, m, pyr.m2l_count, pyr.p2p_pairs};
     if (shape != learned_for) {
       down_level.reset();
       near_learned.reset();
