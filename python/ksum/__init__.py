@@ -21,6 +21,7 @@ from .tdbem import TDBEM, sphere
 from . import mc
 from .mc import Polyelectrolyte
 from . import bsm
+from . import tasksize
 
 __version__ = _ksum.info()["version"]
 
@@ -51,4 +52,4 @@ __all__ = ["info", "config", "CopyWarning", "Error", "InputError", "ParseError",
            "DirectSum", "FMM3D", "kernel_sum", "lfmm3d", "FMMOutput", "FMM2D", "cfmm2d",
            "GaussTransform", "gauss_transform", "KDE", "gaussian_kde", "RBFInterpolator",
            "PUMInterpolator", "deform_mesh", "DeformResult", "Simulation", "simulate", "TDBEM",
-           "sphere", "mc", "Polyelectrolyte", "bsm"]
+           "sphere", "mc", "Polyelectrolyte", "bsm", "tasksize"]

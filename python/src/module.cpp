@@ -140,4 +140,5 @@ NB_MODULE(_ksum, m) {
   ksum::py::bind_tdbem(m);
   ksum::py::bind_mc(m);
   ksum::py::bind_bsm(m);
+  ksum::py::bind_tasksize(m);
 }
