@@ -419,49 +419,45 @@ nlohmann::json fmm2d_sweep(const Args &a) {
     int old_level = 0;
     while (old_level < L - 1 && std::ldexp(1.0, 2 * old_level) < 8.0 * T)
       ++old_level;
-    nlohmann::json rec = nlohmann::json::object();
-    {
-      std::vector<std::unique_ptr<ksum::Fmm2d<double>>> plans;
-      std::vector<double> sizes;
-      for (int l = 0; l < L; ++l) {
-        sizes.push_back(l);
-        plans.push_back(make(l, 4));
-      }
-      plans.push_back(make(-1, 4));
-      (void)plans.back()->execute(q); // the default, the model's, then its settled level
-      const std::int64_t chosen = plans.back()->stats().subtree_level;
-      std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
-        (void)plans[k]->execute(q);
-        return plans[k]->stats().seconds_downward;
-      });
-      const double t_model = times.back();
-      times.pop_back();
-      fmt::print("### {} thread{}: downward pass (M2L, L2L, L2P; {} levels)\n\n| subtree "
-                 "level S (4^S tasks) | downward [s] | / best |\n|---|---|---|\n",
-                 T, T == 1 ? "" : "s", L);
-      rec["subtree_level"] = report_sweep(sizes, times, t_model, chosen, old_level, T, "execute()",
-                                          "subtree_level = −1");
-    }
-    {
-      std::vector<double> sizes = powers_of_four(4096);
+    // One sweep: a plan per fixed size (make_fixed), the model's plan last, run three times first
+    // (its default, its learning run, its kept size); `phase` reads the time the size changes.
+    const auto sweep = [&](const std::vector<double> &sizes, auto make_fixed,
+                           std::unique_ptr<ksum::Fmm2d<double>> model, auto chosen_of, auto phase,
+                           std::int64_t old_default, const char *option) {
       std::vector<std::unique_ptr<ksum::Fmm2d<double>>> plans;
       for (double s : sizes)
-        plans.push_back(make(old_level, static_cast<std::int64_t>(s)));
-      plans.push_back(make(old_level, 0));
-      (void)plans.back()->execute(q); // the default, a probe of 4× the size, the model's choice
-      const std::int64_t chosen = plans.back()->stats().near_chunk;
+        plans.push_back(make_fixed(s));
+      (void)model->execute(q);
+      const std::int64_t chosen = chosen_of(model->stats());
+      plans.push_back(std::move(model));
       std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
         (void)plans[k]->execute(q);
-        return plans[k]->stats().seconds_near;
+        return phase(plans[k]->stats());
       });
       const double t_model = times.back();
       times.pop_back();
-      fmt::print("### {} thread{}: near field (P2P)\n\n| leaves per task S | near [s] | / best "
-                 "|\n|---|---|---|\n",
-                 T, T == 1 ? "" : "s");
-      rec["near_chunk"] =
-          report_sweep(sizes, times, t_model, chosen, 4, T, "execute()", "near_chunk = 0");
-    }
+      return report_sweep(sizes, times, t_model, chosen, old_default, T, "execute()", option);
+    };
+    nlohmann::json rec = nlohmann::json::object();
+    std::vector<double> levels;
+    for (int l = 0; l < L; ++l)
+      levels.push_back(l);
+    fmt::print("### {} thread{}: downward pass (M2L, L2L, L2P; {} levels)\n\n| subtree level S "
+               "(4^S tasks) | downward [s] | / best |\n|---|---|---|\n",
+               T, T == 1 ? "" : "s", L);
+    rec["subtree_level"] = sweep(
+        levels, [&](double l) { return make(static_cast<int>(l), 4); }, make(-1, 4),
+        [](const ksum::Fmm2dStats &st) { return std::int64_t(st.subtree_level); },
+        [](const ksum::Fmm2dStats &st) { return st.seconds_downward; }, old_level,
+        "subtree_level = −1");
+    fmt::print("### {} thread{}: near field (P2P)\n\n| leaves per task S | near [s] | / best "
+               "|\n|---|---|---|\n",
+               T, T == 1 ? "" : "s");
+    rec["near_chunk"] = sweep(
+        powers_of_four(4096),
+        [&](double s) { return make(old_level, static_cast<std::int64_t>(s)); }, make(old_level, 0),
+        [](const ksum::Fmm2dStats &st) { return st.near_chunk; },
+        [](const ksum::Fmm2dStats &st) { return st.seconds_near; }, 4, "near_chunk = 0");
     out["threads_" + std::to_string(T)] = rec;
   }
   return out;
