@@ -6,15 +6,17 @@
 //                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000]
 //                          [--fmm2d-n 200000] [--reps 3] [--json FILE]
 // (--m 0 leaves the direct sum's sweep out, --pum-n 0 the PUM sweeps, --pum-m 0 the evaluation's.)
-// These sweeps take powers of 4. Every time is the fastest of --reps runs, and except for the FMM
-// (whose plans are too large to hold one per size) the runs go round-robin over the sizes: on the
-// shared 16-core host the machine's speed drifted by ±10 % during a sweep run size after size. The
+// These sweeps take powers of 4. Every time is the fastest of --reps runs, round-robin over the
+// sizes: on the shared 16-core host the machine's speed drifted by ±10 % during a sweep run size
+// after size. The
 // PUM sweeps: points per task of evaluate() (PumOptions::eval_chunk) and patches per task of the
 // fits (fit_chunk), the model's choice (0) against fixed sizes; the loop overhead measured for each
 // T is written to this machine's cache (KSUM_CACHE_DIR, see tasksize.hpp) first, as `ksum tune`
-// would, since those paths read it there. The 3D FMM sweep (--fmm-n 0 leaves it out): target leaves
-// per task of the near pass (DirectOptions::fmm_near_chunk). The FGT sweep (--fgt-n 0 leaves it
-// out): target boxes per task of its evaluation loop (GaussOptions::box_chunk). The 2D FMM sweeps
+// would, since those paths read it there. The 3D FMM sweeps (--fmm-n 0 leaves them out): target
+// leaves per task of the near pass, blocks per task of the M2L, boxes per task of the other passes
+// (DirectOptions::fmm_near_chunk, fmm_m2l_chunk, fmm_pass_chunk). The FGT sweep (--fgt-n 0 leaves
+// it out): target boxes per task of its evaluation loop (GaussOptions::box_chunk). The 2D FMM
+// sweeps
 // (--fmm2d-n 0 leaves them out): the downward pass's subtree level and the near field's leaves per
 // task (Fmm2dOptions::subtree_level, near_chunk). Laplace 3D, double, m targets ≠ n sources,
 // uniform in the unit cube; each time is the fastest of
@@ -67,10 +69,6 @@ std::vector<double> powers_of_four(double hi) {
     v.push_back(x);
   v.push_back(hi);
   return v;
-}
-
-double fastest(const std::vector<double> &v) {
-  return *std::min_element(v.begin(), v.end());
 }
 
 // The fastest of `reps` values of run(k) (the seconds it returns) for each k < count, the calls
@@ -133,6 +131,33 @@ nlohmann::json report_sweep(const std::vector<double> &sizes, const std::vector<
       {"threads", T},         {"chosen", chosen},          {"chosen_seconds", t_model},
       {"best_size", best_at}, {"chosen_over_best", ratio}, {"default_over_best", t_default / best},
       {"sweep", rows}};
+}
+
+// One sweep over plans that each run with one fixed size (make_fixed(size)), the model's plan
+// (its size 0) last: the model's plan is executed once more first (three executes in all with the
+// two of its making: its default, its learning run or probe, its kept size), then all plans
+// --reps times round-robin; phase(stats) is the time the size changes, chosen_of(stats) the
+// size the model used.
+template <class Plan, class In, class MakeFixed, class ChosenOf, class Phase>
+nlohmann::json plan_sweep(const Args &a, int T, const In &input, std::vector<double> sizes,
+                          MakeFixed make_fixed, std::unique_ptr<Plan> model, ChosenOf chosen_of,
+                          Phase phase, std::int64_t old_default, const char *option) {
+  sizes.push_back(static_cast<double>(old_default)); // the old constant is always measured
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<std::unique_ptr<Plan>> plans;
+  for (double s : sizes)
+    plans.push_back(make_fixed(s));
+  (void)model->execute(input);
+  const std::int64_t chosen = chosen_of(model->stats());
+  plans.push_back(std::move(model));
+  std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
+    (void)plans[k]->execute(input);
+    return phase(plans[k]->stats());
+  });
+  const double t_model = times.back();
+  times.pop_back();
+  return report_sweep(sizes, times, t_model, chosen, old_default, T, "execute()", option);
 }
 
 // PUM evaluation (PumOptions::eval_chunk): the points per task that evaluate() chooses (0: the
@@ -236,104 +261,77 @@ nlohmann::json pum_fit_sweep(const Args &a) {
   return out;
 }
 
-// 3D FMM (DirectOptions::fmm_near_chunk): the target leaves per task of the CPU near pass (L2P,
-// M2P, P2P) that the model chooses from the previous execute's near-pass time (0) against fixed
-// sizes; Laplace, tolerance 1e-6, fmm_n uniform points, sources = targets. Times: the near pass
-// (stats().seconds_near, the part the size changes) and the whole execute, medians of --reps
-// after two warm-up executes (three for the model: its default, a probe, its choice).
-nlohmann::json fmm_near_sweep(const Args &a) {
+// The 3D FMM's CPU task sizes (DirectOptions::fmm_near_chunk, fmm_m2l_chunk, fmm_pass_chunk):
+// the near pass's target leaves per task (L2P, M2P, P2P), the M2L's blocks of 16 target boxes per
+// task, and the boxes per task of the upward, X-list and downward passes, that the model chooses
+// from the previous execute's times (0; per level for the last two) against fixed sizes; Laplace,
+// tolerance 1e-6, fmm_n uniform points, sources = targets. Each sweep varies one size (the others
+// held at their old constants 4, 1, 8) and times the phases it changes (stats().seconds_near;
+// seconds_m2l; seconds_upward + seconds_downward).
+nlohmann::json fmm3d_sweeps(const Args &a) {
   const auto pts = ksum::datasets::uniform_cube(a.fmm_n, 47);
   std::mt19937_64 rng(48);
   std::uniform_real_distribution<double> u(-1, 1);
   ksum::Table<double> w(a.fmm_n, 1);
   for (std::int64_t i = 0; i < a.fmm_n; ++i)
     w(i, 0) = u(rng);
-  fmt::print("## 3D FMM near pass: {} points (Laplace, tolerance 1e-6, CPU)\n\n", a.fmm_n);
+  fmt::print("## 3D FMM: {} points (Laplace, tolerance 1e-6, CPU)\n\n", a.fmm_n);
   nlohmann::json out = nlohmann::json::object();
+  using Plan = ksum::DirectSum<double>;
   for (int T : a.threads) {
-    ksum::DirectOptions o;
-    o.method = ksum::Method::fmm;
-    o.backend = ksum::Backend::cpu;
-    o.tolerance = 1e-6;
-    o.threads = T;
-    const auto timed = [&](std::int64_t chunk, std::int64_t *used, double *whole) {
-      o.fmm_near_chunk = chunk;
-      ksum::DirectSum<double> plan(o);
-      plan.set_points(pts);
-      (void)plan.execute(w);
-      (void)plan.execute(w);
-      if (chunk == 0) // the model's runs: the default, a probe of 4× the size, its choice
-        (void)plan.execute(w);
-      std::vector<double> near, all;
-      for (int r = 0; r < a.reps; ++r) {
-        const auto t0 = Clock::now();
-        (void)plan.execute(w);
-        all.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        near.push_back(plan.stats().seconds_near);
-      }
-      if (used)
-        *used = plan.stats().fmm_near_chunk;
-      *whole = fastest(all);
-      return fastest(near);
+    const auto make = [&](std::int64_t near, std::int64_t m2l, std::int64_t pass) {
+      ksum::DirectOptions o;
+      o.method = ksum::Method::fmm;
+      o.backend = ksum::Backend::cpu;
+      o.tolerance = 1e-6;
+      o.threads = T;
+      o.fmm_near_chunk = near;
+      o.fmm_m2l_chunk = m2l;
+      o.fmm_pass_chunk = pass;
+      auto p = std::make_unique<Plan>(o);
+      p->set_points(pts);
+      (void)p->execute(w);
+      (void)p->execute(w);
+      return p;
     };
-    std::int64_t chosen = 0;
-    double whole_model = 0;
-    const double t_model = timed(0, &chosen, &whole_model);
-    std::vector<double> sizes = powers_of_four(4096);
-    sizes.push_back(static_cast<double>(chosen));
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    fmt::print("### {} thread{}\n\n| leaves per task S | near pass [s] | / best | execute [s] | / "
-               "best |\n|---|---|---|---|---|\n",
+    const auto probe = make(4, 1, 8);
+    const std::int64_t boxes = probe->stats().tree_boxes;
+    fmt::print("### {} thread{}: near pass (L2P, M2P, P2P; {} boxes, depth {})\n\n| target "
+               "leaves per task S | near [s] | / best |\n|---|---|---|\n",
+               T, T == 1 ? "" : "s", boxes, probe->stats().tree_depth);
+    nlohmann::json rec = nlohmann::json::object();
+    const auto sz = [](double s) { return static_cast<std::int64_t>(s); };
+    rec["near_chunk"] = plan_sweep(
+        a, T, w, powers_of_four(4096), [&](double s) { return make(sz(s), 1, 8); }, make(0, 1, 8),
+        [](const ksum::SumStats &st) { return st.fmm_near_chunk; },
+        [](const ksum::SumStats &st) { return st.seconds_near; }, 4, "fmm_near_chunk = 0");
+    fmt::print("### {} thread{}: M2L\n\n| blocks of 16 target boxes per task S | M2L [s] | / "
+               "best |\n|---|---|---|\n",
                T, T == 1 ? "" : "s");
-    std::vector<double> times, wholes;
-    for (double s : sizes) {
-      double whole = 0;
-      times.push_back(timed(static_cast<std::int64_t>(s), nullptr, &whole));
-      wholes.push_back(whole);
-    }
-    const auto it = std::min_element(times.begin(), times.end());
-    const double best = std::min(*it, t_model);
-    const double best_whole =
-        std::min(*std::min_element(wholes.begin(), wholes.end()), whole_model);
-    const auto best_at =
-        static_cast<std::int64_t>(sizes[static_cast<std::size_t>(it - times.begin())]);
-    double t_default = 0;
-    nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t k = 0; k < sizes.size(); ++k) {
-      const auto s = static_cast<std::int64_t>(sizes[k]);
-      fmt::print("| {}{} | {:.4g} | {:.3f} | {:.4g} | {:.3f} |\n", s,
-                 s == chosen ? " (the model's size, fixed)"
-                 : s == 4    ? " (old default)"
-                             : "",
-                 times[k], times[k] / best, wholes[k], wholes[k] / best_whole);
-      if (s == 4)
-        t_default = times[k];
-      rows.push_back({{"size", s}, {"near_seconds", times[k]}, {"execute_seconds", wholes[k]}});
-    }
-    const double ratio = t_model / best;
-    fmt::print("\nexecute() with fmm_near_chunk = 0 chose S = {}: near pass {:.4g} s, {:.3f}× the "
-               "best measured (S = {}); goal ≤ 1.10: {}; whole execute {:.3f}× the best; the old "
-               "fixed S = 4: {:.3f}×\n\n",
-               chosen, t_model, ratio, best_at, ratio <= 1.10 ? "met" : "MISSED",
-               whole_model / best_whole, t_default / best);
-    out["threads_" + std::to_string(T)] = {{"threads", T},
-                                           {"chosen", chosen},
-                                           {"chosen_near_seconds", t_model},
-                                           {"chosen_execute_seconds", whole_model},
-                                           {"best_size", best_at},
-                                           {"chosen_over_best", ratio},
-                                           {"default_over_best", t_default / best},
-                                           {"sweep", rows}};
+    rec["m2l_chunk"] = plan_sweep(
+        a, T, w, powers_of_four(256), [&](double s) { return make(4, sz(s), 8); }, make(4, 0, 8),
+        [](const ksum::SumStats &st) { return st.fmm_m2l_chunk; },
+        [](const ksum::SumStats &st) { return st.seconds_m2l; }, 1, "fmm_m2l_chunk = 0");
+    fmt::print("### {} thread{}: upward, X-list and downward passes\n\n| boxes per task S | "
+               "upward + downward [s] | / best |\n|---|---|---|\n",
+               T, T == 1 ? "" : "s");
+    rec["pass_chunk"] = plan_sweep(
+        a, T, w, powers_of_four(1024), [&](double s) { return make(4, 1, sz(s)); }, make(4, 1, 0),
+        [](const ksum::SumStats &st) { return st.fmm_pass_chunk; },
+        [](const ksum::SumStats &st) { return st.seconds_upward + st.seconds_downward; }, 8,
+        "fmm_pass_chunk = 0");
+    out["threads_" + std::to_string(T)] = rec;
   }
   return out;
 }
 
-// The fast Gauss transform (GaussOptions::box_chunk): target boxes per task of the CPU evaluation
-// loop that the model chooses from the previous execute's loop time (0) against fixed sizes;
-// d = 3, h = 0.1, tolerance 1e-6, fgt_n uniform points in the unit cube, sources = targets. Each
-// plan is executed twice first (the model's three times: its default, a probe, its choice), then
-// --reps times round-robin over the sizes; the fastest execute of each.
+// The fast Gauss transform (GaussOptions::box_chunk, hermite_chunk): target boxes per task of the
+// CPU evaluation loop and source boxes per task of the loop forming the Hermite expansions, that
+// the model chooses from the previous execute's loop times (0) against fixed sizes; d = 3,
+// h = 0.1, tolerance 1e-6, fgt_n uniform points in the unit cube, sources = targets (the Hermite
+// loop's sweep: fgt_n points in the unit square, h = 0.05, where boxes form expansions). Each sweep
+// varies one size (the other at its old constant, 1 or 4) and times stats().seconds_execute or
+// seconds_hermite; plans executed twice first, then --reps times round-robin.
 nlohmann::json fgt_sweep(const Args &a) {
   const auto pts = ksum::datasets::uniform_cube(a.fgt_n, 49);
   std::mt19937_64 rng(50);
@@ -341,44 +339,54 @@ nlohmann::json fgt_sweep(const Args &a) {
   ksum::Table<double> w(a.fgt_n, 1);
   for (std::int64_t i = 0; i < a.fgt_n; ++i)
     w(i, 0) = u(rng);
+  // The Hermite loop's sweep in 2D (at h = 0.1 in 3D every box pair is summed directly: a box
+  // holds fewer points than an expansion's p³ terms).
+  ksum::Table<double> pts2(a.fgt_n, 2), w2(a.fgt_n, 1);
+  for (std::int64_t i = 0; i < a.fgt_n; ++i) {
+    pts2(i, 0) = u(rng);
+    pts2(i, 1) = u(rng);
+    w2(i, 0) = u(rng);
+  }
   fmt::print("## Fast Gauss transform: {} points (3D, h = 0.1, tolerance 1e-6, CPU)\n\n", a.fgt_n);
   nlohmann::json out = nlohmann::json::object();
+  using Plan = ksum::GaussTransform<double>;
   for (int T : a.threads) {
-    const auto make = [&](std::int64_t chunk) {
+    const auto make = [&](std::int64_t chunk, std::int64_t hermite, const ksum::Table<double> &z,
+                          const ksum::Table<double> &q) {
       ksum::GaussOptions o;
-      o.bandwidth = 0.1;
+      o.bandwidth = z.cols() == 3 ? 0.1 : 0.05;
       o.tolerance = 1e-6;
       o.method = ksum::GaussMethod::fgt;
       o.backend = ksum::Backend::cpu;
       o.threads = T;
       o.box_chunk = chunk;
-      auto p = std::make_unique<ksum::GaussTransform<double>>(o);
-      p->set_points(pts);
-      (void)p->execute(w);
-      (void)p->execute(w);
+      o.hermite_chunk = hermite;
+      auto p = std::make_unique<Plan>(o);
+      p->set_points(z);
+      (void)p->execute(q);
+      (void)p->execute(q);
       return p;
     };
-    auto model = make(0);
-    (void)model->execute(w); // the model's runs: the default, a probe of 4× the size, its choice
-    const std::int64_t chosen = model->stats().box_chunk;
-    const std::int64_t boxes = model->stats().boxes;
-    std::vector<double> sizes = powers_of_four(4096);
-    sizes.push_back(static_cast<double>(chosen));
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    std::vector<std::unique_ptr<ksum::GaussTransform<double>>> plans;
-    for (double s : sizes)
-      plans.push_back(make(static_cast<std::int64_t>(s)));
-    plans.push_back(std::move(model));
-    std::vector<double> times = fastest_round_robin(
-        plans.size(), a.reps, [&](std::size_t k) { (void)plans[k]->execute(w); });
-    const double t_model = times.back();
-    times.pop_back();
-    fmt::print("### {} thread{} ({} occupied boxes)\n\n| target boxes per task S | execute [s] | / "
+    const auto sz = [](double s) { return static_cast<std::int64_t>(s); };
+    const auto st0 = make(1, 4, pts, w)->stats();
+    fmt::print("### {} thread{}: evaluation loop ({} occupied boxes)\n\n| target boxes per task "
+               "S | execute [s] | / best |\n|---|---|---|\n",
+               T, T == 1 ? "" : "s", st0.boxes);
+    nlohmann::json rec = nlohmann::json::object();
+    rec["box_chunk"] = plan_sweep(
+        a, T, w, powers_of_four(4096), [&](double s) { return make(sz(s), 4, pts, w); },
+        make(0, 4, pts, w), [](const ksum::GaussStats &st) { return st.box_chunk; },
+        [](const ksum::GaussStats &st) { return st.seconds_execute; }, 1, "box_chunk = 0");
+    const auto st2 = make(1, 4, pts2, w2)->stats();
+    fmt::print("### {} thread{}: Hermite expansions (2D, h = 0.05: {} occupied boxes, {} Hermite "
+               "and {} translated box pairs)\n\n| source boxes per task S | Hermite loop [s] | / "
                "best |\n|---|---|---|\n",
-               T, T == 1 ? "" : "s", boxes);
-    out["threads_" + std::to_string(T)] =
-        report_sweep(sizes, times, t_model, chosen, 1, T, "execute()", "box_chunk = 0");
+               T, T == 1 ? "" : "s", st2.boxes, st2.pairs_hermite, st2.pairs_translate);
+    rec["hermite_chunk"] = plan_sweep(
+        a, T, w2, powers_of_four(4096), [&](double s) { return make(1, sz(s), pts2, w2); },
+        make(1, 0, pts2, w2), [](const ksum::GaussStats &st) { return st.hermite_chunk; },
+        [](const ksum::GaussStats &st) { return st.seconds_hermite; }, 4, "hermite_chunk = 0");
+    out["threads_" + std::to_string(T)] = rec;
   }
   return out;
 }
@@ -419,25 +427,7 @@ nlohmann::json fmm2d_sweep(const Args &a) {
     int old_level = 0;
     while (old_level < L - 1 && std::ldexp(1.0, 2 * old_level) < 8.0 * T)
       ++old_level;
-    // One sweep: a plan per fixed size (make_fixed), the model's plan last, run three times first
-    // (its default, its learning run, its kept size); `phase` reads the time the size changes.
-    const auto sweep = [&](const std::vector<double> &sizes, auto make_fixed,
-                           std::unique_ptr<ksum::Fmm2d<double>> model, auto chosen_of, auto phase,
-                           std::int64_t old_default, const char *option) {
-      std::vector<std::unique_ptr<ksum::Fmm2d<double>>> plans;
-      for (double s : sizes)
-        plans.push_back(make_fixed(s));
-      (void)model->execute(q);
-      const std::int64_t chosen = chosen_of(model->stats());
-      plans.push_back(std::move(model));
-      std::vector<double> times = fastest_round_robin_of(plans.size(), a.reps, [&](std::size_t k) {
-        (void)plans[k]->execute(q);
-        return phase(plans[k]->stats());
-      });
-      const double t_model = times.back();
-      times.pop_back();
-      return report_sweep(sizes, times, t_model, chosen, old_default, T, "execute()", option);
-    };
+    using Plan = ksum::Fmm2d<double>;
     nlohmann::json rec = nlohmann::json::object();
     std::vector<double> levels;
     for (int l = 0; l < L; ++l)
@@ -445,16 +435,16 @@ nlohmann::json fmm2d_sweep(const Args &a) {
     fmt::print("### {} thread{}: downward pass (M2L, L2L, L2P; {} levels)\n\n| subtree level S "
                "(4^S tasks) | downward [s] | / best |\n|---|---|---|\n",
                T, T == 1 ? "" : "s", L);
-    rec["subtree_level"] = sweep(
-        levels, [&](double l) { return make(static_cast<int>(l), 4); }, make(-1, 4),
+    rec["subtree_level"] = plan_sweep<Plan>(
+        a, T, q, levels, [&](double l) { return make(static_cast<int>(l), 4); }, make(-1, 4),
         [](const ksum::Fmm2dStats &st) { return std::int64_t(st.subtree_level); },
         [](const ksum::Fmm2dStats &st) { return st.seconds_downward; }, old_level,
         "subtree_level = −1");
     fmt::print("### {} thread{}: near field (P2P)\n\n| leaves per task S | near [s] | / best "
                "|\n|---|---|---|\n",
                T, T == 1 ? "" : "s");
-    rec["near_chunk"] = sweep(
-        powers_of_four(4096),
+    rec["near_chunk"] = plan_sweep<Plan>(
+        a, T, q, powers_of_four(4096),
         [&](double s) { return make(old_level, static_cast<std::int64_t>(s)); }, make(old_level, 0),
         [](const ksum::Fmm2dStats &st) { return st.near_chunk; },
         [](const ksum::Fmm2dStats &st) { return st.seconds_near; }, 4, "near_chunk = 0");
@@ -628,7 +618,7 @@ int main(int argc, char **argv) {
   if (a.pum_n > 0)
     out["pum_fit"] = pum_fit_sweep(a);
   if (a.fmm_n > 0)
-    out["fmm_near"] = fmm_near_sweep(a);
+    out["fmm3d"] = fmm3d_sweeps(a);
   if (a.fgt_n > 0)
     out["fgt"] = fgt_sweep(a);
   if (a.fmm2d_n > 0)

@@ -44,8 +44,10 @@ struct SumStats {
   // FMM phases of the last execute: P2M + M2M; M2L; P2L + L2L + L2P; M2P + P2P (near field).
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
   std::int64_t cpu_block = 0; // CPU direct sum: the targets per task of the last execute
-  // 3D FMM on the CPU: the near pass's target leaves per task in the last execute.
-  std::int64_t fmm_near_chunk = 0;
+  // 3D FMM on the CPU: the near pass's target leaves per task in the last execute; the M2L's
+  // blocks of 16 target boxes per task and the upward pass's boxes per task, both at the deepest
+  // level.
+  std::int64_t fmm_near_chunk = 0, fmm_m2l_chunk = 0, fmm_pass_chunk = 0;
 };
 
 struct DirectOptions {
@@ -77,6 +79,11 @@ struct DirectOptions {
   // task-size model (include/ksum/tasksize.hpp, dynamic_chunk) from the pass's time in the
   // previous execute (4 in the first). The results do not depend on it.
   std::int64_t fmm_near_chunk = 0;
+  // 3D FMM on the CPU: blocks of 16 target boxes per task of the M2L pass (1 in the first execute),
+  // and boxes per task of the upward (P2M, M2M), X-list and downward (L2L) passes (8 in the first).
+  // 0: the task-size model, per level and pass, from the previous execute's times. The results do
+  // not depend on them.
+  std::int64_t fmm_m2l_chunk = 0, fmm_pass_chunk = 0;
 };
 
 template <std::floating_point T> class DirectSum {

@@ -42,6 +42,10 @@ struct GaussOptions {
   // (include/ksum/tasksize.hpp, dynamic_chunk) from the loop's time in the previous execute (1 in
   // the first). The results do not depend on it.
   std::int64_t box_chunk = 0;
+  // fgt on the CPU: source boxes per task of the loop that forms the Hermite expansions; 0: the
+  // task-size model from that loop's time in the previous execute (4 in the first). The results do
+  // not depend on it.
+  std::int64_t hermite_chunk = 0;
   // Called now and then with the fraction done, from the thread that called execute().
   std::function<void(double)> progress{};
 };
@@ -63,6 +67,10 @@ struct GaussStats {
   double predicted_direct = 0, predicted_fgt = 0, predicted_ifgt = 0;
   double seconds_setup = 0, seconds_execute = 0;
   std::int64_t box_chunk = 0; // fgt on the CPU: target boxes per task in the last execute
+  // fgt on the CPU: source boxes per task of the Hermite expansions in the last execute (0: no
+  // source box needed one).
+  std::int64_t hermite_chunk = 0;
+  double seconds_hermite = 0; // fgt on the CPU: that loop's time in the last execute
 };
 
 template <std::floating_point T> class GaussTransform {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <utility>
 
 namespace ksum {
 
@@ -249,6 +250,8 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                             .leaf_size = opt.fmm_leaf_size,
                             .threads = opt.threads,
                             .near_chunk = opt.fmm_near_chunk,
+                            .m2l_chunk = opt.fmm_m2l_chunk,
+                            .pass_chunk = opt.fmm_pass_chunk,
                             .gpu = chosen == Backend::cuda,
                             .gpu_single = sizeof(T) == 4,
                             .device = opt.devices.empty() ? 0 : opt.devices.front()});
@@ -357,10 +360,12 @@ DirectSum<T>::DirectSum(DirectOptions options) : impl_(std::make_unique<Impl>())
     throw Error(
         ErrorCode::invalid_argument,
         fmt::format("fmm_leaf_size must be >= 0 (0: automatic), got {}", options.fmm_leaf_size));
-  if (options.fmm_near_chunk < 0)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("fmm_near_chunk must be >= 0 (0: the task-size model), got {}",
-                            options.fmm_near_chunk));
+  for (const auto &[name, v] : {std::pair{"fmm_near_chunk", options.fmm_near_chunk},
+                                {"fmm_m2l_chunk", options.fmm_m2l_chunk},
+                                {"fmm_pass_chunk", options.fmm_pass_chunk}})
+    if (v < 0)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{} must be >= 0 (0: the task-size model), got {}", name, v));
   if (options.device_memory_limit < 0)
     throw Error(ErrorCode::invalid_argument, fmt::format("device_memory_limit must be >= 0, got {}",
                                                          options.device_memory_limit));
@@ -429,6 +434,8 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
       im.stats.seconds_downward = fs.seconds_downward;
       im.stats.seconds_near = fs.seconds_near;
       im.stats.fmm_near_chunk = fs.near_chunk;
+      im.stats.fmm_m2l_chunk = fs.m2l_chunk;
+      im.stats.fmm_pass_chunk = fs.pass_chunk;
     }
     if (im.opt.progress)
       im.opt.progress(1.0);

@@ -215,8 +215,9 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
 
 void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
                  const std::function<void(double)> &progress, std::int64_t chunk,
-                 double *loop_seconds) {
+                 double *loop_seconds, std::int64_t hermite_chunk, double *hermite_seconds) {
   chunk = std::max<std::int64_t>(1, chunk);
+  hermite_chunk = std::max<std::int64_t>(1, hermite_chunk);
   const int d = plan.d, p = std::max(plan.p, 1);
   const std::int64_t P = std::max<std::int64_t>(plan.terms, 1);
   const BoxSet &S = plan.src, &T = plan.targets();
@@ -233,10 +234,11 @@ void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t i = 0; i < S.begin[ns]; ++i)
     qs[i] = q[S.order[i]];
+  const auto t_hermite = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads)
   {
     std::vector<double> g(static_cast<std::size_t>(d) * p), work(static_cast<std::size_t>(P));
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, hermite_chunk)
     for (std::int64_t b = 0; b < ns; ++b) {
       if (slot[b] < 0)
         continue;
@@ -248,6 +250,9 @@ void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
       }
     }
   }
+  if (hermite_seconds)
+    *hermite_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_hermite).count();
 
   detail::uninit_vector<double> sorted_out(static_cast<std::size_t>(T.begin[nt]));
 #pragma omp parallel for num_threads(threads) schedule(static)

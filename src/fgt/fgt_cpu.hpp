@@ -50,9 +50,11 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
 
 // out[i] (input target order) = Σ_j q_j e^{−|z_i − z_j|²} by the plan's routes. chunk: target
 // boxes per task of the evaluation loop (OpenMP schedule(dynamic, chunk)); *loop_seconds (if
-// given): that loop's time.
+// given): that loop's time. hermite_chunk: source boxes per task of the loop that forms the
+// Hermite expansions; *hermite_seconds (if given): its time.
 void execute_fgt(const FgtPlan &plan, const double *q, double *out, int threads,
                  const std::function<void(double)> &progress, std::int64_t chunk = 1,
-                 double *loop_seconds = nullptr);
+                 double *loop_seconds = nullptr, std::int64_t hermite_chunk = 4,
+                 double *hermite_seconds = nullptr);
 
 } // namespace ksum::fgt

@@ -65,6 +65,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
   detail::uninit_vector<double> zs, zt; // scaled, point-major; zt empty when self
   std::optional<fgt::FgtPlan> fgt;
   tasksize::LearnedChunk box_chunk{1}; // the fgt loop's target boxes per task, learnt per execute
+  tasksize::LearnedChunk hermite_chunk{4}; // its Hermite loop's source boxes per task, the same
   std::optional<fgt::IfgtPlan> ifgt;
   std::unique_ptr<DirectSum<T>> direct;
   std::unique_ptr<fgt::FgtGpu<T>> gpu;
@@ -107,7 +108,8 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     const auto t0 = std::chrono::steady_clock::now();
     ready = false;
     fgt.reset();
-    box_chunk.reset(); // a new plan: its loop's cost is measured again
+    box_chunk.reset(); // a new plan: its loops' costs are measured again
+    hermite_chunk.reset();
     ifgt.reset();
     direct.reset();
     gpu.reset();
@@ -294,6 +296,10 @@ GaussTransform<T>::GaussTransform(GaussOptions options) : impl_(std::make_unique
   if (options.threads < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("threads must be >= 0 (0: default), got {}", options.threads));
+  if (options.hermite_chunk < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("hermite_chunk must be >= 0 (0: the task-size model), got {}",
+                            options.hermite_chunk));
   if (options.box_chunk < 0)
     throw Error(
         ErrorCode::invalid_argument,
@@ -346,11 +352,19 @@ template <std::floating_point T> Table<T> GaussTransform<T>::execute(const Table
       else if (im.fgt) {
         // Target boxes per task: fixed, or the task-size model from the loop's per-box cost in the
         // previous call (the boxes are independent; the results do not depend on the size).
+        // The same for the source boxes per task of the Hermite expansions.
         const std::int64_t chunk = im.box_chunk.choose(im.threads, im.opt.box_chunk);
-        double loop = 0;
-        fgt::execute_fgt(*im.fgt, q.data(), u.data(), im.threads, part, chunk, &loop);
+        const std::int64_t hchunk = im.hermite_chunk.choose(im.threads, im.opt.hermite_chunk);
+        double loop = 0, hermite = 0;
+        fgt::execute_fgt(*im.fgt, q.data(), u.data(), im.threads, part, chunk, &loop, hchunk,
+                         &hermite);
         im.stats.box_chunk = chunk;
         im.box_chunk.record(im.fgt->targets().boxes(), im.threads, loop, chunk);
+        const bool hermite_used = im.stats.pairs_hermite + im.stats.pairs_translate > 0;
+        im.stats.hermite_chunk = hermite_used ? hchunk : 0;
+        im.stats.seconds_hermite = hermite;
+        if (hermite_used)
+          im.hermite_chunk.record(im.fgt->src.boxes(), im.threads, hermite, hchunk);
       } else
         fgt::execute_ifgt(*im.ifgt, q.data(), zy, im.m, u.data(), im.threads, part);
       for (std::int64_t i = 0; i < im.m; ++i)

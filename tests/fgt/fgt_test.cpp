@@ -14,6 +14,7 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
+#include <utility>
 
 namespace {
 
@@ -207,11 +208,13 @@ TEST(GaussTransform, RoutesFollowTheBandwidth) {
 }
 
 TEST(GaussTransform, ResultsDoNotDependOnTheBoxesPerTask) {
+  // Target boxes per task of the evaluation loop and source boxes per task of the Hermite loop:
+  // the old constants, the model (0), and odd fixed sizes.
   const auto src = ksum::test::random_points(6000, 2, 9);
   const auto q = weights(6000, 1, 10, false);
   Table<double> ref;
-  for (std::int64_t chunk : {std::int64_t(1), std::int64_t(0), std::int64_t(7),
-                             std::int64_t(100000)}) {
+  for (const auto &[chunk, hchunk] :
+       {std::pair<std::int64_t, std::int64_t>{1, 4}, {0, 0}, {7, 3}, {100000, 100000}}) {
     GaussOptions o;
     o.bandwidth = 0.05;
     o.tolerance = 1e-6;
@@ -219,28 +222,38 @@ TEST(GaussTransform, ResultsDoNotDependOnTheBoxesPerTask) {
     o.backend = ksum::Backend::cpu;
     o.threads = 2;
     o.box_chunk = chunk;
+    o.hermite_chunk = hchunk;
     GaussTransform<double> plan(o);
     plan.set_points(src);
-    // Three executes: with box_chunk 0 the first uses 1 and the later ones the model's choice from
-    // the measured loop time.
+    // Hermite expansions are formed (else the Hermite loop's size would not be tested).
+    ASSERT_GT(plan.stats().pairs_hermite + plan.stats().pairs_translate, 0);
+    // Three executes: with 0 the first uses the old constants and the later ones the model's
+    // choice from the measured loop times.
     for (int k = 0; k < 3; ++k) {
       const auto got = plan.execute(q);
       EXPECT_GE(plan.stats().box_chunk, 1);
-      if (chunk > 0)
+      EXPECT_GE(plan.stats().hermite_chunk, 1);
+      if (chunk > 0) {
         EXPECT_EQ(plan.stats().box_chunk, chunk);
+        EXPECT_EQ(plan.stats().hermite_chunk, hchunk);
+      }
       if (ref.rows() == 0) {
         ref = got;
         EXPECT_LE(ksum::test::gauss_error(src, src, q, 0.05, got), 1e-6);
         continue;
       }
       for (std::int64_t i = 0; i < got.rows(); ++i)
-        ASSERT_EQ(got(i, 0), ref(i, 0)) << "target " << i << ", box_chunk " << chunk;
+        ASSERT_EQ(got(i, 0), ref(i, 0))
+            << "target " << i << ", box_chunk " << chunk << ", hermite_chunk " << hchunk;
     }
   }
-  GaussOptions bad;
-  bad.box_chunk = -1;
-  ksum::test::expect_error([&] { GaussTransform<double> plan(bad); },
-                           ksum::ErrorCode::invalid_argument, "box_chunk");
+  for (const auto &[name, field] : {std::pair{"box_chunk", &GaussOptions::box_chunk},
+                                    {"hermite_chunk", &GaussOptions::hermite_chunk}}) {
+    GaussOptions bad;
+    bad.*field = -1;
+    ksum::test::expect_error([&] { GaussTransform<double> plan(bad); },
+                             ksum::ErrorCode::invalid_argument, name);
+  }
 }
 
 TEST(GaussTransform, FloatPlansMeetTheToleranceWithTheirRounding) {

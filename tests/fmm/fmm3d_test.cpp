@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ksum::test {
@@ -112,35 +113,58 @@ TEST(Fmm, SeveralRightHandSidesEqualSeparateRuns) {
   EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, u), 1e-6);
 }
 
-TEST(Fmm, ResultsDoNotDependOnTheNearPassTaskSize) {
-  const auto p = datasets::uniform_cube(4000, 43);
-  const auto w = signed_weights(4000, 1, 44);
-  Table<double> ref;
-  for (std::int64_t chunk : {std::int64_t(4), std::int64_t(0), std::int64_t(1), std::int64_t(1000)}) {
-    DirectOptions o = fmm_options(Kernel::multiquadric, 1e-6);
-    o.backend = Backend::cpu;
-    o.threads = 2;
-    o.fmm_near_chunk = chunk;
-    DirectSum<double> plan(o);
-    plan.set_points(p);
-    // Three executes: with chunk 0 the first uses the default and the later ones the model's choice
-    // from the measured near-pass time.
-    for (int k = 0; k < 3; ++k) {
-      const auto u = plan.execute(w);
-      EXPECT_GE(plan.stats().fmm_near_chunk, 1);
-      if (chunk > 0)
-        EXPECT_EQ(plan.stats().fmm_near_chunk, chunk);
-      if (ref.rows() == 0) {
-        ref = u;
-        continue;
+TEST(Fmm, ResultsDoNotDependOnTheTaskSizes) {
+  // The near pass's leaves per task, the M2L's blocks per task and the other passes' boxes per
+  // task: the old constants, the model (0), and odd fixed sizes; on uniform points and on the
+  // clustered Plummer sphere (an adaptive tree with X and W lists).
+  struct Sizes {
+    std::int64_t near, m2l, pass;
+  };
+  const Sizes sizes[] = {{4, 1, 8}, {0, 0, 0}, {1, 1, 1}, {1000, 1000, 1000}, {2, 3, 5}};
+  for (const bool clustered : {false, true}) {
+    const auto p = clustered ? datasets::plummer(4000, 45) : datasets::uniform_cube(4000, 43);
+    const auto w = signed_weights(4000, 1, 44);
+    Table<double> ref;
+    for (const Sizes &sz : sizes) {
+      DirectOptions o = fmm_options(Kernel::multiquadric, 1e-6);
+      o.backend = Backend::cpu;
+      o.threads = 2;
+      o.fmm_near_chunk = sz.near;
+      o.fmm_m2l_chunk = sz.m2l;
+      o.fmm_pass_chunk = sz.pass;
+      DirectSum<double> plan(o);
+      plan.set_points(p);
+      // Three executes: with 0 the first uses the defaults and the later ones the model's choice
+      // from the measured times.
+      for (int k = 0; k < 3; ++k) {
+        const auto u = plan.execute(w);
+        const auto &st = plan.stats();
+        EXPECT_GE(st.fmm_near_chunk, 1);
+        EXPECT_GE(st.fmm_m2l_chunk, 1);
+        EXPECT_GE(st.fmm_pass_chunk, 1);
+        if (sz.near > 0) {
+          EXPECT_EQ(st.fmm_near_chunk, sz.near);
+          EXPECT_EQ(st.fmm_m2l_chunk, sz.m2l);
+          EXPECT_EQ(st.fmm_pass_chunk, sz.pass);
+        }
+        if (ref.rows() == 0) {
+          ref = u;
+          continue;
+        }
+        for (std::int64_t i = 0; i < u.rows(); ++i)
+          ASSERT_EQ(u(i, 0), ref(i, 0))
+              << "target " << i << ", sizes " << sz.near << "/" << sz.m2l << "/" << sz.pass
+              << ", run " << k << (clustered ? ", clustered" : ", uniform");
       }
-      for (std::int64_t i = 0; i < u.rows(); ++i)
-        ASSERT_EQ(u(i, 0), ref(i, 0)) << "target " << i << ", chunk " << chunk << ", run " << k;
     }
   }
-  DirectOptions bad = fmm_options(Kernel::laplace, 1e-6);
-  bad.fmm_near_chunk = -1;
-  expect_error([&] { DirectSum<double> plan(bad); }, ErrorCode::invalid_argument, "fmm_near_chunk");
+  for (const auto &[name, field] : {std::pair{"fmm_near_chunk", &DirectOptions::fmm_near_chunk},
+                                    {"fmm_m2l_chunk", &DirectOptions::fmm_m2l_chunk},
+                                    {"fmm_pass_chunk", &DirectOptions::fmm_pass_chunk}}) {
+    DirectOptions bad = fmm_options(Kernel::laplace, 1e-6);
+    bad.*field = -1;
+    expect_error([&] { DirectSum<double> plan(bad); }, ErrorCode::invalid_argument, name);
+  }
 }
 
 TEST(Fmm, LooserToleranceUsesLowerOrderAndLargerError) {

@@ -18,6 +18,7 @@
 #include <omp.h>
 #include <optional>
 #include <random>
+#include <utility>
 
 namespace ksum::fmm {
 namespace {
@@ -166,6 +167,12 @@ BbFmm::BbFmm(const BbFmmOptions &options) : opt_(options) {
     throw Error(
         ErrorCode::invalid_argument,
         fmt::format("fmm: shape parameter eps must be finite and > 0, got {}", options.eps));
+  for (const auto &[name, v] : {std::pair{"near_chunk", options.near_chunk},
+                                {"m2l_chunk", options.m2l_chunk},
+                                {"pass_chunk", options.pass_chunk}})
+    if (v < 0)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("fmm: {} {} (expected ≥ 0; 0: the task-size model)", name, v));
   scale_ = kdef::coord_scale(options.kernel, options.eps);
 }
 
@@ -218,7 +225,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   const auto t0 = Clock::now();
   gpu_.reset(); // never left pointing at a tree that a failure below half replaced
   ops_.reset();
-  near_chunk_.reset(); // a new tree: the near pass's cost is measured again
+  near_chunk_.reset(); // a new tree: the passes' costs are measured again
+  level_chunks_ = {};
   const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
   const bool self = targets == nullptr;
   std::vector<double> s(static_cast<std::size_t>(3 * n)), t;
@@ -317,6 +325,12 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.order = p;
   stats_.estimated_error = interpolation_error(opt_.kernel, p, 1.0);
   stats_.depth = tree_.depth;
+  {
+    const auto levels = static_cast<std::size_t>(tree_.depth) + 1;
+    level_chunks_.up.assign(levels, tasksize::LearnedChunk{8});
+    level_chunks_.m2l.assign(levels, tasksize::LearnedChunk{1});
+    level_chunks_.down.assign(levels, tasksize::LearnedChunk{8});
+  }
   stats_.boxes = static_cast<std::int64_t>(tree_.boxes.size());
   stats_.leaves = 0;
   stats_.near_interactions = 0;
@@ -459,6 +473,7 @@ void BbFmm::apply(const float *w, std::int64_t nrhs, float *out) {
 }
 
 void BbFmm::record(const GpuTimes &times) {
+  stats_.near_chunk = stats_.m2l_chunk = stats_.pass_chunk = 0; // no CPU pass ran
   stats_.seconds_upward = times.upward;
   stats_.seconds_m2l = times.m2l;
   stats_.seconds_downward = times.downward;
@@ -481,59 +496,80 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
   auto L = [&](std::int32_t b) { return loc.data() + static_cast<std::size_t>(b) * exp_size; };
   const std::vector<char> &has_local = has_local_;
 
+  // Each level's loop of each pass: its task size from the model (LearnedChunk: the previous
+  // apply's time of the same loop) or opt_ (forced), and its time recorded for the next apply.
+  // The results do not depend on the sizes: every task writes its own boxes' expansions.
+  const auto level_loop = [&](tasksize::LearnedChunk &learned, std::int64_t forced,
+                              std::int64_t items, auto &&body) {
+    const std::int64_t chunk = learned.choose(threads, forced);
+    const auto t0 = Clock::now();
+    body(chunk);
+    learned.record(items, threads, since(t0), chunk);
+    return chunk;
+  };
+  const auto deepest = static_cast<std::size_t>(tr.depth);
+  stats_.m2l_chunk = stats_.pass_chunk = 0;
+
   // Upward pass: P2M at leaves, M2M level by level.
   const auto t_up = Clock::now();
   for (std::int32_t l = tr.depth; l >= 0; --l) {
     const std::int32_t b0 = tr.level_begin[static_cast<std::size_t>(l)],
                        b1 = tr.level_begin[static_cast<std::size_t>(l) + 1];
+    const std::int64_t used = level_loop(
+        level_chunks_.up[static_cast<std::size_t>(l)], opt_.pass_chunk, b1 - b0,
+        [&](std::int64_t chunk) {
 #pragma omp parallel num_threads(threads)
-    {
-      std::vector<double> sx(static_cast<std::size_t>(3 * p)), s1(static_cast<std::size_t>(P)),
-          s2(static_cast<std::size_t>(P)), sxy(static_cast<std::size_t>(p * p));
-#pragma omp for schedule(dynamic, 8)
-      for (std::int32_t b = b0; b < b1; ++b) {
-        const FmmBox &B = box_at(b);
-        if (B.sources() == 0)
-          continue;
-        double *mb = M(b);
-        if (B.leaf()) {
-          double c[3];
-          tr.centre(B, c);
-          const double inv = 1 / tr.half_side(B.level);
-          for (std::int64_t j = B.sb; j < B.se; ++j) {
-            for (int a = 0; a < 3; ++a)
-              ops.cheb.eval((tr.src[static_cast<std::size_t>(a * n + j)] - c[a]) * inv,
-                            sx.data() + a * p);
-            for (int a = 0; a < p; ++a)
-              for (int bb = 0; bb < p; ++bb)
-                sxy[static_cast<std::size_t>(a * p + bb)] =
-                    sx[static_cast<std::size_t>(a)] * sx[static_cast<std::size_t>(p + bb)];
-            for (std::int64_t r = 0; r < nrhs; ++r) {
-              const double wj = ws[r * n + j];
-              double *mr = mb + r * P;
-              for (int ab = 0; ab < p * p; ++ab) {
-                const double f = wj * sxy[static_cast<std::size_t>(ab)];
-                double *row = mr + ab * p;
+          {
+            std::vector<double> sx(static_cast<std::size_t>(3 * p)),
+                s1(static_cast<std::size_t>(P)), s2(static_cast<std::size_t>(P)),
+                sxy(static_cast<std::size_t>(p * p));
+#pragma omp for schedule(dynamic, chunk)
+            for (std::int32_t b = b0; b < b1; ++b) {
+              const FmmBox &B = box_at(b);
+              if (B.sources() == 0)
+                continue;
+              double *mb = M(b);
+              if (B.leaf()) {
+                double c[3];
+                tr.centre(B, c);
+                const double inv = 1 / tr.half_side(B.level);
+                for (std::int64_t j = B.sb; j < B.se; ++j) {
+                  for (int a = 0; a < 3; ++a)
+                    ops.cheb.eval((tr.src[static_cast<std::size_t>(a * n + j)] - c[a]) * inv,
+                                  sx.data() + a * p);
+                  for (int a = 0; a < p; ++a)
+                    for (int bb = 0; bb < p; ++bb)
+                      sxy[static_cast<std::size_t>(a * p + bb)] =
+                          sx[static_cast<std::size_t>(a)] * sx[static_cast<std::size_t>(p + bb)];
+                  for (std::int64_t r = 0; r < nrhs; ++r) {
+                    const double wj = ws[r * n + j];
+                    double *mr = mb + r * P;
+                    for (int ab = 0; ab < p * p; ++ab) {
+                      const double f = wj * sxy[static_cast<std::size_t>(ab)];
+                      double *row = mr + ab * p;
 #pragma omp simd
-                for (int cz = 0; cz < p; ++cz)
-                  row[cz] += f * sx[static_cast<std::size_t>(2 * p + cz)];
+                      for (int cz = 0; cz < p; ++cz)
+                        row[cz] += f * sx[static_cast<std::size_t>(2 * p + cz)];
+                    }
+                  }
+                }
+              } else {
+                for (std::int32_t c = B.first_child; c < B.first_child + B.children; ++c) {
+                  const FmmBox &C = box_at(c);
+                  if (C.sources() == 0)
+                    continue;
+                  const int o = C.octant;
+                  for (std::int64_t r = 0; r < nrhs; ++r)
+                    tensor3(p, ops.cheb.m2m[(o >> 2) & 1].data(), ops.cheb.m2m[(o >> 1) & 1].data(),
+                            ops.cheb.m2m[o & 1].data(), false, M(c) + r * P, mb + r * P, s1.data(),
+                            s2.data());
+                }
               }
             }
           }
-        } else {
-          for (std::int32_t c = B.first_child; c < B.first_child + B.children; ++c) {
-            const FmmBox &C = box_at(c);
-            if (C.sources() == 0)
-              continue;
-            const int o = C.octant;
-            for (std::int64_t r = 0; r < nrhs; ++r)
-              tensor3(p, ops.cheb.m2m[(o >> 2) & 1].data(), ops.cheb.m2m[(o >> 1) & 1].data(),
-                      ops.cheb.m2m[o & 1].data(), false, M(c) + r * P, mb + r * P, s1.data(),
-                      s2.data());
-          }
-        }
-      }
-    }
+        });
+    if (static_cast<std::size_t>(l) == deepest)
+      stats_.pass_chunk = used;
   }
   stats_.seconds_upward = since(t_up);
 
@@ -554,91 +590,105 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
          b < tr.level_begin[static_cast<std::size_t>(l) + 1]; ++b)
       if (tr.v.size(b) > 0)
         targets.push_back(b);
+    // Blocks of 16 target boxes: one product per block and class, the same whatever the task
+    // size (a product's rounding may depend on its width); the model chooses blocks per task.
     constexpr std::int64_t chunk = 16;
     const auto chunks = static_cast<std::int64_t>((targets.size() + chunk - 1) / chunk);
+    const std::int64_t used = level_loop(
+        level_chunks_.m2l[static_cast<std::size_t>(l)], opt_.m2l_chunk, chunks,
+        [&](std::int64_t blocks) {
 #pragma omp parallel num_threads(threads)
-    {
-      std::vector<double> X, Y;
-      struct Col {
-        std::int32_t a, b;
-        std::uint8_t t;
-        std::int64_t r;
-      };
-      std::vector<Col> cols;
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t ch = 0; ch < chunks; ++ch) {
-        const std::size_t k0 = static_cast<std::size_t>(ch * chunk);
-        const std::size_t k1 = std::min(targets.size(), k0 + chunk);
-        for (int c = 0; c < 16; ++c) {
-          cols.clear();
-          for (std::size_t k = k0; k < k1; ++k) {
-            const std::int32_t a = targets[k];
-            for (auto e = tr.v.offsets[static_cast<std::size_t>(a)];
-                 e < tr.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
-              if (tr.v_class[static_cast<std::size_t>(e)] == c)
-                for (std::int64_t r = 0; r < nrhs; ++r)
-                  cols.push_back(Col{a, tr.v.boxes[static_cast<std::size_t>(e)],
-                                     tr.v_transform[static_cast<std::size_t>(e)], r});
-          }
-          if (cols.empty())
-            continue;
-          // At most max_cols columns per product, so the scratch stays small for many
-          // right-hand sides.
-          for (std::size_t c0 = 0; c0 < cols.size(); c0 += max_cols) {
-            const std::size_t c1 = std::min(cols.size(), c0 + max_cols);
-            const auto nc = static_cast<std::int64_t>(c1 - c0);
-            X.resize(static_cast<std::size_t>(P * nc));
-            Y.resize(static_cast<std::size_t>(P * nc));
-            for (std::int64_t j = 0; j < nc; ++j) {
-              const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
-              const auto &pi = ops.pinv[cl.t];
-              const double *src = M(cl.b) + cl.r * P;
-              double *dst = X.data() + j * P;
-              for (int q = 0; q < P; ++q)
-                dst[q] = src[pi[static_cast<std::size_t>(q)]];
+          {
+            std::vector<double> X, Y;
+            struct Col {
+              std::int32_t a, b;
+              std::uint8_t t;
+              std::int64_t r;
+            };
+            std::vector<Col> cols;
+#pragma omp for schedule(dynamic, blocks)
+            for (std::int64_t ch = 0; ch < chunks; ++ch) {
+              const std::size_t k0 = static_cast<std::size_t>(ch * chunk);
+              const std::size_t k1 = std::min(targets.size(), k0 + chunk);
+              for (int c = 0; c < 16; ++c) {
+                cols.clear();
+                for (std::size_t k = k0; k < k1; ++k) {
+                  const std::int32_t a = targets[k];
+                  for (auto e = tr.v.offsets[static_cast<std::size_t>(a)];
+                       e < tr.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
+                    if (tr.v_class[static_cast<std::size_t>(e)] == c)
+                      for (std::int64_t r = 0; r < nrhs; ++r)
+                        cols.push_back(Col{a, tr.v.boxes[static_cast<std::size_t>(e)],
+                                           tr.v_transform[static_cast<std::size_t>(e)], r});
+                }
+                if (cols.empty())
+                  continue;
+                // At most max_cols columns per product, so the scratch stays small for many
+                // right-hand sides.
+                for (std::size_t c0 = 0; c0 < cols.size(); c0 += max_cols) {
+                  const std::size_t c1 = std::min(cols.size(), c0 + max_cols);
+                  const auto nc = static_cast<std::int64_t>(c1 - c0);
+                  X.resize(static_cast<std::size_t>(P * nc));
+                  Y.resize(static_cast<std::size_t>(P * nc));
+                  for (std::int64_t j = 0; j < nc; ++j) {
+                    const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
+                    const auto &pi = ops.pinv[cl.t];
+                    const double *src = M(cl.b) + cl.r * P;
+                    double *dst = X.data() + j * P;
+                    for (int q = 0; q < P; ++q)
+                      dst[q] = src[pi[static_cast<std::size_t>(q)]];
+                  }
+                  Eigen::Map<const Eigen::MatrixXd> K(
+                      mats.data() + static_cast<std::size_t>(c) * P * P, P, P);
+                  Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
+                  Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
+                  Ym.noalias() = K * Xm;
+                  for (std::int64_t j = 0; j < nc; ++j) {
+                    const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
+                    const auto &pi = ops.perm[cl.t];
+                    const double *src = Y.data() + j * P;
+                    double *dst = L(cl.a) + cl.r * P;
+                    for (int q = 0; q < P; ++q)
+                      dst[q] += sc * src[pi[static_cast<std::size_t>(q)]];
+                  }
+                }
+              }
             }
-            Eigen::Map<const Eigen::MatrixXd> K(mats.data() + static_cast<std::size_t>(c) * P * P,
-                                                P, P);
-            Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
-            Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
-            Ym.noalias() = K * Xm;
-            for (std::int64_t j = 0; j < nc; ++j) {
-              const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
-              const auto &pi = ops.perm[cl.t];
-              const double *src = Y.data() + j * P;
-              double *dst = L(cl.a) + cl.r * P;
-              for (int q = 0; q < P; ++q)
-                dst[q] += sc * src[pi[static_cast<std::size_t>(q)]];
-            }
           }
-        }
-      }
-    }
+        });
+    if (static_cast<std::size_t>(l) == deepest)
+      stats_.m2l_chunk = used;
   }
   stats_.seconds_m2l = since(t_m2l);
 
   // X list (P2L), then the downward pass (L2L).
   const auto t_down = Clock::now();
   const NearContext ctx{tr, ops.cheb, ws, n, nrhs};
-  x_list(opt_.kernel, ctx, loc.data(), threads);
+  if (stats_.x_pairs > 0)
+    level_loop(level_chunks_.x, opt_.pass_chunk, static_cast<std::int64_t>(nb),
+               [&](std::int64_t chunk) { x_list(opt_.kernel, ctx, loc.data(), threads, chunk); });
   for (std::int32_t l = 1; l <= tr.depth; ++l) {
     const std::int32_t b0 = tr.level_begin[static_cast<std::size_t>(l)],
                        b1 = tr.level_begin[static_cast<std::size_t>(l) + 1];
+    level_loop(level_chunks_.down[static_cast<std::size_t>(l)], opt_.pass_chunk, b1 - b0,
+               [&](std::int64_t chunk) {
 #pragma omp parallel num_threads(threads)
-    {
-      std::vector<double> s1(static_cast<std::size_t>(P)), s2(static_cast<std::size_t>(P));
-#pragma omp for schedule(dynamic, 8)
-      for (std::int32_t b = b0; b < b1; ++b) {
-        const FmmBox &B = box_at(b);
-        if (!has_local[static_cast<std::size_t>(B.parent)] || B.targets() == 0)
-          continue;
-        const int o = B.octant;
-        for (std::int64_t r = 0; r < nrhs; ++r)
-          tensor3(p, ops.cheb.m2m[(o >> 2) & 1].data(), ops.cheb.m2m[(o >> 1) & 1].data(),
-                  ops.cheb.m2m[o & 1].data(), true, L(B.parent) + r * P, L(b) + r * P, s1.data(),
-                  s2.data());
-      }
-    }
+                 {
+                   std::vector<double> s1(static_cast<std::size_t>(P)),
+                       s2(static_cast<std::size_t>(P));
+#pragma omp for schedule(dynamic, chunk)
+                   for (std::int32_t b = b0; b < b1; ++b) {
+                     const FmmBox &B = box_at(b);
+                     if (!has_local[static_cast<std::size_t>(B.parent)] || B.targets() == 0)
+                       continue;
+                     const int o = B.octant;
+                     for (std::int64_t r = 0; r < nrhs; ++r)
+                       tensor3(p, ops.cheb.m2m[(o >> 2) & 1].data(),
+                               ops.cheb.m2m[(o >> 1) & 1].data(), ops.cheb.m2m[o & 1].data(), true,
+                               L(B.parent) + r * P, L(b) + r * P, s1.data(), s2.data());
+                   }
+                 }
+               });
   }
   stats_.seconds_downward = since(t_down);
 

@@ -35,6 +35,12 @@ struct BbFmmOptions {
   // CPU apply(): target leaves per task of the near pass; 0: the task-size model from the pass's
   // time in the previous apply (4 in the first).
   std::int64_t near_chunk = 0;
+  // CPU apply(): blocks of 16 target boxes per task of the M2L pass (the 16 share one product per
+  // class, whatever the task size); 0: the task-size model per level (1 in the first apply).
+  std::int64_t m2l_chunk = 0;
+  // CPU apply(): boxes per task of the upward (P2M, M2M), X-list (P2L) and downward (L2L) passes;
+  // 0: the task-size model per level and pass (8 in the first apply).
+  std::int64_t pass_chunk = 0;
   bool gpu = false;        // run apply() on the GPU (fmm_gpu.hpp)
   bool gpu_single = false; // in float there
   int device = 0;
@@ -54,6 +60,9 @@ struct BbFmmStats {
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
   double seconds_apply = 0;
   std::int64_t near_chunk = 0; // the CPU near pass's leaves per task (0: not run on the CPU)
+  // The CPU M2L's blocks per task and the upward pass's boxes per task at the deepest level (the
+  // level with the most work; 0: not run on the CPU).
+  std::int64_t m2l_chunk = 0, pass_chunk = 0;
 };
 
 class BbFmm {
@@ -86,6 +95,11 @@ private:
   std::vector<char> has_local_; // per box: receives a local expansion (its own or inherited)
   // The near pass's target leaves per task, learnt from the last CPU apply (tasksize.hpp).
   tasksize::LearnedChunk near_chunk_{4};
+  // The same per level for the upward, M2L and downward passes, and for the X list.
+  struct LevelChunks {
+    std::vector<tasksize::LearnedChunk> up, m2l, down;
+    tasksize::LearnedChunk x{8};
+  } level_chunks_;
   std::unique_ptr<FmmGpu> gpu_;
 };
 

@@ -58,7 +58,8 @@ void box_nodes(const FmmTree &t, const Chebyshev &ch, const FmmBox &b, double *x
   }
 }
 
-template <class K> void x_list_impl(const K &kf, const NearContext &c, double *loc, int threads) {
+template <class K>
+void x_list_impl(const K &kf, const NearContext &c, double *loc, int threads, std::int64_t chunk) {
   const FmmTree &t = c.tree;
   const int P = c.cheb.p * c.cheb.p * c.cheb.p;
   const double *s = t.src.data();
@@ -67,7 +68,7 @@ template <class K> void x_list_impl(const K &kf, const NearContext &c, double *l
 #pragma omp parallel num_threads(threads)
   {
     std::vector<double> xs(static_cast<std::size_t>(3 * P)), kv;
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, chunk)
     for (std::int32_t a = 0; a < nb; ++a) {
       if (t.x.size(a) == 0)
         continue;
@@ -207,8 +208,8 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
 
 } // namespace
 
-void x_list(Kernel kernel, const NearContext &c, double *loc, int threads) {
-  kdef::visit<double>(kernel, [&](auto kf) { x_list_impl(kf, c, loc, threads); });
+void x_list(Kernel kernel, const NearContext &c, double *loc, int threads, std::int64_t chunk) {
+  kdef::visit<double>(kernel, [&](auto kf) { x_list_impl(kf, c, loc, threads, chunk); });
 }
 
 std::int64_t leaf_pass(Kernel kernel, const NearContext &c, const double *mult, const double *loc,

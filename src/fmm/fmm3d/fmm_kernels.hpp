@@ -20,7 +20,8 @@ struct NearContext {
 };
 
 // X list (P2L): loc[a] += the kernel between a's nodes and the sources of each box in X(a).
-void x_list(Kernel kernel, const NearContext &c, double *loc, int threads);
+// `chunk`: boxes per task (OpenMP schedule(dynamic, chunk)).
+void x_list(Kernel kernel, const NearContext &c, double *loc, int threads, std::int64_t chunk);
 
 // Per target leaf: L2P of its local expansion (where has_local), M2P of the multipoles of its W
 // list, P2P of its U list (the self pair left out when targets are the sources). us: m × nrhs in
