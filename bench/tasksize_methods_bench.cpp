@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <cstdio>
 #include <fmt/format.h>
 #include <fstream>
 #include <limits>
@@ -456,6 +457,8 @@ nlohmann::json fmm2d_sweep(const Args &a) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Line-buffered: a run cut short by a time limit keeps the rows printed so far.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Args a;
   try {
     for (int i = 1; i < argc; ++i) {

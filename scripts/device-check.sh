@@ -44,11 +44,11 @@
 #   tasksize  the task-size model (seed 004 Paper II): its tests, the paper's problems over block
 #          size vs the three models on 1, 2 and all threads (tasksize_bench), ksum tune --plot;
 #          ≤ 8 min
-#   tasksize_methods  the chosen task sizes of the CPU direct sum and the PUM fit and
-#          evaluation vs exhaustive sweeps on 1, 2 and all threads (tasksize_methods_bench);
-#          ≤ 10 min (a call of its own)
-#   tasksize_fmm3d  the same for the 3D FMM's near, M2L and upward/X/downward passes (N = 1e5)
-#          and the FGT's evaluation and Hermite loops (tasksize_methods_bench --fmm-n --fgt-n)
+#   tasksize_methods  the chosen task sizes of the CPU direct sum, the PUM fit and evaluation
+#          and the FGT's evaluation and Hermite loops vs exhaustive sweeps on 1, 2 and all threads
+#          (tasksize_methods_bench); ≤ 10 min (a call of its own)
+#   tasksize_fmm3d  the same for the 3D FMM's near, M2L and upward/X/downward passes (N = 1e5,
+#          tasksize_methods_bench --fmm-n; 3 repetitions); ≤ 10 min (a call of its own)
 #   tasksize_fmm2d  the 2D FMM's chosen subtree level and near-field leaves per task vs sweeps
 #          of both, N = 1e6, on 1, 2 and all threads (tasksize_methods_bench --fmm2d-n)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
@@ -545,7 +545,7 @@ if want tasksize_methods; then
   t_tm=$(date +%s)
   # Its own cache: the bench writes the loop overhead it measures for each thread count there.
   KSUM_CACHE_DIR="$OUT/tasksize_methods/cache" timeout 590 $build/bench/tasksize_methods_bench \
-    --threads 1,2,$jobs --m 30000 --n 20000 --fmm-n 0 --fgt-n 0 --fmm2d-n 0 --reps 5 \
+    --threads 1,2,$jobs --m 30000 --n 20000 --fmm-n 0 --fmm2d-n 0 --reps 5 \
     --json "$OUT/tasksize_methods/tasksize_methods_bench.json" \
     > "$OUT/tasksize_methods/tasksize_methods_bench.md" 2>&1 || rc=1
   { echo; grep -E '^(#|chosen S|evaluate\(\)|set_data\(\)|execute\(\))' \
@@ -558,10 +558,11 @@ fi
 if want tasksize_fmm3d; then
   mkdir -p "$OUT/tasksize_fmm3d"
   t_t3=$(date +%s)
-  # The 3D FMM's three sizes at N = 1e5 and the FGT's two loops at N = 3e4; the loop overhead
-  # measured first into its own cache, no direct-sum sweep (--m 0).
-  KSUM_CACHE_DIR="$OUT/tasksize_fmm3d/cache" timeout 590 $build/bench/tasksize_methods_bench \
-    --threads 1,2,$jobs --m 0 --pum-n 0 --fmm-n 100000 --fgt-n 30000 --fmm2d-n 0 --reps 5 \
+  # The 3D FMM's three sizes at N = 1e5 (22 plans, 5 executes each, per thread count: 3
+  # repetitions, not 5, to fit one call); the loop overhead measured first into its own cache, no
+  # direct-sum sweep (--m 0).
+  KSUM_CACHE_DIR="$OUT/tasksize_fmm3d/cache" timeout 560 $build/bench/tasksize_methods_bench \
+    --threads 1,2,$jobs --m 0 --pum-n 0 --fmm-n 100000 --fgt-n 0 --fmm2d-n 0 --reps 3 \
     --json "$OUT/tasksize_fmm3d/tasksize_fmm3d.json" > "$OUT/tasksize_fmm3d/tasksize_fmm3d.md" 2>&1 || rc=1
   { echo; grep -E '^(#|execute\(\))' "$OUT/tasksize_fmm3d/tasksize_fmm3d.md" ||
       tail -n 5 "$OUT/tasksize_fmm3d/tasksize_fmm3d.md"
