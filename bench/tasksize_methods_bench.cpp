@@ -3,7 +3,7 @@
 // loop-chunk overhead on T threads and of C(S) on one thread) against an exhaustive sweep of the
 // block size, on each thread count; the goal is the chosen size within 10 % of the best measured.
 //   tasksize_methods_bench [--threads 1,2,16] [--m 20000] [--n 20000] [--pum-n 20000]
-//                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000]
+//                          [--pum-m 200000] [--fmm-n 100000] [--fgt-n 30000] [--hermite-n 300000]
 //                          [--fmm2d-n 200000] [--reps 3] [--json FILE]
 // (--m 0 leaves the direct sum's sweep out, --pum-n 0 the PUM sweeps, --pum-m 0 the evaluation's.)
 // These sweeps take powers of 4. Every time is the fastest of --reps runs, round-robin over the
@@ -58,7 +58,8 @@ struct Args {
   std::int64_t pum_n = 20000, pum_m = 200000; // PUM evaluation: data points, evaluation points
   std::int64_t fmm_n = 100000;                // 3D FMM (Laplace, 1e-6): points
   std::int64_t fgt_n = 30000;                 // fast Gauss transform (3D, h = 0.1, 1e-6): points
-  std::int64_t fmm2d_n = 200000;              // 2D FMM (harmonic, 1e-6): points
+  std::int64_t hermite_n = 300000; // its Hermite loop's sweep (2D, h = 0.05, 1e-6): points
+  std::int64_t fmm2d_n = 200000;   // 2D FMM (harmonic, 1e-6): points
   int reps = 3;
   std::string json;
 };
@@ -330,9 +331,10 @@ nlohmann::json fmm3d_sweeps(const Args &a) {
 // CPU evaluation loop and source boxes per task of the loop forming the Hermite expansions, that
 // the model chooses from the previous execute's loop times (0) against fixed sizes; d = 3,
 // h = 0.1, tolerance 1e-6, fgt_n uniform points in the unit cube, sources = targets (the Hermite
-// loop's sweep: fgt_n points in the unit square, h = 0.05, where boxes form expansions). Each sweep
-// varies one size (the other at its old constant, 1 or 4) and times stats().seconds_execute or
-// seconds_hermite; plans executed twice first, then --reps times round-robin.
+// loop's sweep: hermite_n points in the unit square, h = 0.05, where boxes form expansions; at
+// 30,000 points that loop took 1–10 ms and plans of the same size differed by up to 39 %). Each
+// sweep varies one size (the other at its old constant, 1 or 4) and times stats().seconds_execute
+// or seconds_hermite; plans executed twice first, then --reps times round-robin.
 nlohmann::json fgt_sweep(const Args &a) {
   const auto pts = ksum::datasets::uniform_cube(a.fgt_n, 49);
   std::mt19937_64 rng(50);
@@ -342,8 +344,8 @@ nlohmann::json fgt_sweep(const Args &a) {
     w(i, 0) = u(rng);
   // The Hermite loop's sweep in 2D (at h = 0.1 in 3D every box pair is summed directly: a box
   // holds fewer points than an expansion's p³ terms).
-  ksum::Table<double> pts2(a.fgt_n, 2), w2(a.fgt_n, 1);
-  for (std::int64_t i = 0; i < a.fgt_n; ++i) {
+  ksum::Table<double> pts2(a.hermite_n, 2), w2(a.hermite_n, 1);
+  for (std::int64_t i = 0; i < a.hermite_n; ++i) {
     pts2(i, 0) = u(rng);
     pts2(i, 1) = u(rng);
     w2(i, 0) = u(rng);
@@ -378,11 +380,15 @@ nlohmann::json fgt_sweep(const Args &a) {
         a, T, w, powers_of_four(4096), [&](double s) { return make(sz(s), 4, pts, w); },
         make(0, 4, pts, w), [](const ksum::GaussStats &st) { return st.box_chunk; },
         [](const ksum::GaussStats &st) { return st.seconds_execute; }, 1, "box_chunk = 0");
+    out["threads_" + std::to_string(T)] = rec;
+    if (a.hermite_n <= 0)
+      continue;
     const auto st2 = make(1, 4, pts2, w2)->stats();
-    fmt::print("### {} thread{}: Hermite expansions (2D, h = 0.05: {} occupied boxes, {} Hermite "
-               "and {} translated box pairs)\n\n| source boxes per task S | Hermite loop [s] | / "
-               "best |\n|---|---|---|\n",
-               T, T == 1 ? "" : "s", st2.boxes, st2.pairs_hermite, st2.pairs_translate);
+    fmt::print("### {} thread{}: Hermite expansions (2D, {} points, h = 0.05: {} occupied boxes, "
+               "{} Hermite and {} translated box pairs)\n\n| source boxes per task S | Hermite "
+               "loop [s] | / best |\n|---|---|---|\n",
+               T, T == 1 ? "" : "s", a.hermite_n, st2.boxes, st2.pairs_hermite,
+               st2.pairs_translate);
     rec["hermite_chunk"] = plan_sweep(
         a, T, w2, powers_of_four(4096), [&](double s) { return make(1, sz(s), pts2, w2); },
         make(1, 0, pts2, w2), [](const ksum::GaussStats &st) { return st.hermite_chunk; },
@@ -486,6 +492,8 @@ int main(int argc, char **argv) {
         a.fmm_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--fgt-n")
         a.fgt_n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--hermite-n")
+        a.hermite_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--fmm2d-n")
         a.fmm2d_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--reps")
