@@ -3,6 +3,7 @@
 #include "common.hpp"
 
 #include <ksum/direct.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 #include <ksum/fmm2d.hpp>
 #include <ksum/io.hpp>
@@ -103,7 +104,120 @@ template <class T> void run_harmonic(const SumArgs &a) {
                    t_sum, seconds_since(t0), a.output));
 }
 
+// Under mpirun with several ranks: rank 0 reads the files and scatters contiguous row slices
+// (targets and sources split evenly), DistributedSum passes the source slices around the ranks,
+// rank 0 gathers the sums in the original order and writes the one output file. Every failure
+// (a missing file, bad input, a full disk) is agreed: every rank exits with the same error.
+template <class T> void run_sum_distributed(const SumArgs &a, const Communicator &comm) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int P = comm.size(), rank = comm.rank();
+  const bool root = rank == 0;
+  if (a.kernel == "harmonic" || a.kernel == "biot-savart" || a.method != "direct")
+    throw Error(ErrorCode::unsupported,
+                fmt::format("under mpirun ({} ranks) ksum sum runs --method direct (every pair, "
+                            "over the ranks) for the kernels of --kernel except harmonic; got "
+                            "--method {} --kernel {}: run it without mpirun",
+                            P, a.method, a.kernel));
+  DirectOptions opt;
+  opt.kernel = parse_kernel(a.kernel);
+  opt.eps = a.eps;
+  opt.gradient = a.gradient;
+  opt.backend = parse_backend(a.backend);
+  opt.threads = a.threads;
+  opt.devices = a.devices;
+  opt.device_memory_limit = a.device_memory;
+  DistributedSum<T> plan(comm, opt);
+
+  // Rank 0 reads; the shapes go to every rank.
+  Table<double> src, tgt, w;
+  bool failed = false;
+  int code = 0;
+  std::string message;
+  if (root) {
+    try {
+      refuse_overwrite(a.output, {&a.sources, &a.targets, &a.weights}, a.force);
+      io::format_from_path(a.output);
+      src = io::read_table(a.sources);
+      if (!a.targets.empty())
+        tgt = io::read_table(a.targets, {.expect_cols = src.cols()});
+      w = io::read_table(a.weights);
+      if (w.rows() != src.rows())
+        throw Error(ErrorCode::shape_mismatch,
+                    fmt::format("{} has {} rows but {} has {} points: one weight row per source",
+                                a.weights, w.rows(), a.sources, src.rows()));
+    } catch (const Error &e) {
+      failed = true;
+      code = static_cast<int>(e.code());
+      message = e.what();
+    }
+  }
+  comm.agree(failed, code, message);
+  double shape[4] = {double(src.rows()), double(src.cols()),
+                     a.targets.empty() ? -1.0 : double(tgt.rows()), double(w.cols())};
+  comm.broadcast(shape, 4);
+  const auto n = static_cast<std::int64_t>(shape[0]), d = static_cast<std::int64_t>(shape[1]),
+             nrhs = static_cast<std::int64_t>(shape[3]);
+  const bool self = shape[2] < 0;
+  const std::int64_t m = self ? n : static_cast<std::int64_t>(shape[2]);
+  const auto split = [&](std::int64_t total) {
+    std::vector<std::int64_t> c(static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r)
+      c[static_cast<std::size_t>(r)] = total * (r + 1) / P - total * r / P;
+    return c;
+  };
+  // Column by column (a Table is column-major): root's rows [first_r, first_r + counts_r) to r.
+  const auto scatter = [&](const Table<double> &all, std::int64_t cols,
+                           const std::vector<std::int64_t> &counts) {
+    Table<double> mine(counts[static_cast<std::size_t>(rank)], cols);
+    for (std::int64_t c = 0; c < cols; ++c)
+      comm.scatterv(root ? all.data() + c * all.rows() : nullptr, counts,
+                    mine.data() + c * mine.rows(), mine.rows());
+    return mine;
+  };
+  const auto ns = split(n), ms = split(m);
+  const Table<double> my_src = scatter(src, d, ns), my_w = scatter(w, nrhs, ns);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (self)
+    plan.set_points(my_src.template cast<T>());
+  else
+    plan.set_points(my_src.template cast<T>(), scatter(tgt, d, ms).template cast<T>());
+  const auto out = plan.execute(my_w.template cast<T>()).template cast<double>();
+  const double t_sum = seconds_since(t1);
+
+  Table<double> result(root ? m : 0, out.cols());
+  for (std::int64_t c = 0; c < out.cols(); ++c)
+    comm.gatherv(out.data() + c * out.rows(), out.rows(), root ? result.data() + c * m : nullptr,
+                 ms);
+  failed = false;
+  if (root) {
+    try {
+      result.names = column_names(nrhs, d, a.gradient);
+      io::write_table(a.output, result,
+                      {.overwrite = a.force,
+                       .significant_digits = sizeof(T) == 4 ? 9 : 17,
+                       .npy_float32 = sizeof(T) == 4});
+    } catch (const Error &e) {
+      failed = true;
+      code = static_cast<int>(e.code());
+      message = e.what();
+    }
+  }
+  comm.agree(failed, code, message);
+  const auto &st = plan.stats();
+  const double wait = comm.allreduce_max(st.seconds_wait);
+  const double pairs = double(m) * double(n - (self ? 1 : 0));
+  note(fmt::format("ksum sum: {} eps={} d={} N={} M={} rhs={}{} on {} ranks ({}, {}), direct: sum "
+                   "{:.3f} s ({:.3g} pairs/s; longest wait for a block {:.3f} s), total {:.3f} s "
+                   "-> {}",
+                   a.kernel, a.eps, d, n, m, nrhs, a.gradient ? " +gradient" : "", P, a.backend,
+                   sizeof(T) == 4 ? "f32" : "f64", t_sum,
+                   t_sum > 0 ? std::max(pairs, 0.0) * double(nrhs) / t_sum : 0.0, wait,
+                   seconds_since(t0), a.output));
+}
+
 template <class T> void run_sum(const SumArgs &a) {
+  if (const Communicator comm = Communicator::world(); comm.distributed())
+    return run_sum_distributed<T>(a, comm);
   if (a.kernel == "harmonic" || a.kernel == "biot-savart")
     return run_harmonic<T>(a);
   namespace fs = std::filesystem;
@@ -186,7 +300,10 @@ void register_sum(CLI::App &app) {
               "Fast Gauss transform (any d, bandwidth h = 1/eps): ksum sum --kernel gaussian "
               "--eps 10 --method fgt --tol 1e-8 --sources pts.csv --weights q.csv -o u.csv\n"
               "Vortex velocities: ksum sum --kernel harmonic --method fmm --sources xy.csv "
-              "--weights gamma_re_im.csv -o u.csv");
+              "--weights gamma_re_im.csv -o u.csv\n"
+              "Over several processes or nodes (direct): mpirun -n 4 ksum sum --kernel laplace "
+              "--sources pts.npy --weights q.npy -o u.npy (rank 0 reads and writes; the source "
+              "slices travel around the ranks; one GPU per rank with --backend gpu)");
   cmd->add_option("--kernel", a.kernel,
                   "Kernel: " + kernel_names() +
                       ", harmonic (2D Biot–Savart 1/(z − z_j), complex weights as 2 columns)")

@@ -48,14 +48,6 @@ std::pair<int, int> parse_block(const std::string &s) {
   return {number(s.substr(0, x)), number(s.substr(x + 1))};
 }
 
-// Under mpirun only rank 0 draws progress (the solver knows the rank only once built).
-bool cli_is_mpi_worker() {
-  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char *r = std::getenv(v))
-      return std::string(r) != "0";
-  return false;
-}
-
 Mesh surface_mesh(const TriangleSurface &s) {
   Mesh m;
   m.dim = 2;
@@ -122,7 +114,7 @@ template <class T> void run_tdbem(const TdbemArgs &a) {
                         2;
 
   std::unique_ptr<ProgressLine> setup;
-  if (!cli_is_mpi_worker())
+  if (!mpi_worker())
     setup = std::make_unique<ProgressLine>("tdbem: interaction matrices");
   opt.assembly_progress = [&](std::int64_t done, std::int64_t total) {
     if (setup)

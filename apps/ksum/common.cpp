@@ -1,6 +1,7 @@
 #include "common.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <ksum/error.hpp>
@@ -29,8 +30,15 @@ void refuse_overwrite(const std::string &output, std::initializer_list<const std
     throw Error(ErrorCode::io, fmt::format("{}: file exists (use --force to overwrite)", output));
 }
 
+bool mpi_worker() {
+  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *r = std::getenv(v))
+      return std::string(r) != "0";
+  return false;
+}
+
 void note(const std::string &line) {
-  if (!global().quiet)
+  if (!global().quiet && !mpi_worker()) // under mpirun rank 0 speaks for all
     fmt::print(stderr, "{}\n", line);
 }
 

@@ -44,6 +44,10 @@ void refuse_overwrite(const std::string &output, std::initializer_list<const std
 // Prints a line to stderr unless --quiet.
 void note(const std::string &line);
 
+// A rank other than 0 of a run under mpirun (from the launcher's environment, before MPI starts):
+// it draws no progress and prints no error (rank 0 prints the one every rank agreed on).
+bool mpi_worker();
+
 void register_info(CLI::App &app);
 void register_sum(CLI::App &app);
 void register_demo(CLI::App &app);

@@ -35,7 +35,9 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
   } catch (const ksum::Error &e) {
-    fmt::print(stderr, "ksum: error: {}\n", e.what());
+    // Under mpirun every rank throws the error the ranks agreed on; rank 0 prints it.
+    if (!ksum::cli::mpi_worker())
+      fmt::print(stderr, "ksum: error: {}\n", e.what());
     return 1;
   } catch (const std::exception &e) {
     fmt::print(stderr, "ksum: internal error: {}\n", e.what());

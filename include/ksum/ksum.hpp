@@ -5,6 +5,7 @@
 #include <ksum/deform.hpp>
 #include <ksum/device.hpp>
 #include <ksum/direct.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 #include <ksum/fgt.hpp>
 #include <ksum/fmm2d.hpp>

@@ -1,8 +1,10 @@
-// See mpi_comm.hpp. Compiled with KSUM_HAVE_MPI when CMake found MPI (KSUM_WITH_MPI).
+// ksum::Communicator (include/ksum/distributed.hpp). Compiled with KSUM_HAVE_MPI when CMake found
+// MPI (KSUM_WITH_MPI); without it every communicator is a single rank.
 #include "runtime/mpi_comm.hpp"
 
 #include <ksum/error.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
@@ -12,7 +14,7 @@
 #include <mpi.h>
 #endif
 
-namespace ksum::runtime {
+namespace ksum {
 
 bool mpi_enabled() {
 #ifdef KSUM_HAVE_MPI
@@ -40,28 +42,70 @@ void check(int rc, const char *what) {
 
 int as_count(std::int64_t count) {
   if (count < 0 || count > std::numeric_limits<int>::max())
-    throw Error(ErrorCode::unsupported, fmt::format("MPI message of {} values", count));
+    throw Error(ErrorCode::unsupported,
+                fmt::format("an MPI message of {} values (at most {} per message)", count,
+                            std::numeric_limits<int>::max()));
   return static_cast<int>(count);
 }
 
-void reduce(double *buf, std::int64_t count, int root, int rank) {
-  check(MPI_Reduce(rank == root ? MPI_IN_PLACE : buf, rank == root ? buf : nullptr, as_count(count),
-                   MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD),
-        "reduce");
-}
-void bcast(double *buf, std::int64_t count, int root) {
-  check(MPI_Bcast(buf, as_count(count), MPI_DOUBLE, root, MPI_COMM_WORLD), "broadcast");
+std::vector<int> as_counts(const std::vector<std::int64_t> &counts, std::vector<int> *displs) {
+  std::vector<int> c(counts.size());
+  std::int64_t at = 0;
+  displs->assign(counts.size(), 0);
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    c[r] = as_count(counts[r]);
+    (*displs)[r] = as_count(at);
+    at += counts[r];
+  }
+  return c;
 }
 #endif
 
 } // namespace
 
-Comm Comm::self() {
-  return Comm{};
+#ifdef KSUM_HAVE_MPI
+struct Communicator::Exchange::State {
+  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+#else
+struct Communicator::Exchange::State {};
+#endif
+
+Communicator::Exchange::Exchange() = default;
+Communicator::Exchange::~Exchange() {
+  try {
+    wait();
+  } catch (...) { // a destructor must not throw; wait() reports failures where it is called
+  }
+}
+Communicator::Exchange::Exchange(Exchange &&) noexcept = default;
+Communicator::Exchange &Communicator::Exchange::operator=(Exchange &&o) noexcept {
+  if (this != &o) {
+    try {
+      wait();
+    } catch (...) {
+    }
+    state_ = std::move(o.state_);
+  }
+  return *this;
+}
+void Communicator::Exchange::wait() {
+  if (!state_)
+    return;
+#ifdef KSUM_HAVE_MPI
+  auto s = std::move(state_);
+  check(MPI_Waitall(2, s->req, MPI_STATUSES_IGNORE), "wait");
+#else
+  state_.reset();
+#endif
 }
 
-Comm Comm::world() {
-  Comm c;
+Communicator Communicator::self() {
+  return Communicator{};
+}
+
+Communicator Communicator::world() {
+  Communicator c;
 #ifdef KSUM_HAVE_MPI
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -77,30 +121,154 @@ Comm Comm::world() {
         MPI_Finalize();
     });
   }
-  MPI_Comm_rank(MPI_COMM_WORLD, &c.rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &c.size_);
-  c.mpi_ = true;
-#endif
+  return from_fortran_handle(static_cast<int>(MPI_Comm_c2f(MPI_COMM_WORLD)));
+#else
   return c;
+#endif
 }
 
-void Comm::reduce_sum(double *buf, std::int64_t count, int root) const {
+Communicator Communicator::from_fortran_handle(int handle) {
+#ifdef KSUM_HAVE_MPI
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised)
+    throw Error(ErrorCode::invalid_argument,
+                "Communicator::from_fortran_handle: MPI is not initialised (call MPI_Init first, "
+                "or import mpi4py)");
+  const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(handle));
+  if (comm == MPI_COMM_NULL)
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("Communicator::from_fortran_handle: handle {} is MPI_COMM_NULL", handle));
+  Communicator c;
+  check(MPI_Comm_rank(comm, &c.rank_), "comm_rank");
+  check(MPI_Comm_size(comm, &c.size_), "comm_size");
+  MPI_Comm local = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c.rank_, MPI_INFO_NULL, &local),
+        "comm_split_type");
+  check(MPI_Comm_rank(local, &c.local_rank_), "comm_rank");
+  MPI_Comm_free(&local);
+  c.mpi_ = true;
+  c.handle_ = handle;
+  return c;
+#else
+  (void)handle;
+  throw Error(ErrorCode::unsupported,
+              "this ksum was built without MPI (KSUM_WITH_MPI=OFF or no MPI found): "
+              "Communicator::from_fortran_handle is not available");
+#endif
+}
+
+#ifdef KSUM_HAVE_MPI
+#define KSUM_COMM MPI_Comm_f2c(static_cast<MPI_Fint>(handle_))
+#endif
+
+void Communicator::reduce_sum(double *buf, std::int64_t count, int root) const {
 #ifdef KSUM_HAVE_MPI
   if (mpi_ && size_ > 1)
-    reduce(buf, count, root, rank_);
+    check(MPI_Reduce(rank_ == root ? MPI_IN_PLACE : buf, rank_ == root ? buf : nullptr,
+                     as_count(count), MPI_DOUBLE, MPI_SUM, root, KSUM_COMM),
+          "reduce");
 #else
   (void)buf, (void)count, (void)root;
 #endif
 }
-void Comm::broadcast(double *buf, std::int64_t count, int root) const {
+
+void Communicator::broadcast(double *buf, std::int64_t count, int root) const {
 #ifdef KSUM_HAVE_MPI
   if (mpi_ && size_ > 1)
-    bcast(buf, count, root);
+    check(MPI_Bcast(buf, as_count(count), MPI_DOUBLE, root, KSUM_COMM), "broadcast");
 #else
   (void)buf, (void)count, (void)root;
 #endif
 }
-void Comm::agree(bool failed, int code, const std::string &message) const {
+
+std::vector<std::int64_t> Communicator::allgather(std::int64_t value) const {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(size_), value);
+#ifdef KSUM_HAVE_MPI
+  if (mpi_ && size_ > 1) {
+    long long v = value;
+    std::vector<long long> got(all.size());
+    check(MPI_Allgather(&v, 1, MPI_LONG_LONG, got.data(), 1, MPI_LONG_LONG, KSUM_COMM),
+          "allgather");
+    for (std::size_t r = 0; r < all.size(); ++r)
+      all[r] = static_cast<std::int64_t>(got[r]);
+  }
+#endif
+  return all;
+}
+
+double Communicator::allreduce_max(double value) const {
+#ifdef KSUM_HAVE_MPI
+  if (mpi_ && size_ > 1) {
+    double out = value;
+    check(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, KSUM_COMM), "allreduce");
+    return out;
+  }
+#endif
+  return value;
+}
+
+void Communicator::gatherv(const double *mine, std::int64_t count, double *all,
+                           const std::vector<std::int64_t> &counts, int root) const {
+  if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)
+    throw Error(ErrorCode::internal, "gatherv: counts do not match the ranks");
+  if (!mpi_ || size_ == 1) {
+    std::copy(mine, mine + count, all);
+    return;
+  }
+#ifdef KSUM_HAVE_MPI
+  std::vector<int> displs;
+  const std::vector<int> c = as_counts(counts, &displs);
+  check(MPI_Gatherv(mine, as_count(count), MPI_DOUBLE, all, c.data(), displs.data(), MPI_DOUBLE,
+                    root, KSUM_COMM),
+        "gatherv");
+#else
+  (void)root;
+#endif
+}
+
+void Communicator::scatterv(const double *all, const std::vector<std::int64_t> &counts,
+                            double *mine, std::int64_t count, int root) const {
+  if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)
+    throw Error(ErrorCode::internal, "scatterv: counts do not match the ranks");
+  if (!mpi_ || size_ == 1) {
+    std::copy(all, all + count, mine);
+    return;
+  }
+#ifdef KSUM_HAVE_MPI
+  std::vector<int> displs;
+  const std::vector<int> c = as_counts(counts, &displs);
+  check(MPI_Scatterv(all, c.data(), displs.data(), MPI_DOUBLE, mine, as_count(count), MPI_DOUBLE,
+                     root, KSUM_COMM),
+        "scatterv");
+#else
+  (void)root;
+#endif
+}
+
+Communicator::Exchange Communicator::start_exchange(const double *send, std::int64_t send_count,
+                                                    int dest, double *recv, std::int64_t recv_count,
+                                                    int source, int tag) const {
+  Exchange e;
+  if (!mpi_ || size_ == 1) {
+    if (dest != rank_ || source != rank_ || send_count != recv_count)
+      throw Error(ErrorCode::internal, "an exchange on a single rank must be with itself");
+    std::copy(send, send + send_count, recv);
+    return e;
+  }
+#ifdef KSUM_HAVE_MPI
+  e.state_ = std::make_unique<Exchange::State>();
+  check(
+      MPI_Irecv(recv, as_count(recv_count), MPI_DOUBLE, source, tag, KSUM_COMM, &e.state_->req[0]),
+      "irecv");
+  check(MPI_Isend(send, as_count(send_count), MPI_DOUBLE, dest, tag, KSUM_COMM, &e.state_->req[1]),
+        "isend");
+#endif
+  return e;
+}
+
+void Communicator::agree(bool failed, int code, const std::string &message) const {
   if (!mpi_ || size_ == 1) {
     if (failed)
       throw Error(static_cast<ErrorCode>(code), message);
@@ -109,15 +277,15 @@ void Comm::agree(bool failed, int code, const std::string &message) const {
 #ifdef KSUM_HAVE_MPI
   // The lowest failing rank speaks for all.
   int mine = failed ? rank_ : size_, first = size_;
-  check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "allreduce");
+  check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, KSUM_COMM), "allreduce");
   if (first == size_)
     return;
   int info[2] = {code, static_cast<int>(message.size())};
-  check(MPI_Bcast(info, 2, MPI_INT, first, MPI_COMM_WORLD), "broadcast");
+  check(MPI_Bcast(info, 2, MPI_INT, first, KSUM_COMM), "broadcast");
   std::string text = rank_ == first ? message : std::string(static_cast<std::size_t>(info[1]), ' ');
-  check(MPI_Bcast(text.data(), info[1], MPI_CHAR, first, MPI_COMM_WORLD), "broadcast");
+  check(MPI_Bcast(text.data(), info[1], MPI_CHAR, first, KSUM_COMM), "broadcast");
   throw Error(static_cast<ErrorCode>(info[0]), fmt::format("rank {}: {}", first, text));
 #endif
 }
 
-} // namespace ksum::runtime
+} // namespace ksum

@@ -1,0 +1,127 @@
+#pragma once
+// Runs across processes with MPI (issue 25): a communicator that works with or without MPI, and the
+// distributed direct sum. This header does not include mpi.h: a build without MPI (KSUM_WITH_MPI
+// off) and a process started without mpirun see one rank, and the same code runs unchanged.
+#include <ksum/direct.hpp>
+#include <ksum/table.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ksum {
+
+class Communicator {
+public:
+  // MPI_COMM_WORLD when this build has MPI and the process was started by a launcher (mpirun,
+  // srun; MPI is initialised on first use and finalised at exit); otherwise a single rank.
+  static Communicator world();
+  // A single rank (to run serially inside an MPI job, e.g. a reference).
+  static Communicator self();
+  // A communicator of the caller's, by its Fortran handle: MPI_Comm_c2f(comm) in C or C++,
+  // comm.py2f() in mpi4py (the handle keeps this header free of mpi.h and of one MPI's types).
+  // MPI must be initialised. Throws unsupported in a build without MPI.
+  static Communicator from_fortran_handle(int handle);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool distributed() const { return size_ > 1; }
+  // This rank's index among the ranks on its host (MPI_COMM_TYPE_SHARED), 0 without MPI: the GPU a
+  // rank takes by default is local_rank() mod the host's GPUs.
+  int local_rank() const { return local_rank_; }
+
+  // In place at root: buf = Σ over ranks (other ranks' buf unchanged).
+  void reduce_sum(double *buf, std::int64_t count, int root = 0) const;
+  void broadcast(double *buf, std::int64_t count, int root = 0) const;
+  // Every rank's value, in rank order.
+  std::vector<std::int64_t> allgather(std::int64_t value) const;
+  double allreduce_max(double value) const;
+  // Root receives counts[r] values from each rank r, in rank order, into all (root only; the
+  // others may pass nullptr); every rank sends its `count` = counts[rank] values.
+  void gatherv(const double *mine, std::int64_t count, double *all,
+               const std::vector<std::int64_t> &counts, int root = 0) const;
+  // The reverse: rank r receives counts[r] values of root's all (in rank order) into mine.
+  void scatterv(const double *all, const std::vector<std::int64_t> &counts, double *mine,
+                std::int64_t count, int root = 0) const;
+
+  // A send of `send` to rank `dest` and a receive into `recv` from rank `source`, started now and
+  // completed by wait() (or the destructor), so that computation can overlap them.
+  class Exchange {
+  public:
+    Exchange();
+    ~Exchange();
+    Exchange(Exchange &&) noexcept;
+    Exchange &operator=(Exchange &&) noexcept;
+    void wait();
+
+  private:
+    friend class Communicator;
+    struct State;
+    std::unique_ptr<State> state_;
+  };
+  Exchange start_exchange(const double *send, std::int64_t send_count, int dest, double *recv,
+                          std::int64_t recv_count, int source, int tag = 0) const;
+
+  // Every rank calls it after a phase that may fail on some ranks only: when any rank failed,
+  // every rank throws the same ksum::Error (the failing lowest rank's code and message, prefixed
+  // by its rank), so no rank waits forever in the next collective.
+  void agree(bool failed, int code, const std::string &message) const;
+
+private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  bool mpi_ = false;
+  int handle_ = 0; // the communicator's Fortran handle (with mpi_)
+};
+
+bool mpi_enabled(); // built with MPI
+
+// What the last DistributedSum::execute did on this rank.
+struct DistributedStats {
+  int ranks = 1, rank = 0;
+  std::int64_t local_sources = 0, local_targets = 0, total_sources = 0, total_targets = 0;
+  double seconds_compute = 0; // this rank's kernel sums
+  double seconds_wait = 0;    // waiting for the ring's next source block (not hidden by compute)
+  double seconds_execute = 0;
+  double bytes_sent = 0; // this rank's share of the ring traffic
+};
+
+// The direct sum u(x_i) = Σ_j w_j K(|x_i − y_j|) over points spread over the ranks of a
+// communicator. Each rank holds a slice of the sources (with their weights) and of the targets, of
+// any sizes (zero included); it gets the sums of its own targets over all sources of all ranks.
+// The source slices travel around a ring (rank r sends to r + 1), each block's transfer overlapped
+// with the sum over the block before it; each rank sums on its CPU cores or its GPU (one GPU per
+// rank by default: local_rank() mod the host's GPUs), as DirectSum<T> does alone.
+//   Results equal the single-process DirectSum to rounding (the partial sums are added per block).
+// Every rank must call every member function (they are collective); an error on any rank (bad
+// input, shape) is thrown on every rank with the same message.
+template <std::floating_point T> class DistributedSum {
+public:
+  // options.method must be Method::direct (the distributed FMM is not built; run the FMM in one
+  // process instead).
+  DistributedSum(Communicator comm, DirectOptions options);
+  ~DistributedSum();
+  DistributedSum(DistributedSum &&) noexcept;
+  DistributedSum &operator=(DistributedSum &&) noexcept;
+
+  // Targets are the sources on every rank; the global self term j = i is left out. Every rank's
+  // slice has the same number of columns (the dimension), even with zero rows.
+  void set_points(const Table<T> &local_sources);
+  void set_points(const Table<T> &local_sources, const Table<T> &local_targets);
+  // local_weights: one row per local source, the same number of columns on every rank. Returns one
+  // row per local target, the columns of DirectSum::execute.
+  Table<T> execute(const Table<T> &local_weights);
+
+  const DistributedStats &stats() const;
+  const Communicator &communicator() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class DistributedSum<float>;
+extern template class DistributedSum<double>;
+
+} // namespace ksum

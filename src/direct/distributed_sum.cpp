@@ -1,0 +1,262 @@
+// DistributedSum (include/ksum/distributed.hpp): the direct sum over ranks, source blocks passed
+// around a ring. Step s of P: rank r sums its targets against the block of rank (r − s) mod P while
+// that block travels on to r + 1 and the next arrives from r − 1; after P steps every rank has
+// its targets' sums over all sources. A block travels as one array of doubles, its coordinates then
+// its weights (column-major, n × (d + nrhs)); float values survive the trip exactly.
+#include <ksum/device.hpp>
+#include <ksum/distributed.hpp>
+#include <ksum/error.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <utility>
+
+namespace ksum {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs f on every rank; an ksum::Error (or other exception) on any rank is thrown on every rank.
+template <class F> void collectively(const Communicator &comm, F &&f) {
+  bool failed = false;
+  int code = 0;
+  std::string message;
+  try {
+    f();
+  } catch (const Error &e) {
+    failed = true;
+    code = static_cast<int>(e.code());
+    message = e.what();
+  } catch (const std::exception &e) {
+    failed = true;
+    code = static_cast<int>(ErrorCode::internal);
+    message = e.what();
+  }
+  comm.agree(failed, code, message);
+}
+
+template <class T> void check_finite(const Table<T> &t, const char *what, int rank) {
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t i = 0; i < t.rows(); ++i)
+      if (!std::isfinite(double(t(i, c))))
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("{} of rank {}: {} at row {}, column {}", what, rank,
+                                double(t(i, c)), i, c));
+}
+
+} // namespace
+
+template <std::floating_point T> struct DistributedSum<T>::Impl {
+  Communicator comm;
+  DirectOptions opt;
+  Table<T> src, tgt; // tgt empty when self
+  bool self = false, ready = false;
+  std::int64_t d = 0, total_targets = 0;
+  std::vector<std::int64_t> counts; // sources per rank
+  DistributedStats stats;
+};
+
+template <std::floating_point T>
+DistributedSum<T>::DistributedSum(Communicator comm, DirectOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->comm = std::move(comm);
+  if (options.method != Method::direct)
+    throw Error(
+        ErrorCode::unsupported,
+        fmt::format("DistributedSum: method {} is not distributed; use method direct (every "
+                    "pair, over the ranks) or run the {} in one process",
+                    to_string(options.method), to_string(options.method)));
+  // One GPU per rank by default: the rank's index on its host modulo the host's GPUs.
+  if (options.devices.empty() && options.backend != Backend::cpu && impl_->comm.distributed()) {
+    const auto g = gpus();
+    if (!g.empty())
+      options.devices = {g[static_cast<std::size_t>(impl_->comm.local_rank()) % g.size()].id};
+  }
+  DirectSum<T> check(options); // validates the options (the same on every rank)
+  impl_->opt = std::move(options);
+  impl_->stats.ranks = impl_->comm.size();
+  impl_->stats.rank = impl_->comm.rank();
+}
+
+template <std::floating_point T> DistributedSum<T>::~DistributedSum() = default;
+template <std::floating_point T>
+DistributedSum<T>::DistributedSum(DistributedSum &&) noexcept = default;
+template <std::floating_point T>
+DistributedSum<T> &DistributedSum<T>::operator=(DistributedSum &&) noexcept = default;
+
+template <std::floating_point T> void DistributedSum<T>::set_points(const Table<T> &local_sources) {
+  Impl &im = *impl_;
+  im.ready = false;
+  const int rank = im.comm.rank();
+  collectively(im.comm, [&] { check_finite(local_sources, "sources", rank); });
+  const auto dims = im.comm.allgather(local_sources.cols());
+  for (std::size_t r = 0; r < dims.size(); ++r)
+    if (dims[r] != dims[0] || dims[r] < 1)
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("sources: rank 0 has {} columns and rank {} has {}: every rank's "
+                              "slice needs the same dimension ≥ 1 (0 rows are fine)",
+                              dims[0], r, dims[r]));
+  im.src = local_sources;
+  im.tgt = Table<T>();
+  im.self = true;
+  im.d = dims[0];
+  im.counts = im.comm.allgather(local_sources.rows());
+  im.total_targets = 0;
+  for (auto c : im.counts)
+    im.total_targets += c;
+  im.ready = true;
+}
+
+template <std::floating_point T>
+void DistributedSum<T>::set_points(const Table<T> &local_sources, const Table<T> &local_targets) {
+  Impl &im = *impl_;
+  set_points(local_sources);
+  im.ready = false;
+  const int rank = im.comm.rank();
+  collectively(im.comm, [&] {
+    if (local_targets.cols() != im.d)
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("targets of rank {} have {} columns but the sources have {}", rank,
+                              local_targets.cols(), im.d));
+    check_finite(local_targets, "targets", rank);
+  });
+  im.tgt = local_targets;
+  im.self = false;
+  im.total_targets = 0;
+  for (auto m : im.comm.allgather(local_targets.rows()))
+    im.total_targets += m;
+  im.ready = true;
+}
+
+template <std::floating_point T>
+Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
+  Impl &im = *impl_;
+  if (!im.ready)
+    throw Error(ErrorCode::invalid_argument, "DistributedSum::execute before set_points");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Communicator &comm = im.comm;
+  const int P = comm.size(), rank = comm.rank();
+  const std::int64_t d = im.d;
+  collectively(comm, [&] {
+    if (local_weights.rows() != im.src.rows())
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("weights of rank {} have {} rows but its slice has {} sources", rank,
+                              local_weights.rows(), im.src.rows()));
+    check_finite(local_weights, "weights", rank);
+  });
+  const auto rhs = comm.allgather(local_weights.cols());
+  for (std::size_t r = 0; r < rhs.size(); ++r)
+    if (rhs[r] != rhs[0] || rhs[r] < 1)
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("weights: rank 0 has {} columns and rank {} has {}: every rank needs "
+                              "the same number of right-hand sides ≥ 1",
+                              rhs[0], r, rhs[r]));
+  const std::int64_t nrhs = rhs[0], width = d + nrhs;
+  const Table<T> &targets = im.self ? im.src : im.tgt;
+  const std::int64_t m = targets.rows();
+  const std::int64_t out_cols = im.opt.gradient ? nrhs * (1 + d) : nrhs;
+  Table<T> out(m, out_cols);
+
+  std::int64_t biggest = 0;
+  for (auto c : im.counts)
+    biggest = std::max(biggest, c);
+  // The travelling block and the one arriving, as doubles.
+  std::vector<double> cur(static_cast<std::size_t>(biggest * width)),
+      next(static_cast<std::size_t>(biggest * width));
+  const std::int64_t n0 = im.src.rows();
+  for (std::int64_t c = 0; c < d; ++c)
+    for (std::int64_t i = 0; i < n0; ++i)
+      cur[static_cast<std::size_t>(c * n0 + i)] = double(im.src(i, c));
+  for (std::int64_t c = 0; c < nrhs; ++c)
+    for (std::int64_t i = 0; i < n0; ++i)
+      cur[static_cast<std::size_t>((d + c) * n0 + i)] = double(local_weights(i, c));
+
+  DistributedStats st = im.stats;
+  st.local_sources = n0;
+  st.local_targets = m;
+  st.total_sources = 0;
+  for (auto c : im.counts)
+    st.total_sources += c;
+  st.total_targets = im.total_targets;
+  st.seconds_compute = st.seconds_wait = st.bytes_sent = 0;
+
+  DirectOptions o = im.opt;
+  o.progress = nullptr;
+  for (int s = 0; s < P; ++s) {
+    const int owner = (rank - s + P) % P;
+    const std::int64_t n = im.counts[static_cast<std::size_t>(owner)];
+    Communicator::Exchange ex;
+    if (s + 1 < P) {
+      const int from = (rank - s - 1 + 2 * P) % P;
+      const std::int64_t n_next = im.counts[static_cast<std::size_t>(from)];
+      ex = comm.start_exchange(cur.data(), n * width, (rank + 1) % P, next.data(), n_next * width,
+                               (rank - 1 + P) % P, s);
+      st.bytes_sent += 8.0 * static_cast<double>(n * width);
+    }
+    const auto tc = std::chrono::steady_clock::now();
+    bool failed = false;
+    int code = 0;
+    std::string message;
+    try {
+      if (m > 0 && n > 0) {
+        DirectSum<T> plan(o);
+        Table<T> w(n, nrhs, Uninitialized{});
+        for (std::int64_t c = 0; c < nrhs; ++c)
+          for (std::int64_t i = 0; i < n; ++i)
+            w(i, c) = static_cast<T>(cur[static_cast<std::size_t>((d + c) * n + i)]);
+        Table<T> part;
+        if (im.self && s == 0) { // this rank's own sources: the self term j = i is left out
+          plan.set_points(im.src);
+          part = plan.execute(w);
+        } else {
+          Table<T> y(n, d, Uninitialized{});
+          for (std::int64_t c = 0; c < d; ++c)
+            for (std::int64_t i = 0; i < n; ++i)
+              y(i, c) = static_cast<T>(cur[static_cast<std::size_t>(c * n + i)]);
+          plan.set_points(y, targets);
+          part = plan.execute(w);
+        }
+        T *o_data = out.data();
+        const T *p_data = part.data();
+        for (std::int64_t k = 0; k < m * out_cols; ++k)
+          o_data[k] += p_data[k];
+      }
+    } catch (const Error &e) {
+      failed = true;
+      code = static_cast<int>(e.code());
+      message = e.what();
+    } catch (const std::exception &e) {
+      failed = true;
+      code = static_cast<int>(ErrorCode::internal);
+      message = e.what();
+    }
+    st.seconds_compute += since(tc);
+    const auto tw = std::chrono::steady_clock::now();
+    ex.wait();
+    st.seconds_wait += since(tw);
+    // A failure on one rank (e.g. out of GPU memory) reaches every rank before the next step.
+    comm.agree(failed, code, message);
+    std::swap(cur, next);
+    if (im.opt.progress)
+      im.opt.progress(double(s + 1) / P);
+  }
+  st.seconds_execute = since(t0);
+  im.stats = st;
+  return out;
+}
+
+template <std::floating_point T> const DistributedStats &DistributedSum<T>::stats() const {
+  return impl_->stats;
+}
+template <std::floating_point T> const Communicator &DistributedSum<T>::communicator() const {
+  return impl_->comm;
+}
+
+template class DistributedSum<float>;
+template class DistributedSum<double>;
+
+} // namespace ksum

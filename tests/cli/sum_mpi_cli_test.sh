@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `mpirun -n P ksum sum` (issue 25) against `ksum sum` in one process: the same output file to
+# rounding for P = 2, 3, 4 (self-sum; separate targets with two right-hand sides and the gradient),
+# and the errors every rank agrees on (a missing input, an existing output, an FMM under mpirun)
+# printed once, with a non-zero exit and the existing output left as it was. Every mpirun runs
+# under a timeout: a hang is a failure.
+#   sum_mpi_cli_test.sh KSUM MPIEXEC
+set -euo pipefail
+K=$1
+MPI=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  OMPI_MCA_rmaps_base_oversubscribe=1
+points() { awk -v n="$1" -v seed="$2" -v d="$3" -v off="$4" 'BEGIN { srand(seed);
+  for (i = 0; i < n; i++) { line = ""; for (k = 0; k < d; k++) line = line (k ? "," : "") sprintf("%.17g", rand() - off); print line } }'; }
+points 500 3 3 0 > p.csv
+points 500 4 2 0.5 > q.csv
+points 123 5 3 0.2 > t.csv
+fail=0
+# max |a − b| / max |a| over two CSV files with a header line.
+compare() {
+  paste -d, "$1" "$2" | awk -F, -v tol="$3" -v what="$4" 'NR > 1 { h = NF / 2;
+    for (k = 1; k <= h; k++) { a = $k; b = $(k + h); d = a - b; if (d < 0) d = -d; if (a < 0) a = -a;
+      if (d > dm) dm = d; if (a > am) am = a } }
+    END { r = am > 0 ? dm / am : dm; printf "%s: max relative difference %.3g\n", what, r;
+      if (NR < 2 || r > tol) { print "FAILED: " what; exit 1 } }' || fail=1
+}
+"$K" -q sum --kernel laplace --sources p.csv --weights q.csv --backend cpu -o u1.csv
+"$K" -q sum --kernel gaussian --eps 3 --gradient --sources p.csv --targets t.csv --weights q.csv \
+  --backend cpu -o g1.csv
+for P in 2 3 4; do
+  timeout 60 "$MPI" -n $P --oversubscribe "$K" -q sum --kernel laplace --sources p.csv \
+    --weights q.csv --backend cpu -o u$P.csv || { echo "FAILED: mpirun -n $P (rc $?)"; fail=1; }
+  compare u1.csv u$P.csv 1e-12 "laplace self-sum, $P ranks"
+done
+timeout 60 "$MPI" -n 3 --oversubscribe "$K" -q sum --kernel gaussian --eps 3 --gradient \
+  --sources p.csv --targets t.csv --weights q.csv --backend cpu -o g3.csv ||
+  { echo "FAILED: mpirun -n 3 gaussian"; fail=1; }
+compare g1.csv g3.csv 1e-12 "gaussian, targets, 2 rhs and the gradient, 3 ranks"
+# An error every rank agrees on: non-zero exit, the message once.
+expect_error() {
+  local what=$1 text=$2
+  shift 2
+  local rc=0
+  timeout 60 "$@" > out.txt 2> err.txt || rc=$?
+  local times
+  times=$(grep -c -- "$text" err.txt || true)
+  if [[ $rc -eq 0 || $rc -eq 124 || $times -ne 1 ]]; then
+    echo "FAILED: $what: rc $rc, '$text' printed $times times:"
+    cat err.txt
+    fail=1
+  else
+    echo "$what: rc $rc, one message"
+  fi
+}
+expect_error "missing input" "nope.csv" "$MPI" -n 3 --oversubscribe "$K" sum --kernel laplace \
+  --sources nope.csv --weights q.csv -o x.csv
+cp u3.csv keep.csv
+expect_error "existing output" "file exists" "$MPI" -n 3 --oversubscribe "$K" sum \
+  --kernel laplace --sources p.csv --weights q.csv -o u3.csv
+cmp -s keep.csv u3.csv || { echo "FAILED: the existing output was changed"; fail=1; }
+expect_error "fmm under mpirun" "run it without mpirun" "$MPI" -n 2 --oversubscribe "$K" sum \
+  --kernel laplace --method fmm --sources p.csv --weights q.csv -o x.csv
+[[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
+exit $fail

@@ -1,0 +1,188 @@
+// DistributedSum (issue 25) against the single-process DirectSum, in one program: run it alone (one
+// rank) or under `mpirun -n P` (CTest: P = 2 and 4, --oversubscribe). Every rank builds the same
+// global points and weights from fixed seeds, takes an uneven slice of them (with P ≥ 3 one rank
+// holds no sources and another no targets), and compares its targets' sums with its own
+// single-process DirectSum<double> over all the data: equal to 1e-12 of the largest |u| in double
+// (the ranks' partial sums are added block by block), 2e-5 in float. Then bad input on one rank
+// must give every rank the same error, and no rank may hang.
+#include <ksum/distributed.hpp>
+#include <ksum/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ksum;
+
+namespace {
+
+int failures = 0;
+void check(bool ok, const std::string &what, int rank) {
+  if (!ok) {
+    std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
+    ++failures;
+  }
+}
+
+Table<double> random_table(std::int64_t rows, std::int64_t cols, std::uint64_t seed, double lo,
+                           double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  Table<double> t(rows, cols);
+  for (std::int64_t k = 0; k < rows * cols; ++k)
+    t.data()[k] = u(rng);
+  return t;
+}
+
+// Uneven cuts of `total` rows over P ranks: shares ∝ 1, 2, …, P, with rank `empty` (if ≥ 0) given
+// none. Returns P + 1 offsets.
+std::vector<std::int64_t> cuts(std::int64_t total, int P, int empty) {
+  std::vector<double> share(static_cast<std::size_t>(P));
+  double sum = 0;
+  for (int r = 0; r < P; ++r)
+    sum += share[static_cast<std::size_t>(r)] = r == empty ? 0.0 : r + 1.0;
+  std::vector<std::int64_t> at(static_cast<std::size_t>(P) + 1, 0);
+  double acc = 0;
+  for (int r = 0; r < P; ++r) {
+    acc += share[static_cast<std::size_t>(r)];
+    at[static_cast<std::size_t>(r) + 1] = r + 1 == P ? total : std::llround(total * acc / sum);
+  }
+  return at;
+}
+
+template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std::int64_t r1) {
+  Table<T> out(r1 - r0, t.cols());
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t i = r0; i < r1; ++i)
+      out(i - r0, c) = static_cast<T>(t(i, c));
+  return out;
+}
+
+template <class T>
+void compare(const Communicator &comm, const char *name, Kernel kernel, double eps, bool gradient,
+             bool separate, std::int64_t n, std::int64_t m, std::int64_t nrhs, double tol) {
+  const int P = comm.size(), rank = comm.rank();
+  const auto src = random_table(n, 3, 11, 0, 1), tgt = random_table(m, 3, 12, -0.5, 1.5);
+  const auto w = random_table(n, nrhs, 13, -1, 1);
+  const auto sc = cuts(n, P, P >= 3 ? P - 1 : -1);
+  const auto tc = separate ? cuts(m, P, P >= 3 ? 0 : -1) : sc;
+  const auto r = static_cast<std::size_t>(rank);
+  DirectOptions o;
+  o.kernel = kernel;
+  o.eps = eps;
+  o.gradient = gradient;
+  o.backend = Backend::cpu;
+  DistributedSum<T> dist(comm, o);
+  const auto my_src = rows_of<T>(src, sc[r], sc[r + 1]);
+  if (separate)
+    dist.set_points(my_src, rows_of<T>(tgt, tc[r], tc[r + 1]));
+  else
+    dist.set_points(my_src);
+  const auto got = dist.execute(rows_of<T>(w, sc[r], sc[r + 1]));
+  // The reference: one process, all the data, in double.
+  DirectSum<double> ref(o);
+  if (separate)
+    ref.set_points(src, tgt);
+  else
+    ref.set_points(src);
+  const auto want = ref.execute(w);
+  check(got.rows() == tc[r + 1] - tc[r] && got.cols() == want.cols(),
+        fmt::format("{}: shape {} × {}, want {} × {}", name, got.rows(), got.cols(),
+                    tc[r + 1] - tc[r], want.cols()),
+        rank);
+  if (failures)
+    return;
+  double worst = 0;
+  for (std::int64_t c = 0; c < want.cols(); ++c) {
+    double scale = 0, diff = 0;
+    for (std::int64_t i = 0; i < want.rows(); ++i)
+      scale = std::max(scale, std::abs(want(i, c)));
+    for (std::int64_t i = 0; i < got.rows(); ++i)
+      diff = std::max(diff, std::abs(double(got(i, c)) - want(tc[r] + i, c)));
+    worst = std::max(worst, diff / scale);
+  }
+  check(worst <= tol,
+        fmt::format("{}: max |u − u_ref| / max |u_ref| = {:.3g} > {:.1g}", name, worst, tol), rank);
+  const auto &st = dist.stats();
+  check(st.ranks == P && st.total_sources == n && st.total_targets == (separate ? m : n),
+        fmt::format("{}: stats ranks {} sources {} targets {}", name, st.ranks, st.total_sources,
+                    st.total_targets),
+        rank);
+  if (rank == 0)
+    std::printf("%s: %d rank(s), max relative difference %.3g (tolerance %.1g)\n", name, P, worst,
+                tol);
+}
+
+// f must throw the same ksum::Error on every rank: its code, and a message containing `text`.
+template <class F>
+void expect_agreed_error(const Communicator &comm, const char *name, ErrorCode code,
+                         const std::string &text, F &&f) {
+  const int rank = comm.rank();
+  try {
+    f();
+    check(false, fmt::format("{}: no error", name), rank);
+  } catch (const Error &e) {
+    check(e.code() == code && std::string(e.what()).find(text) != std::string::npos,
+          fmt::format("{}: got '{}'", name, e.what()), rank);
+  }
+}
+
+} // namespace
+
+int main() {
+  const Communicator comm = Communicator::world();
+  const int P = comm.size(), rank = comm.rank();
+  try {
+    compare<double>(comm, "laplace self-sum f64", Kernel::laplace, 1, false, false, 1500, 0, 1,
+                    1e-12);
+    compare<double>(comm, "gaussian targets 2 rhs gradient f64", Kernel::gaussian, 3, true, true,
+                    1200, 700, 2, 1e-12);
+    compare<float>(comm, "multiquadric self-sum f32", Kernel::multiquadric, 2, false, false, 900, 0,
+                   1, 2e-5);
+    // Every rank with no points at all: an empty result, no hang.
+    {
+      DistributedSum<double> empty(comm, DirectOptions{});
+      empty.set_points(Table<double>(0, 2));
+      const auto u = empty.execute(Table<double>(0, 1));
+      check(u.rows() == 0, "no points: empty result", rank);
+    }
+    // Bad input on the last rank only: every rank gets its error.
+    {
+      DistributedSum<double> bad(comm, DirectOptions{});
+      Table<double> pts = random_table(10, 3, 20 + rank, 0, 1);
+      if (rank == P - 1)
+        pts(3, 1) = std::numeric_limits<double>::quiet_NaN();
+      expect_agreed_error(comm, "NaN on the last rank", ErrorCode::invalid_argument,
+                          fmt::format("sources of rank {}: nan at row 3, column 1", P - 1),
+                          [&] { bad.set_points(pts); });
+      pts(3, 1) = 0.5;
+      bad.set_points(pts);
+      const Table<double> w(rank == 0 ? 9 : 10, 1, 1.0);
+      expect_agreed_error(comm, "weights rows on rank 0", ErrorCode::shape_mismatch,
+                          "weights of rank 0 have 9 rows but its slice has 10 sources",
+                          [&] { (void)bad.execute(w); });
+      // A different dimension on one rank (with one rank: no columns at all).
+      if (P > 1)
+        expect_agreed_error(comm, "dimension", ErrorCode::shape_mismatch,
+                            "every rank's slice needs the same dimension",
+                            [&] { bad.set_points(Table<double>(4, rank == P - 1 ? 2 : 3)); });
+      else
+        expect_agreed_error(comm, "zero columns", ErrorCode::shape_mismatch, "dimension ≥ 1",
+                            [&] { bad.set_points(Table<double>(4, 0)); });
+    }
+    DirectOptions fmm;
+    fmm.method = Method::fmm;
+    expect_agreed_error(comm, "method fmm", ErrorCode::unsupported, "is not distributed",
+                        [&] { DistributedSum<double> d(comm, fmm); });
+  } catch (const std::exception &e) {
+    check(false, fmt::format("unexpected exception: {}", e.what()), rank);
+  }
+  if (failures == 0 && rank == 0)
+    std::printf("distributed_sum_mpi_test: all checks passed on %d rank(s)\n", P);
+  return failures == 0 ? 0 : 1;
+}
