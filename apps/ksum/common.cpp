@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -35,6 +36,13 @@ bool mpi_worker() {
     if (const char *r = std::getenv(v))
       return std::string(r) != "0";
   return false;
+}
+
+int mpi_ranks() {
+  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char *n = std::getenv(v))
+      return std::max(1, std::atoi(n));
+  return 1;
 }
 
 void note(const std::string &line) {

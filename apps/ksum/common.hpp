@@ -47,6 +47,8 @@ void note(const std::string &line);
 // A rank other than 0 of a run under mpirun (from the launcher's environment, before MPI starts):
 // it draws no progress and prints no error (rank 0 prints the one every rank agreed on).
 bool mpi_worker();
+// The number of ranks of the launch (1 when not started by mpirun).
+int mpi_ranks();
 
 void register_info(CLI::App &app);
 void register_sum(CLI::App &app);

@@ -5,6 +5,7 @@
 #include <ksum/error.hpp>
 
 #include <fmt/format.h>
+#include <string>
 
 namespace ksum::cli {
 void register_simulate(CLI::App &app); // cmd_simulate.cpp
@@ -30,6 +31,24 @@ int main(int argc, char **argv) {
   ksum::cli::register_tune(app);
   ksum::cli::register_demo(app);
   ksum::cli::register_simulate(app);
+  // Under mpirun with several ranks only the commands that split their work over the ranks run; the
+  // others would each do all of it and write the same output files at once.
+  if (const int ranks = ksum::cli::mpi_ranks(); ranks > 1) {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (!arg.empty() && arg[0] == '-')
+        continue;
+      if (arg != "sum" && arg != "tdbem" && arg != "info") {
+        if (!ksum::cli::mpi_worker())
+          fmt::print(stderr,
+                     "ksum: error: ksum {} does not run over MPI ranks (under mpirun with {} "
+                     "ranks only `ksum sum` and `ksum tdbem` do): run it without mpirun\n",
+                     arg, ranks);
+        return 1;
+      }
+      break;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -64,4 +64,7 @@ cmp -s keep.csv u3.csv || { echo "FAILED: the existing output was changed"; fail
 expect_error "fmm under mpirun" "run it without mpirun" "$MPI" -n 2 --oversubscribe "$K" sum \
   --kernel laplace --method fmm --sources p.csv --weights q.csv -o x.csv
 [[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
+expect_error "interpolate under mpirun" "does not run over MPI ranks" "$MPI" -n 2 --oversubscribe \
+  "$K" interpolate --method pum --data q.csv --grid 10x10 -o x.csv
+[[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
 exit $fail
