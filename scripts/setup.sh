@@ -19,12 +19,13 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# The Python module (python/): nanobind to build it, NumPy to use it, SciPy and pytest to test it.
-if ! python3 -c 'import nanobind, numpy, scipy, pytest' 2>/dev/null; then
-  echo "setup: installing Python packages nanobind numpy scipy pytest (pip)"
+# The Python module (python/): nanobind to build it, NumPy to use it, SciPy, pytest and mpi4py (the
+# DistributedSum test with mpi4py's communicator) to test it.
+if ! python3 -c 'import nanobind, numpy, scipy, pytest, mpi4py' 2>/dev/null; then
+  echo "setup: installing Python packages nanobind numpy scipy pytest mpi4py (pip)"
   pip_user=""
   [ "$(id -u)" -eq 0 ] || pip_user="--user"
-  py_pkgs=("nanobind>=2.4" numpy scipy pytest)
+  py_pkgs=("nanobind>=2.4" numpy scipy pytest mpi4py)
   # A distribution's own python3 (PEP 668) refuses pip unless told that this is wanted.
   python3 -m pip install -q $pip_user --disable-pip-version-check "${py_pkgs[@]}" 2>/dev/null ||
     python3 -m pip install -q $pip_user --disable-pip-version-check --break-system-packages \

@@ -14,6 +14,7 @@ from ._errors import (DeviceError, Error, FileError, InputError, InternalError,
                       NotConvergedError, ParseError, UnsupportedError)
 from .apps import DeformResult, Simulation, deform_mesh, simulate
 from .direct import FMM3D, DirectSum, FMMOutput, kernel_sum, lfmm3d
+from .distributed import DistributedSum, mpi_built
 from .fmm2d import FMM2D, cfmm2d
 from .gauss import KDE, GaussTransform, gauss_transform, gaussian_kde
 from .interpolate import PUMInterpolator, RBFInterpolator
@@ -52,4 +53,4 @@ __all__ = ["info", "config", "CopyWarning", "Error", "InputError", "ParseError",
            "DirectSum", "FMM3D", "kernel_sum", "lfmm3d", "FMMOutput", "FMM2D", "cfmm2d",
            "GaussTransform", "gauss_transform", "KDE", "gaussian_kde", "RBFInterpolator",
            "PUMInterpolator", "deform_mesh", "DeformResult", "Simulation", "simulate", "TDBEM",
-           "sphere", "mc", "Polyelectrolyte", "bsm", "tasksize"]
+           "sphere", "mc", "Polyelectrolyte", "bsm", "tasksize", "DistributedSum", "mpi_built"]

@@ -14,4 +14,5 @@ void bind_tdbem(nanobind::module_ &m);
 void bind_mc(nanobind::module_ &m);
 void bind_bsm(nanobind::module_ &m);
 void bind_tasksize(nanobind::module_ &m);
+void bind_distributed(nanobind::module_ &m);
 } // namespace ksum::py

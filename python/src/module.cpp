@@ -141,4 +141,5 @@ NB_MODULE(_ksum, m) {
   ksum::py::bind_mc(m);
   ksum::py::bind_bsm(m);
   ksum::py::bind_tasksize(m);
+  ksum::py::bind_distributed(m);
 }

@@ -1,0 +1,117 @@
+"""ksum.DistributedSum (docs/distributed.md) against ksum.DirectSum over all the points: in this
+process (one rank), and under ``mpirun -n 3`` in subprocesses (uneven slices, one rank without
+sources, the same results to 1e-12, an error on one rank raised on all), with mpi4py's
+communicator too where mpi4py is installed. Every mpirun runs under a timeout: a hang fails."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ksum
+
+
+def _data(n=900, m=400, r=2, seed=3):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, 3)), rng.random((m, 3)) * 2 - 0.5, rng.random((n, r)) - 0.5
+
+
+@pytest.mark.parametrize("comm", [None, "self"])
+def test_one_process_equals_the_direct_sum(comm):
+    x, y, w = _data()
+    plan = ksum.DistributedSum("laplace", comm=comm, backend="cpu")
+    assert (plan.rank, plan.size) == (0, 1)
+    got = plan.set_points(x)(w)
+    want = ksum.DirectSum("laplace", backend="cpu").set_points(x)(w)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    # Separate targets, the gradient, one right-hand side as a vector, float32.
+    g = ksum.DistributedSum("gaussian", 3.0, comm=comm, backend="cpu", gradient=True,
+                            precision="float32")
+    u, grad = g.set_points(x.astype(np.float32), y.astype(np.float32))(w[:, 0].astype(np.float32))
+    ref_u, ref_g = ksum.DirectSum("gaussian", 3.0, backend="cpu").set_points(x, y)(
+        w[:, 0], gradient=True)
+    assert u.shape == (len(y),) and grad.shape == (len(y), 3)
+    np.testing.assert_allclose(u, ref_u, rtol=0, atol=2e-5 * np.abs(ref_u).max())
+    np.testing.assert_allclose(grad, ref_g, rtol=0, atol=2e-5 * np.abs(ref_g).max())
+    assert g.stats["total_targets"] == len(y) and g.stats["ranks"] == 1
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ksum.InputError, match="comm"):
+        ksum.DistributedSum("laplace", comm=42)
+    with pytest.raises(ksum.InputError, match="precision"):
+        ksum.DistributedSum("laplace", precision="float16")
+    plan = ksum.DistributedSum("laplace", backend="cpu")
+    with pytest.raises(ksum.InputError, match="set_points"):
+        plan(np.ones(3))
+    x = np.random.default_rng(1).random((10, 3))
+    x[4, 2] = np.nan
+    with pytest.raises(ksum.InputError, match="row 4, column 2"):
+        plan.set_points(x)
+    plan.set_points(np.zeros((10, 3)) + np.arange(10)[:, None])
+    with pytest.raises(ksum.InputError, match="9 rows but its slice has 10"):
+        plan(np.ones(9))
+
+
+_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import ksum
+    use_mpi4py = sys.argv[1] == "mpi4py"
+    comm = None
+    if use_mpi4py:
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+    plan = ksum.DistributedSum("gaussian", 3.0, comm=comm, backend="cpu", gradient=True)
+    P, r = plan.size, plan.rank
+    rng = np.random.default_rng(3)
+    x, y, w = rng.random((900, 3)), rng.random((400, 3)) * 2 - 0.5, rng.random((900, 2)) - 0.5
+    # Uneven slices: sources ~ 1 : 2 : 0 (the last rank none), targets ~ 3 : 1 : 2.
+    sc = [0, 300, 900, 900][: P + 1] if P == 3 else np.linspace(0, 900, P + 1).astype(int)
+    tc = [0, 200, 267, 400][: P + 1] if P == 3 else np.linspace(0, 400, P + 1).astype(int)
+    u, g = plan.set_points(x[sc[r]:sc[r + 1]], y[tc[r]:tc[r + 1]])(w[sc[r]:sc[r + 1]])
+    ref_u, ref_g = ksum.DirectSum("gaussian", 3.0, backend="cpu").set_points(x, y)(w, gradient=True)
+    err = max(np.abs(u - ref_u[tc[r]:tc[r + 1]]).max(initial=0) / np.abs(ref_u).max(),
+              np.abs(g - ref_g[tc[r]:tc[r + 1]]).max(initial=0) / np.abs(ref_g).max())
+    assert err <= 1e-12, (r, err)
+    # NaN in the last rank's sources: every rank gets the error.
+    bad = x[sc[r]:sc[r + 1]].copy()
+    if r == P - 1:
+        bad = np.vstack([bad, [[np.nan, 0.0, 0.0]]])
+    try:
+        plan.set_points(bad)
+        raise SystemExit(f"rank {r}: no error")
+    except ksum.InputError as e:
+        assert f"sources of rank {P - 1}: nan at row" in str(e), str(e)
+    print(f"rank {r} of {P} ok ({'mpi4py' if use_mpi4py else 'world'}), error {err:.2g}", flush=True)
+""")
+
+
+def _have_mpi4py():
+    try:
+        import mpi4py  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["world", "mpi4py"])
+def test_under_mpirun_equals_the_direct_sum(tmp_path, how):
+    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    if not ksum.mpi_built() or mpirun is None:
+        pytest.skip("this ksum was built without MPI, or mpirun is not installed")
+    if how == "mpi4py" and not _have_mpi4py():
+        pytest.skip("mpi4py is not installed")
+    script = tmp_path / "dist.py"
+    script.write_text(_SCRIPT)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    run = subprocess.run([mpirun, "-n", "3", "--oversubscribe", sys.executable, str(script), how],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for r in range(3):
+        assert f"rank {r} of 3 ok" in run.stdout, run.stdout + run.stderr
