@@ -51,6 +51,10 @@
 #          tasksize_methods_bench --fmm-n; 3 repetitions); ≤ 10 min (a call of its own)
 #   tasksize_fmm2d  the 2D FMM's chosen subtree level and near-field leaves per task vs sweeps
 #          of both, N = 1e6, on 1, 2 and all threads (tasksize_methods_bench --fmm2d-n)
+#   distributed  the distributed direct sum (issue 25) under mpirun -n 1, 2, 4, 8, 16 on the CPU
+#          cores (one thread per rank): strong scaling at N = 2e5, weak at 5e4 per rank, the
+#          efficiency tables; then 1 and 2 ranks sharing the one GPU (N = 2^22, correctness of the
+#          GPU path under MPI, not scaling); distributed_bench; ~6 min
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -584,6 +588,46 @@ if want tasksize_fmm2d; then
     echo "- tasksize_fmm2d section: $(( $(date +%s) - t_tf )) s"
   } >> "$summary"
   tar -C "$OUT" -czf "$OUT/tasksize_fmm2d.tar.gz" tasksize_fmm2d && rm -rf "$OUT/tasksize_fmm2d"
+fi
+
+if want distributed; then
+  mkdir -p "$OUT/distributed"
+  t_di=$(date +%s)
+  dj="$OUT/distributed/distributed_bench.jsonl"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  for P in 1 2 4 8 16; do
+    OMP_NUM_THREADS=1 timeout 240 mpirun -n $P --oversubscribe --bind-to core \
+      $build/bench/distributed_bench --n 200000 --n-per-rank 50000 --reps 2 --json "$dj" \
+      >> "$OUT/distributed/cpu.md" 2>&1 || { echo "mpirun -n $P failed" >> "$OUT/distributed/cpu.md"; rc=1; }
+  done
+  for P in 1 2; do
+    timeout 240 mpirun -n $P --oversubscribe $build/bench/distributed_bench --backend gpu \
+      --n 4194304 --n-per-rank 0 --reps 2 --json "$dj" >> "$OUT/distributed/gpu.md" 2>&1 ||
+      { echo "mpirun -n $P (gpu) failed" >> "$OUT/distributed/gpu.md"; rc=1; }
+  done
+  { echo; echo "## distributed direct sum (one thread per rank on the CPU; efficiency vs 1 rank)"; echo
+    python3 - "$dj" <<'PY'
+import json, sys
+rows = [r for line in open(sys.argv[1]) for r in json.loads(line)]
+for backend in ("cpu", "gpu"):
+    for kind in ("strong", "weak"):
+        rs = sorted((r for r in rows if r["kind"] == kind and r["backend"] == backend),
+                    key=lambda r: r["ranks"])
+        if not rs:
+            continue
+        # Efficiency: pairs/s per rank against one rank (for the O(N²) sum a weak-scaling run
+        # does P times the pairs per rank, so its time is not the measure).
+        t1 = next((r["pairs_per_second"] for r in rs if r["ranks"] == 1), None)
+        print(f"| {backend} {kind} | ranks | N | time [s] | pairs/s | efficiency | longest wait [s] |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rs:
+            eff = "" if t1 is None else f"{r['pairs_per_second'] / (r['ranks'] * t1):.2f}"
+            print(f"| | {r['ranks']} | {r['n']} | {r['seconds']:.4g} | {r['pairs_per_second']:.3g} | {eff} | {r['max_wait_seconds']:.3g} |")
+        print()
+PY
+    echo "- distributed section: $(( $(date +%s) - t_di )) s"
+  } >> "$summary"
+  tar -C "$OUT" -czf "$OUT/distributed.tar.gz" distributed && rm -rf "$OUT/distributed"
 fi
 
 echo "- total: $(( $(date +%s) - t_start )) s" >> "$summary"

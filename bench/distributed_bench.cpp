@@ -1,0 +1,132 @@
+// The distributed direct sum's scaling (issue 25): run it under `mpirun -n P` for each P (and alone
+// for P = 1). Strong scaling: N points in all (--n), each rank a slice of N / P; weak scaling: N_r
+// points per rank (--n-per-rank), N = P · N_r. Laplace self-sum in 3D, one right-hand side,
+// uniform points in the unit cube (each rank draws its own slice from its own seed). Each time is
+// the slowest rank's execute(), the fastest of --reps calls. Rank 0 prints one markdown row per
+// case (with the pairs per second and the longest wait for a block) and appends the JSON record
+// to --json; the device check gathers the rows of all P into the efficiency tables.
+//   mpirun -n P distributed_bench [--n 200000] [--n-per-rank 100000] [--backend cpu|gpu]
+//                                 [--precision f64|f32] [--reps 3] [--json FILE]
+// (--n 0 or --n-per-rank 0 leaves that case out.)
+#include "bench_common.hpp"
+
+#include <ksum/distributed.hpp>
+#include <ksum/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <random>
+#include <string>
+
+namespace {
+
+struct Args {
+  std::int64_t n = 200000, n_per_rank = 100000;
+  std::string backend = "cpu", precision = "f64", json;
+  int reps = 3;
+};
+
+template <class T>
+nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const char *kind,
+                        std::int64_t total) {
+  const int P = comm.size(), r = comm.rank();
+  const std::int64_t first = total * r / P, n = total * (r + 1) / P - first;
+  std::mt19937_64 rng(1000 + static_cast<std::uint64_t>(r));
+  std::uniform_real_distribution<double> u(0, 1);
+  ksum::Table<T> x(n, 3), w(n, 1);
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    x.data()[k] = static_cast<T>(u(rng));
+  for (std::int64_t k = 0; k < n; ++k)
+    w.data()[k] = static_cast<T>(u(rng) - 0.5);
+  ksum::DirectOptions o;
+  o.kernel = ksum::Kernel::laplace;
+  o.backend = ksum::parse_backend(a.backend);
+  ksum::DistributedSum<T> plan(comm, o);
+  plan.set_points(x);
+  (void)plan.execute(w); // warm-up (GPU context, pages)
+  double best = 1e300, wait = 0;
+  for (int k = 0; k < a.reps; ++k) {
+    (void)plan.execute(w);
+    const double t = comm.allreduce_max(plan.stats().seconds_execute);
+    if (t < best) {
+      best = t;
+      wait = comm.allreduce_max(plan.stats().seconds_wait);
+    } else
+      (void)comm.allreduce_max(0.0); // the same collectives on every rank
+  }
+  const double pairs = double(total) * double(total - 1);
+  if (r == 0)
+    fmt::print("| {} | {} | {} | {} | {:.4g} | {:.3g} | {:.4g} |\n", kind, P, total, total / P,
+               best, pairs / best, wait);
+  return {{"kind", kind},
+          {"ranks", P},
+          {"n", total},
+          {"n_per_rank", total / P},
+          {"seconds", best},
+          {"pairs_per_second", pairs / best},
+          {"max_wait_seconds", wait},
+          {"backend", a.backend},
+          {"precision", a.precision},
+          {"threads_per_rank", omp_get_max_threads()}};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Args a;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string k = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc)
+          throw ksum::Error(ksum::ErrorCode::invalid_argument, fmt::format("{} needs a value", k));
+        return argv[++i];
+      };
+      if (k == "--help" || k == "-h")
+        return bench::print_header_help(__FILE__);
+      if (k == "--n")
+        a.n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--n-per-rank")
+        a.n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--backend")
+        a.backend = value();
+      else if (k == "--precision")
+        a.precision = value();
+      else if (k == "--reps")
+        a.reps = std::max(1, std::stoi(value()));
+      else if (k == "--json")
+        a.json = value();
+      else
+        throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                          fmt::format("unknown option '{}' (see --help)", k));
+    }
+    if (a.precision != "f64" && a.precision != "f32")
+      throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                        fmt::format("--precision {}: f64 or f32", a.precision));
+    const ksum::Communicator comm = ksum::Communicator::world();
+    if (comm.rank() == 0)
+      fmt::print("| scaling | ranks | N | N per rank | time [s] | pairs/s | longest wait [s] "
+                 "|\n|---|---|---|---|---|---|---|\n");
+    nlohmann::json out = nlohmann::json::array();
+    const auto run = [&](const char *kind, std::int64_t total) {
+      out.push_back(a.precision == "f64" ? run_case<double>(comm, a, kind, total)
+                                         : run_case<float>(comm, a, kind, total));
+    };
+    if (a.n > 0)
+      run("strong", a.n);
+    if (a.n_per_rank > 0)
+      run("weak", a.n_per_rank * comm.size());
+    if (comm.rank() == 0 && !a.json.empty())
+      std::ofstream(a.json, std::ios::app) << out.dump() << "\n";
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "distributed_bench: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
