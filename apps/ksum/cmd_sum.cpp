@@ -104,6 +104,19 @@ template <class T> void run_harmonic(const SumArgs &a) {
                    t_sum, seconds_since(t0), a.output));
 }
 
+// The options of --kernel, --eps, --gradient, --backend, --threads, --devices, --device-memory.
+DirectOptions direct_options(const SumArgs &a) {
+  DirectOptions opt;
+  opt.kernel = parse_kernel(a.kernel);
+  opt.eps = a.eps;
+  opt.gradient = a.gradient;
+  opt.backend = parse_backend(a.backend);
+  opt.threads = a.threads;
+  opt.devices = a.devices;
+  opt.device_memory_limit = a.device_memory;
+  return opt;
+}
+
 // Under mpirun with several ranks: rank 0 reads the files and scatters contiguous row slices
 // (targets and sources split evenly), DistributedSum passes the source slices around the ranks,
 // rank 0 gathers the sums in the original order and writes the one output file. Every failure
@@ -118,40 +131,24 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
                             "over the ranks) for the kernels of --kernel except harmonic; got "
                             "--method {} --kernel {}: run it without mpirun",
                             P, a.method, a.kernel));
-  DirectOptions opt;
-  opt.kernel = parse_kernel(a.kernel);
-  opt.eps = a.eps;
-  opt.gradient = a.gradient;
-  opt.backend = parse_backend(a.backend);
-  opt.threads = a.threads;
-  opt.devices = a.devices;
-  opt.device_memory_limit = a.device_memory;
-  DistributedSum<T> plan(comm, opt);
+  DistributedSum<T> plan(comm, direct_options(a));
 
   // Rank 0 reads; the shapes go to every rank.
   Table<double> src, tgt, w;
-  bool failed = false;
-  int code = 0;
-  std::string message;
-  if (root) {
-    try {
-      refuse_overwrite(a.output, {&a.sources, &a.targets, &a.weights}, a.force);
-      io::format_from_path(a.output);
-      src = io::read_table(a.sources);
-      if (!a.targets.empty())
-        tgt = io::read_table(a.targets, {.expect_cols = src.cols()});
-      w = io::read_table(a.weights);
-      if (w.rows() != src.rows())
-        throw Error(ErrorCode::shape_mismatch,
-                    fmt::format("{} has {} rows but {} has {} points: one weight row per source",
-                                a.weights, w.rows(), a.sources, src.rows()));
-    } catch (const Error &e) {
-      failed = true;
-      code = static_cast<int>(e.code());
-      message = e.what();
-    }
-  }
-  comm.agree(failed, code, message);
+  comm.agree(capture([&] {
+    if (!root)
+      return;
+    refuse_overwrite(a.output, {&a.sources, &a.targets, &a.weights}, a.force);
+    io::format_from_path(a.output);
+    src = io::read_table(a.sources);
+    if (!a.targets.empty())
+      tgt = io::read_table(a.targets, {.expect_cols = src.cols()});
+    w = io::read_table(a.weights);
+    if (w.rows() != src.rows())
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("{} has {} rows but {} has {} points: one weight row per source",
+                              a.weights, w.rows(), a.sources, src.rows()));
+  }));
   double shape[4] = {double(src.rows()), double(src.cols()),
                      a.targets.empty() ? -1.0 : double(tgt.rows()), double(w.cols())};
   comm.broadcast(shape, 4);
@@ -188,21 +185,15 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
   for (std::int64_t c = 0; c < out.cols(); ++c)
     comm.gatherv(out.data() + c * out.rows(), out.rows(), root ? result.data() + c * m : nullptr,
                  ms);
-  failed = false;
-  if (root) {
-    try {
-      result.names = column_names(nrhs, d, a.gradient);
-      io::write_table(a.output, result,
-                      {.overwrite = a.force,
-                       .significant_digits = sizeof(T) == 4 ? 9 : 17,
-                       .npy_float32 = sizeof(T) == 4});
-    } catch (const Error &e) {
-      failed = true;
-      code = static_cast<int>(e.code());
-      message = e.what();
-    }
-  }
-  comm.agree(failed, code, message);
+  comm.agree(capture([&] {
+    if (!root)
+      return;
+    result.names = column_names(nrhs, d, a.gradient);
+    io::write_table(a.output, result,
+                    {.overwrite = a.force,
+                     .significant_digits = sizeof(T) == 4 ? 9 : 17,
+                     .npy_float32 = sizeof(T) == 4});
+  }));
   const auto &st = plan.stats();
   const double wait = comm.allreduce_max(st.seconds_wait);
   const double pairs = double(m) * double(n - (self ? 1 : 0));
@@ -235,14 +226,7 @@ template <class T> void run_sum(const SumArgs &a) {
                 fmt::format("{} has {} rows but {} has {} points: one weight row per source",
                             a.weights, w.rows(), a.sources, src.rows()));
 
-  DirectOptions opt;
-  opt.kernel = parse_kernel(a.kernel);
-  opt.eps = a.eps;
-  opt.gradient = a.gradient;
-  opt.backend = parse_backend(a.backend);
-  opt.threads = a.threads;
-  opt.devices = a.devices;
-  opt.device_memory_limit = a.device_memory;
+  DirectOptions opt = direct_options(a);
   opt.method = parse_method(a.method);
   opt.tolerance = a.tol;
   opt.fmm_order = a.fmm_order;

@@ -3,15 +3,35 @@
 // distributed direct sum. This header does not include mpi.h: a build without MPI (KSUM_WITH_MPI
 // off) and a process started without mpirun see one rank, and the same code runs unchanged.
 #include <ksum/direct.hpp>
+#include <ksum/error.hpp>
 #include <ksum/table.hpp>
 
 #include <concepts>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ksum {
+
+// What a call threw, kept to be agreed on by every rank (Communicator::agree): nothing, or the
+// ksum::Error's code (ErrorCode::internal for another exception) and message.
+struct Failure {
+  bool failed = false;
+  int code = 0;
+  std::string message;
+};
+template <class F> Failure capture(F &&f) noexcept {
+  try {
+    f();
+    return {};
+  } catch (const Error &e) {
+    return {true, static_cast<int>(e.code()), e.what()};
+  } catch (const std::exception &e) {
+    return {true, static_cast<int>(ErrorCode::internal), e.what()};
+  }
+}
 
 class Communicator {
 public:
@@ -68,6 +88,7 @@ public:
   // every rank throws the same ksum::Error (the failing lowest rank's code and message, prefixed
   // by its rank), so no rank waits forever in the next collective.
   void agree(bool failed, int code, const std::string &message) const;
+  void agree(const Failure &f) const { agree(f.failed, f.code, f.message); }
 
 private:
   int rank_ = 0, size_ = 1, local_rank_ = 0;

@@ -20,25 +20,6 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs f on every rank; an ksum::Error (or other exception) on any rank is thrown on every rank.
-template <class F> void collectively(const Communicator &comm, F &&f) {
-  bool failed = false;
-  int code = 0;
-  std::string message;
-  try {
-    f();
-  } catch (const Error &e) {
-    failed = true;
-    code = static_cast<int>(e.code());
-    message = e.what();
-  } catch (const std::exception &e) {
-    failed = true;
-    code = static_cast<int>(ErrorCode::internal);
-    message = e.what();
-  }
-  comm.agree(failed, code, message);
-}
-
 template <class T> void check_finite(const Table<T> &t, const char *what, int rank) {
   for (std::int64_t c = 0; c < t.cols(); ++c)
     for (std::int64_t i = 0; i < t.rows(); ++i)
@@ -92,7 +73,7 @@ template <std::floating_point T> void DistributedSum<T>::set_points(const Table<
   Impl &im = *impl_;
   im.ready = false;
   const int rank = im.comm.rank();
-  collectively(im.comm, [&] { check_finite(local_sources, "sources", rank); });
+  im.comm.agree(capture([&] { check_finite(local_sources, "sources", rank); }));
   const auto dims = im.comm.allgather(local_sources.cols());
   for (std::size_t r = 0; r < dims.size(); ++r)
     if (dims[r] != dims[0] || dims[r] < 1)
@@ -117,13 +98,13 @@ void DistributedSum<T>::set_points(const Table<T> &local_sources, const Table<T>
   set_points(local_sources);
   im.ready = false;
   const int rank = im.comm.rank();
-  collectively(im.comm, [&] {
+  im.comm.agree(capture([&] {
     if (local_targets.cols() != im.d)
       throw Error(ErrorCode::shape_mismatch,
                   fmt::format("targets of rank {} have {} columns but the sources have {}", rank,
                               local_targets.cols(), im.d));
     check_finite(local_targets, "targets", rank);
-  });
+  }));
   im.tgt = local_targets;
   im.self = false;
   im.total_targets = 0;
@@ -141,13 +122,13 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
   const Communicator &comm = im.comm;
   const int P = comm.size(), rank = comm.rank();
   const std::int64_t d = im.d;
-  collectively(comm, [&] {
+  comm.agree(capture([&] {
     if (local_weights.rows() != im.src.rows())
       throw Error(ErrorCode::shape_mismatch,
                   fmt::format("weights of rank {} have {} rows but its slice has {} sources", rank,
                               local_weights.rows(), im.src.rows()));
     check_finite(local_weights, "weights", rank);
-  });
+  }));
   const auto rhs = comm.allgather(local_weights.cols());
   for (std::size_t r = 0; r < rhs.size(); ++r)
     if (rhs[r] != rhs[0] || rhs[r] < 1)
@@ -198,10 +179,7 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
       st.bytes_sent += 8.0 * static_cast<double>(n * width);
     }
     const auto tc = std::chrono::steady_clock::now();
-    bool failed = false;
-    int code = 0;
-    std::string message;
-    try {
+    const Failure failure = capture([&] {
       if (m > 0 && n > 0) {
         DirectSum<T> plan(o);
         Table<T> w(n, nrhs, Uninitialized{});
@@ -225,21 +203,13 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
         for (std::int64_t k = 0; k < m * out_cols; ++k)
           o_data[k] += p_data[k];
       }
-    } catch (const Error &e) {
-      failed = true;
-      code = static_cast<int>(e.code());
-      message = e.what();
-    } catch (const std::exception &e) {
-      failed = true;
-      code = static_cast<int>(ErrorCode::internal);
-      message = e.what();
-    }
+    });
     st.seconds_compute += since(tc);
     const auto tw = std::chrono::steady_clock::now();
     ex.wait();
     st.seconds_wait += since(tw);
     // A failure on one rank (e.g. out of GPU memory) reaches every rank before the next step.
-    comm.agree(failed, code, message);
+    comm.agree(failure);
     std::swap(cur, next);
     if (im.opt.progress)
       im.opt.progress(double(s + 1) / P);
