@@ -5,6 +5,8 @@
 // single-process DirectSum<double> over all the data: equal to 1e-12 of the largest |u| in double
 // (the ranks' partial sums are added block by block), 2e-5 in float. Then bad input on one rank
 // must give every rank the same error, and no rank may hang.
+#include "support/reference.hpp"
+
 #include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 
@@ -27,16 +29,6 @@ void check(bool ok, const std::string &what, int rank) {
     std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
     ++failures;
   }
-}
-
-Table<double> random_table(std::int64_t rows, std::int64_t cols, std::uint64_t seed, double lo,
-                           double hi) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Table<double> t(rows, cols);
-  for (std::int64_t k = 0; k < rows * cols; ++k)
-    t.data()[k] = u(rng);
-  return t;
 }
 
 // Uneven cuts of `total` rows over P ranks: shares ∝ 1, 2, …, P, with rank `empty` (if ≥ 0) given
@@ -67,8 +59,9 @@ template <class T>
 void compare(const Communicator &comm, const char *name, Kernel kernel, double eps, bool gradient,
              bool separate, std::int64_t n, std::int64_t m, std::int64_t nrhs, double tol) {
   const int P = comm.size(), rank = comm.rank();
-  const auto src = random_table(n, 3, 11, 0, 1), tgt = random_table(m, 3, 12, -0.5, 1.5);
-  const auto w = random_table(n, nrhs, 13, -1, 1);
+  const auto src = test::random_points(n, 3, 11, 0, 1),
+             tgt = test::random_points(m, 3, 12, -0.5, 1.5);
+  const auto w = test::random_points(n, nrhs, 13, -1, 1);
   const auto sc = cuts(n, P, P >= 3 ? P - 1 : -1);
   const auto tc = separate ? cuts(m, P, P >= 3 ? 0 : -1) : sc;
   const auto r = static_cast<std::size_t>(rank);
@@ -154,7 +147,7 @@ int main() {
     // Bad input on the last rank only: every rank gets its error.
     {
       DistributedSum<double> bad(comm, DirectOptions{});
-      Table<double> pts = random_table(10, 3, 20 + rank, 0, 1);
+      Table<double> pts = test::random_points(10, 3, 20 + rank, 0, 1);
       if (rank == P - 1)
         pts(3, 1) = std::numeric_limits<double>::quiet_NaN();
       expect_agreed_error(comm, "NaN on the last rank", ErrorCode::invalid_argument,
