@@ -126,11 +126,12 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
   const int P = comm.size(), rank = comm.rank();
   const bool root = rank == 0;
   if (a.kernel == "harmonic" || a.kernel == "biot-savart" || a.method != "direct")
-    throw Error(ErrorCode::unsupported,
-                fmt::format("under mpirun ({} ranks) ksum sum runs --method direct (every pair, "
-                            "over the ranks) for the kernels of --kernel except harmonic; got "
-                            "--method {} --kernel {}: run it without mpirun",
-                            P, a.method, a.kernel));
+    throw AgreedError(
+        ErrorCode::unsupported, // the same arguments on every rank
+        fmt::format("under mpirun ({} ranks) ksum sum runs --method direct (every pair, "
+                    "over the ranks) for the kernels of --kernel except harmonic; got "
+                    "--method {} --kernel {}: run it without mpirun",
+                    P, a.method, a.kernel));
   DistributedSum<T> plan(comm, direct_options(a));
 
   // Rank 0 reads; the shapes go to every rank.

@@ -32,10 +32,7 @@ void refuse_overwrite(const std::string &output, std::initializer_list<const std
 }
 
 bool mpi_worker() {
-  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char *r = std::getenv(v))
-      return std::string(r) != "0";
-  return false;
+  return mpi_rank() != 0;
 }
 
 int mpi_ranks() {
@@ -43,6 +40,22 @@ int mpi_ranks() {
     if (const char *n = std::getenv(v))
       return std::max(1, std::atoi(n));
   return 1;
+}
+
+int mpi_rank() {
+  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *r = std::getenv(v))
+      return std::atoi(r);
+  return 0;
+}
+
+int exit_code(int rc) {
+  if (rc != 0 && mpi_ranks() > 1) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(rc);
+  }
+  return rc;
 }
 
 void note(const std::string &line) {

@@ -47,8 +47,13 @@ void note(const std::string &line);
 // A rank other than 0 of a run under mpirun (from the launcher's environment, before MPI starts):
 // it draws no progress and prints no error (rank 0 prints the one every rank agreed on).
 bool mpi_worker();
-// The number of ranks of the launch (1 when not started by mpirun).
+// The number of ranks of the launch (1 when not started by mpirun), and this process's rank.
 int mpi_ranks();
+int mpi_rank();
+// main's exit status `rc`. Under mpirun with several ranks a failing process leaves at once,
+// without MPI_Finalize: a rank whose error the others did not share would otherwise wait in
+// MPI_Finalize for ranks that wait for it, and mpirun ends the job when a rank exits non-zero.
+int exit_code(int rc);
 
 void register_info(CLI::App &app);
 void register_sum(CLI::App &app);

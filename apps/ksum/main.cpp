@@ -2,6 +2,7 @@
 #include "common.hpp"
 
 #include <ksum/device.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 
 #include <fmt/format.h>
@@ -53,14 +54,20 @@ int main(int argc, char **argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
-  } catch (const ksum::Error &e) {
+  } catch (const ksum::AgreedError &e) {
     // Under mpirun every rank throws the error the ranks agreed on; rank 0 prints it.
     if (!ksum::cli::mpi_worker())
       fmt::print(stderr, "ksum: error: {}\n", e.what());
-    return 1;
+    return ksum::cli::exit_code(1);
+  } catch (const ksum::Error &e) {
+    if (ksum::cli::mpi_ranks() > 1)
+      fmt::print(stderr, "ksum: error (rank {}): {}\n", ksum::cli::mpi_rank(), e.what());
+    else
+      fmt::print(stderr, "ksum: error: {}\n", e.what());
+    return ksum::cli::exit_code(1);
   } catch (const std::exception &e) {
     fmt::print(stderr, "ksum: internal error: {}\n", e.what());
-    return 3;
+    return ksum::cli::exit_code(3);
   }
   return 0;
 }

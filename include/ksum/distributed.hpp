@@ -33,6 +33,13 @@ template <class F> Failure capture(F &&f) noexcept {
   }
 }
 
+// What every rank of a communicator throws after Communicator::agree(): the same error on all of
+// them (a program prints rank 0's copy; an Error that is not an AgreedError happened on one rank).
+class AgreedError : public Error {
+public:
+  using Error::Error;
+};
+
 class Communicator {
 public:
   // MPI_COMM_WORLD when this build has MPI and the process was started by a launcher (mpirun,
@@ -42,7 +49,9 @@ public:
   static Communicator self();
   // A communicator of the caller's, by its Fortran handle: MPI_Comm_c2f(comm) in C or C++,
   // comm.py2f() in mpi4py (the handle keeps this header free of mpi.h and of one MPI's types).
-  // MPI must be initialised. Throws unsupported in a build without MPI.
+  // MPI must be initialised. ksum works on a duplicate (MPI_Comm_dup, freed with the last copy of
+  // this object), so its messages never mix with the caller's. world() and this are collective
+  // over the communicator. Throws unsupported in a build without MPI.
   static Communicator from_fortran_handle(int handle);
 
   int rank() const { return rank_; }
@@ -89,11 +98,15 @@ public:
   // by its rank), so no rank waits forever in the next collective.
   void agree(bool failed, int code, const std::string &message) const;
   void agree(const Failure &f) const { agree(f.failed, f.code, f.message); }
+  // Ends every process of the launch now (MPI_Abort on MPI_COMM_WORLD when MPI is running, else
+  // this process): for an error the ranks did not agree on, which would leave the others waiting.
+  [[noreturn]] static void abort_all(int code);
 
 private:
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   bool mpi_ = false;
-  int handle_ = 0; // the communicator's Fortran handle (with mpi_)
+  int handle_ = 0;              // the duplicate's Fortran handle (with mpi_)
+  std::shared_ptr<void> owner_; // frees the duplicate
 };
 
 bool mpi_enabled(); // built with MPI
@@ -127,7 +140,8 @@ public:
   DistributedSum &operator=(DistributedSum &&) noexcept;
 
   // Targets are the sources on every rank; the global self term j = i is left out. Every rank's
-  // slice has the same number of columns (the dimension), even with zero rows.
+  // slice has the same number of columns (the dimension), even with zero rows, and every rank
+  // calls the same overload (a rank without targets of its own passes a table of 0 rows).
   void set_points(const Table<T> &local_sources);
   void set_points(const Table<T> &local_sources, const Table<T> &local_targets);
   // local_weights: one row per local source, the same number of columns on every rank. Returns one
@@ -138,6 +152,7 @@ public:
   const Communicator &communicator() const;
 
 private:
+  void set(const Table<T> &local_sources, const Table<T> *local_targets);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

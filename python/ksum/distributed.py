@@ -2,12 +2,14 @@
 and of the targets and gets its targets' sums over all sources of all processes."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
-from ._errors import InputError
+from ._errors import Error, InputError
 
 __all__ = ["DistributedSum", "mpi_built"]
 
@@ -20,6 +22,25 @@ def mpi_built() -> bool:
     True
     """
     return bool(_ksum.mpi_built())
+
+
+_hooked = False
+
+
+def _abort_on_uncaught():
+    """An exception that ends one process of an MPI job would leave the others waiting (and that
+    process in MPI_Finalize): after the traceback, every process of the job is ended."""
+    global _hooked
+    if _hooked:
+        return
+    _hooked = True
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        _ksum.mpi_abort(1)
+
+    sys.excepthook = hook
 
 
 def _comm_args(comm):
@@ -77,6 +98,8 @@ class DistributedSum:
         self._plan = cls(which, handle, str(kernel), float(eps), self.gradient, str(backend),
                          int(threads), list(devices or []))
         self._d = None
+        if self._plan.size > 1:
+            _abort_on_uncaught()
 
     @property
     def rank(self) -> int:
@@ -96,9 +119,12 @@ class DistributedSum:
     def set_points(self, sources: ArrayLike, targets: ArrayLike | None = None) -> "DistributedSum":
         """This process's sources (n_r, d) and targets (m_r, d); without targets the targets are
         the sources on every process and the self term j = i is left out. Returns the plan."""
-        src = A.host_matrix(sources, "sources", self._dtype)
-        tgt = None if targets is None else A.host_matrix(targets, "targets", self._dtype,
-                                                         cols=src.shape[1])
+        try:
+            src = A.host_matrix(sources, "sources", self._dtype)
+            tgt = None if targets is None else A.host_matrix(targets, "targets", self._dtype,
+                                                             cols=src.shape[1])
+        except Error as e:  # raised on every process (the others are in set_points)
+            self._plan.fail(str(e))
         self._plan.set_points(src, tgt)
         self._d = src.shape[1]
         return self
@@ -108,7 +134,10 @@ class DistributedSum:
         gradient the pair (u, grad), grad (m_r, d) or (m_r, r, d)."""
         if self._d is None:
             raise InputError("set_points() must be called before summing", "invalid_argument")
-        w = A.host_matrix(weights, "weights", self._dtype, vector_ok=True)
+        try:
+            w = A.host_matrix(weights, "weights", self._dtype, vector_ok=True)
+        except Error as e:  # raised on every process (the others are in the call)
+            self._plan.fail(str(e))
         vector = np.ndim(weights) == 1
         out = self._plan.execute(w)
         nrhs, d = w.shape[1], self._d

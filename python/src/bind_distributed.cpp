@@ -84,6 +84,13 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
             return to_numpy(std::move(out));
           },
           nb::arg("weights").noconvert())
+      .def(
+          "fail",
+          [](const Plan &p, const std::string &message) {
+            // This rank's argument error, agreed with the other ranks' next collective call.
+            p.communicator().agree(true, static_cast<int>(ErrorCode::invalid_argument), message);
+          },
+          nb::arg("message"))
       .def_prop_ro("rank", [](const Plan &p) { return p.communicator().rank(); })
       .def_prop_ro("size", [](const Plan &p) { return p.communicator().size(); })
       .def_prop_ro("stats", [](const Plan &p) { return stats_dict(p.stats()); });
@@ -95,6 +102,9 @@ void bind_distributed(nb::module_ &m) {
   bind_plan<float>(m, "DistributedSumF32");
   bind_plan<double>(m, "DistributedSumF64");
   m.def("mpi_built", &mpi_enabled, "Whether this build runs over MPI ranks.");
+  m.def(
+      "mpi_abort", [](int code) { Communicator::abort_all(code); }, nb::arg("code"),
+      "Ends every process of the launch (MPI_Abort).");
 }
 
 } // namespace ksum::py

@@ -74,9 +74,30 @@ _SCRIPT = textwrap.dedent("""
     tc = [0, 200, 267, 400][: P + 1] if P == 3 else np.linspace(0, 400, P + 1).astype(int)
     u, g = plan.set_points(x[sc[r]:sc[r + 1]], y[tc[r]:tc[r + 1]])(w[sc[r]:sc[r + 1]])
     ref_u, ref_g = ksum.DirectSum("gaussian", 3.0, backend="cpu").set_points(x, y)(w, gradient=True)
+    assert np.isfinite(u).all() and np.isfinite(g).all(), r
     err = max(np.abs(u - ref_u[tc[r]:tc[r + 1]]).max(initial=0) / np.abs(ref_u).max(),
               np.abs(g - ref_g[tc[r]:tc[r + 1]]).max(initial=0) / np.abs(ref_g).max())
     assert err <= 1e-12, (r, err)
+    # Targets of a wrong shape on rank 1 only (checked in Python there): every rank gets the error.
+    try:
+        plan.set_points(x[:5], np.zeros((5, 2)) if r == 1 else y[:5])
+        raise SystemExit(f"rank {r}: no error for rank 1's targets")
+    except ksum.InputError as e:
+        assert "rank 1:" in str(e) and "targets" in str(e), str(e)
+    if use_mpi4py:  # a sub-communicator: ranks 0 and 2 together, rank 1 alone
+        sub = comm.Split(r % 2, r)
+        part = ksum.DistributedSum("laplace", comm=sub, backend="cpu")
+        assert (part.size, part.rank) == ((2, r // 2) if r % 2 == 0 else (1, 0)), (part.size, r)
+        mine = x[r * 100:(r + 1) * 100]
+        got = part.set_points(mine)(w[r * 100:(r + 1) * 100, 0])
+        group = [0, 2] if r % 2 == 0 else [1]
+        xs = np.vstack([x[k * 100:(k + 1) * 100] for k in group])
+        ws = np.concatenate([w[k * 100:(k + 1) * 100, 0] for k in group])
+        want = ksum.DirectSum("laplace", backend="cpu").set_points(xs)(ws)
+        at = group.index(r) * 100
+        assert np.abs(got - want[at:at + 100]).max() <= 1e-12 * np.abs(want).max(), r
+        sub.Free()  # ksum keeps its own duplicate
+        assert np.isfinite(part(w[r * 100:(r + 1) * 100, 0])).all()
     # NaN in the last rank's sources: every rank gets the error.
     bad = x[sc[r]:sc[r + 1]].copy()
     if r == P - 1:

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <utility>
 
 namespace ksum {
@@ -45,19 +46,22 @@ template <std::floating_point T>
 DistributedSum<T>::DistributedSum(Communicator comm, DirectOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->comm = std::move(comm);
-  if (options.method != Method::direct)
-    throw Error(
-        ErrorCode::unsupported,
-        fmt::format("DistributedSum: method {} is not distributed; use method direct (every "
-                    "pair, over the ranks) or run the {} in one process",
-                    to_string(options.method), to_string(options.method)));
-  // One GPU per rank by default: the rank's index on its host modulo the host's GPUs.
-  if (options.devices.empty() && options.backend != Backend::cpu && impl_->comm.distributed()) {
-    const auto g = gpus();
-    if (!g.empty())
-      options.devices = {g[static_cast<std::size_t>(impl_->comm.local_rank()) % g.size()].id};
-  }
-  DirectSum<T> check(options); // validates the options (the same on every rank)
+  // Agreed: a rank whose options fail (no GPU on its host, a bad device id) fails every rank.
+  impl_->comm.agree(capture([&] {
+    if (options.method != Method::direct)
+      throw Error(
+          ErrorCode::unsupported,
+          fmt::format("DistributedSum: method {} is not distributed; use method direct (every "
+                      "pair, over the ranks) or run the {} in one process",
+                      to_string(options.method), to_string(options.method)));
+    // One GPU per rank by default: the rank's index on its host modulo the host's GPUs.
+    if (options.devices.empty() && options.backend != Backend::cpu && impl_->comm.distributed()) {
+      const auto g = gpus();
+      if (!g.empty())
+        options.devices = {g[static_cast<std::size_t>(impl_->comm.local_rank()) % g.size()].id};
+    }
+    DirectSum<T> check(options); // validates the options
+  }));
   impl_->opt = std::move(options);
   impl_->stats.ranks = impl_->comm.size();
   impl_->stats.rank = impl_->comm.rank();
@@ -70,46 +74,69 @@ template <std::floating_point T>
 DistributedSum<T> &DistributedSum<T>::operator=(DistributedSum &&) noexcept = default;
 
 template <std::floating_point T> void DistributedSum<T>::set_points(const Table<T> &local_sources) {
-  Impl &im = *impl_;
-  im.ready = false;
-  const int rank = im.comm.rank();
-  im.comm.agree(capture([&] { check_finite(local_sources, "sources", rank); }));
-  const auto dims = im.comm.allgather(local_sources.cols());
-  for (std::size_t r = 0; r < dims.size(); ++r)
-    if (dims[r] != dims[0] || dims[r] < 1)
-      throw Error(ErrorCode::shape_mismatch,
-                  fmt::format("sources: rank 0 has {} columns and rank {} has {}: every rank's "
-                              "slice needs the same dimension ≥ 1 (0 rows are fine)",
-                              dims[0], r, dims[r]));
-  im.src = local_sources;
-  im.tgt = Table<T>();
-  im.self = true;
-  im.d = dims[0];
-  im.counts = im.comm.allgather(local_sources.rows());
-  im.total_targets = 0;
-  for (auto c : im.counts)
-    im.total_targets += c;
-  im.ready = true;
+  set(local_sources, nullptr);
 }
 
 template <std::floating_point T>
 void DistributedSum<T>::set_points(const Table<T> &local_sources, const Table<T> &local_targets) {
+  set(local_sources, &local_targets);
+}
+
+template <std::floating_point T>
+void DistributedSum<T>::set(const Table<T> &local_sources, const Table<T> *local_targets) {
   Impl &im = *impl_;
-  set_points(local_sources);
   im.ready = false;
-  const int rank = im.comm.rank();
-  im.comm.agree(capture([&] {
-    if (local_targets.cols() != im.d)
-      throw Error(ErrorCode::shape_mismatch,
-                  fmt::format("targets of rank {} have {} columns but the sources have {}", rank,
-                              local_targets.cols(), im.d));
-    check_finite(local_targets, "targets", rank);
+  const Communicator &comm = im.comm;
+  const int rank = comm.rank();
+  comm.agree(capture([&] {
+    check_finite(local_sources, "sources", rank);
+    if (local_targets) {
+      if (local_targets->cols() != local_sources.cols())
+        throw Error(ErrorCode::shape_mismatch,
+                    fmt::format("targets of rank {} have {} columns but its sources have {}", rank,
+                                local_targets->cols(), local_sources.cols()));
+      check_finite(*local_targets, "targets", rank);
+    }
   }));
-  im.tgt = local_targets;
-  im.self = false;
+  // Every rank the same dimension and the same kind of call (with or without targets).
+  const auto dims = comm.allgather(local_sources.cols());
+  const auto separate = comm.allgather(local_targets ? 1 : 0);
+  for (std::size_t r = 0; r < dims.size(); ++r) {
+    if (dims[r] != dims[0] || dims[r] < 1)
+      throw AgreedError(
+          ErrorCode::shape_mismatch,
+          fmt::format("sources: rank 0 has {} columns and rank {} has {}: every rank's "
+                      "slice needs the same dimension ≥ 1 (0 rows are fine)",
+                      dims[0], r, dims[r]));
+    if (separate[r] != separate[0])
+      throw AgreedError(ErrorCode::invalid_argument,
+                        fmt::format("set_points: rank 0 gave {} and rank {} {}: every rank passes "
+                                    "targets (an empty table for none of its own) or none does",
+                                    separate[0] ? "targets" : "no targets", r,
+                                    separate[r] ? "targets" : "none"));
+  }
+  im.counts = comm.allgather(local_sources.rows());
+  const auto m = local_targets ? comm.allgather(local_targets->rows()) : im.counts;
+  im.d = dims[0];
+  im.self = local_targets == nullptr;
   im.total_targets = 0;
-  for (auto m : im.comm.allgather(local_targets.rows()))
-    im.total_targets += m;
+  for (auto c : m)
+    im.total_targets += c;
+  // Each block travels as one MPI message of n · (d + rhs) doubles (checked again with the
+  // number of right-hand sides in execute).
+  for (std::size_t r = 0; r < im.counts.size(); ++r)
+    if (im.counts[r] * (im.d + 1) > std::numeric_limits<int>::max())
+      throw AgreedError(
+          ErrorCode::unsupported,
+          fmt::format("rank {} holds {} sources of dimension {}: a block travels as one MPI "
+                      "message of at most {} values; use more ranks",
+                      r, im.counts[r], im.d, std::numeric_limits<int>::max()));
+  // The tables are copied after the collectives: a rank that runs out of memory here fails
+  // alone, so the copies are agreed too.
+  comm.agree(capture([&] {
+    im.src = local_sources;
+    im.tgt = local_targets ? *local_targets : Table<T>();
+  }));
   im.ready = true;
 }
 
@@ -132,22 +159,34 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
   const auto rhs = comm.allgather(local_weights.cols());
   for (std::size_t r = 0; r < rhs.size(); ++r)
     if (rhs[r] != rhs[0] || rhs[r] < 1)
-      throw Error(ErrorCode::shape_mismatch,
-                  fmt::format("weights: rank 0 has {} columns and rank {} has {}: every rank needs "
-                              "the same number of right-hand sides ≥ 1",
-                              rhs[0], r, rhs[r]));
+      throw AgreedError(
+          ErrorCode::shape_mismatch,
+          fmt::format("weights: rank 0 has {} columns and rank {} has {}: every rank needs "
+                      "the same number of right-hand sides ≥ 1",
+                      rhs[0], r, rhs[r]));
   const std::int64_t nrhs = rhs[0], width = d + nrhs;
   const Table<T> &targets = im.self ? im.src : im.tgt;
   const std::int64_t m = targets.rows();
   const std::int64_t out_cols = im.opt.gradient ? nrhs * (1 + d) : nrhs;
-  Table<T> out(m, out_cols);
-
   std::int64_t biggest = 0;
   for (auto c : im.counts)
     biggest = std::max(biggest, c);
-  // The travelling block and the one arriving, as doubles.
-  std::vector<double> cur(static_cast<std::size_t>(biggest * width)),
-      next(static_cast<std::size_t>(biggest * width));
+  if (biggest * width > std::numeric_limits<int>::max()) // every rank knows the counts
+    throw AgreedError(
+        ErrorCode::unsupported,
+        fmt::format("a rank holds {} sources with {} coordinates and {} right-hand sides: "
+                    "a block travels as one MPI message of at most {} values; use more "
+                    "ranks or fewer right-hand sides per call",
+                    biggest, d, nrhs, std::numeric_limits<int>::max()));
+  // The result and the travelling block and the one arriving, as doubles (agreed: a rank may
+  // run out of memory alone).
+  Table<T> out;
+  std::vector<double> cur, next;
+  comm.agree(capture([&] {
+    out = Table<T>(m, out_cols);
+    cur.resize(static_cast<std::size_t>(biggest * width));
+    next.resize(static_cast<std::size_t>(biggest * width));
+  }));
   const std::int64_t n0 = im.src.rows();
   for (std::int64_t c = 0; c < d; ++c)
     for (std::int64_t i = 0; i < n0; ++i)
@@ -174,8 +213,9 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
     if (s + 1 < P) {
       const int from = (rank - s - 1 + 2 * P) % P;
       const std::int64_t n_next = im.counts[static_cast<std::size_t>(from)];
+      // One tag for all steps: MPI keeps the order of messages between two ranks.
       ex = comm.start_exchange(cur.data(), n * width, (rank + 1) % P, next.data(), n_next * width,
-                               (rank - 1 + P) % P, s);
+                               (rank - 1 + P) % P);
       st.bytes_sent += 8.0 * static_cast<double>(n * width);
     }
     const auto tc = std::chrono::steady_clock::now();
@@ -211,8 +251,8 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
     // A failure on one rank (e.g. out of GPU memory) reaches every rank before the next step.
     comm.agree(failure);
     std::swap(cur, next);
-    if (im.opt.progress)
-      im.opt.progress(double(s + 1) / P);
+    if (im.opt.progress) // a callback that throws on one rank throws on all
+      comm.agree(capture([&] { im.opt.progress(double(s + 1) / P); }));
   }
   st.seconds_execute = since(t0);
   im.stats = st;

@@ -5,12 +5,17 @@
 #include <ksum/error.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #ifdef KSUM_HAVE_MPI
+// The C API only (no libmpi_cxx for programs that link libksum).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
@@ -113,7 +118,9 @@ Communicator Communicator::world() {
     if (!launched_by_mpirun())
       return c;
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
+    // Serialized: one thread at a time may call MPI (a Python caller may use several threads; the
+    // OpenMP threads never do).
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "init");
     std::atexit([] {
       int finalised = 0;
       MPI_Finalized(&finalised);
@@ -141,15 +148,30 @@ Communicator Communicator::from_fortran_handle(int handle) {
         ErrorCode::invalid_argument,
         fmt::format("Communicator::from_fortran_handle: handle {} is MPI_COMM_NULL", handle));
   Communicator c;
-  check(MPI_Comm_rank(comm, &c.rank_), "comm_rank");
-  check(MPI_Comm_size(comm, &c.size_), "comm_size");
+  // ksum talks on a duplicate (collective), so its messages never meet the caller's (a pending
+  // MPI_ANY_TAG receive) and the caller may free theirs; the last copy of c frees the duplicate.
+  auto *dup = new MPI_Comm(MPI_COMM_NULL);
+  if (MPI_Comm_dup(comm, dup) != MPI_SUCCESS) {
+    delete dup;
+    throw Error(ErrorCode::internal, "MPI comm_dup failed");
+  }
+  c.owner_ = std::shared_ptr<void>(dup, [](void *p) {
+    auto *d = static_cast<MPI_Comm *>(p);
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (!finalised && *d != MPI_COMM_NULL)
+      MPI_Comm_free(d);
+    delete d;
+  });
+  check(MPI_Comm_rank(*dup, &c.rank_), "comm_rank");
+  check(MPI_Comm_size(*dup, &c.size_), "comm_size");
   MPI_Comm local = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c.rank_, MPI_INFO_NULL, &local),
+  check(MPI_Comm_split_type(*dup, MPI_COMM_TYPE_SHARED, c.rank_, MPI_INFO_NULL, &local),
         "comm_split_type");
   check(MPI_Comm_rank(local, &c.local_rank_), "comm_rank");
   MPI_Comm_free(&local);
   c.mpi_ = true;
-  c.handle_ = handle;
+  c.handle_ = static_cast<int>(MPI_Comm_c2f(*dup));
   return c;
 #else
   (void)handle;
@@ -268,10 +290,23 @@ Communicator::Exchange Communicator::start_exchange(const double *send, std::int
   return e;
 }
 
+void Communicator::abort_all(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+#ifdef KSUM_HAVE_MPI
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (initialised && !finalised)
+    MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::_Exit(code);
+}
+
 void Communicator::agree(bool failed, int code, const std::string &message) const {
   if (!mpi_ || size_ == 1) {
     if (failed)
-      throw Error(static_cast<ErrorCode>(code), message);
+      throw AgreedError(static_cast<ErrorCode>(code), message);
     return;
   }
 #ifdef KSUM_HAVE_MPI
@@ -284,7 +319,7 @@ void Communicator::agree(bool failed, int code, const std::string &message) cons
   check(MPI_Bcast(info, 2, MPI_INT, first, KSUM_COMM), "broadcast");
   std::string text = rank_ == first ? message : std::string(static_cast<std::size_t>(info[1]), ' ');
   check(MPI_Bcast(text.data(), info[1], MPI_CHAR, first, KSUM_COMM), "broadcast");
-  throw Error(static_cast<ErrorCode>(info[0]), fmt::format("rank {}: {}", first, text));
+  throw AgreedError(static_cast<ErrorCode>(info[0]), fmt::format("rank {}: {}", first, text));
 #endif
 }
 

@@ -21,11 +21,13 @@ points 123 5 3 0.2 > t.csv
 fail=0
 # max |a − b| / max |a| over two CSV files with a header line.
 compare() {
+  # A value that is not a finite number (nan, inf) fails: awk would read it as 0.
   paste -d, "$1" "$2" | awk -F, -v tol="$3" -v what="$4" 'NR > 1 { h = NF / 2;
+    for (k = 1; k <= 2 * h; k++) if ($k !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$/) bad = bad " " $k;
     for (k = 1; k <= h; k++) { a = $k; b = $(k + h); d = a - b; if (d < 0) d = -d; if (a < 0) a = -a;
       if (d > dm) dm = d; if (a > am) am = a } }
     END { r = am > 0 ? dm / am : dm; printf "%s: max relative difference %.3g\n", what, r;
-      if (NR < 2 || r > tol) { print "FAILED: " what; exit 1 } }' || fail=1
+      if (NR < 2 || r > tol || bad != "") { print "FAILED: " what bad; exit 1 } }' || fail=1
 }
 "$K" -q sum --kernel laplace --sources p.csv --weights q.csv --backend cpu -o u1.csv
 "$K" -q sum --kernel gaussian --eps 3 --gradient --sources p.csv --targets t.csv --weights q.csv \

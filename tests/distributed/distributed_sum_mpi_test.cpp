@@ -95,11 +95,13 @@ void compare(const Communicator &comm, const char *name, Kernel kernel, double e
     double scale = 0, diff = 0;
     for (std::int64_t i = 0; i < want.rows(); ++i)
       scale = std::max(scale, std::abs(want(i, c)));
-    for (std::int64_t i = 0; i < got.rows(); ++i)
-      diff = std::max(diff, std::abs(double(got(i, c)) - want(tc[r] + i, c)));
+    for (std::int64_t i = 0; i < got.rows(); ++i) {
+      const double e = std::abs(double(got(i, c)) - want(tc[r] + i, c));
+      diff = std::isfinite(e) ? std::max(diff, e) : std::numeric_limits<double>::infinity();
+    }
     worst = std::max(worst, diff / scale);
   }
-  check(worst <= tol,
+  check(worst <= tol && std::isfinite(worst),
         fmt::format("{}: max |u − u_ref| / max |u_ref| = {:.3g} > {:.1g}", name, worst, tol), rank);
   const auto &st = dist.stats();
   check(st.ranks == P && st.total_sources == n && st.total_targets == (separate ? m : n),
@@ -111,7 +113,8 @@ void compare(const Communicator &comm, const char *name, Kernel kernel, double e
                 tol);
 }
 
-// f must throw the same ksum::Error on every rank: its code, and a message containing `text`.
+// f must throw the same ksum::AgreedError on every rank: its code, and a message containing
+// `text`.
 template <class F>
 void expect_agreed_error(const Communicator &comm, const char *name, ErrorCode code,
                          const std::string &text, F &&f) {
@@ -119,9 +122,11 @@ void expect_agreed_error(const Communicator &comm, const char *name, ErrorCode c
   try {
     f();
     check(false, fmt::format("{}: no error", name), rank);
-  } catch (const Error &e) {
+  } catch (const AgreedError &e) {
     check(e.code() == code && std::string(e.what()).find(text) != std::string::npos,
           fmt::format("{}: got '{}'", name, e.what()), rank);
+  } catch (const Error &e) { // thrown on this rank alone: the others could be waiting
+    check(false, fmt::format("{}: not an AgreedError: '{}'", name, e.what()), rank);
   }
 }
 
@@ -167,6 +172,38 @@ int main() {
       else
         expect_agreed_error(comm, "zero columns", ErrorCode::shape_mismatch, "dimension ≥ 1",
                             [&] { bad.set_points(Table<double>(4, 0)); });
+    }
+    // Ranks that disagree: targets on one rank, none on the others.
+    if (P > 1) {
+      DistributedSum<double> mixed(comm, DirectOptions{});
+      const auto pts = test::random_points(6, 3, 30 + rank, 0, 1);
+      expect_agreed_error(comm, "targets on one rank only", ErrorCode::invalid_argument,
+                          "every rank passes targets", [&] {
+                            if (rank == P - 1)
+                              mixed.set_points(pts, pts);
+                            else
+                              mixed.set_points(pts);
+                          });
+    }
+    // Options that fail on one rank only (a bad thread count there), and a progress callback that
+    // throws on one rank in the middle of the ring.
+    {
+      DirectOptions o;
+      o.threads = rank == P - 1 ? -5 : 0;
+      expect_agreed_error(comm, "options failing on the last rank", ErrorCode::invalid_argument,
+                          P > 1 ? fmt::format("rank {}: threads must be", P - 1)
+                                : std::string("threads must be"),
+                          [&] { DistributedSum<double> d(comm, o); });
+      DirectOptions p;
+      p.progress = [&](double f) {
+        if (rank == 0 && f >= 0.5)
+          throw Error(ErrorCode::invalid_argument, "the progress callback gave up");
+      };
+      DistributedSum<double> d(comm, p);
+      d.set_points(test::random_points(20, 3, 40 + rank, 0, 1));
+      expect_agreed_error(comm, "progress callback throwing on rank 0", ErrorCode::invalid_argument,
+                          "the progress callback gave up",
+                          [&] { (void)d.execute(Table<double>(20, 1, 1.0)); });
     }
     DirectOptions fmm;
     fmm.method = Method::fmm;
