@@ -4,6 +4,7 @@
 #include "common.hpp"
 
 #include <ksum/datasets.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 #include <ksum/global.hpp>
 #include <ksum/io.hpp>
@@ -132,9 +133,13 @@ void run_global(const InterpArgs &a, const PumOptions &common, const Table<doubl
                    a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
-void run_interpolate(const InterpArgs &a) {
+// The data and evaluation points of the command line: --data split into coordinates x and values
+// f, the points y of --eval or --grid (over x's box); the output and plot checked first.
+struct Inputs {
+  Table<double> table, x, f, y;
+};
+Inputs read_inputs(const InterpArgs &a) {
   namespace fs = std::filesystem;
-  const auto t0 = std::chrono::steady_clock::now();
   refuse_overwrite(a.output, {&a.data, &a.eval}, a.force);
   io::format_from_path(a.output);
   if (!a.plot.empty()) {
@@ -148,14 +153,18 @@ void run_interpolate(const InterpArgs &a) {
   if (a.eval.empty() == a.grid.empty())
     throw Error(ErrorCode::invalid_argument, "give exactly one of --eval FILE and --grid N1xN2…");
 
-  const auto table = io::read_table(a.data);
+  Inputs in;
+  in.table = io::read_table(a.data);
+  const Table<double> &table = in.table;
   const std::int64_t dim = a.dim > 0 ? a.dim : table.cols() - 1;
   if (dim < 1 || dim >= table.cols())
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("{} has {} columns: need d coordinate columns (--dim {}) and at least "
                             "one value column",
                             a.data, table.cols(), dim));
-  Table<double> x(table.rows(), dim), f(table.rows(), table.cols() - dim);
+  Table<double> &x = in.x, &f = in.f;
+  x = Table<double>(table.rows(), dim);
+  f = Table<double>(table.rows(), table.cols() - dim);
   for (std::int64_t i = 0; i < table.rows(); ++i) {
     for (std::int64_t k = 0; k < dim; ++k)
       x(i, k) = table(i, k);
@@ -163,6 +172,30 @@ void run_interpolate(const InterpArgs &a) {
       f(i, q) = table(i, dim + q);
   }
 
+  Table<double> &y = in.y;
+  if (!a.eval.empty()) {
+    y = io::read_table(a.eval, {.expect_cols = dim});
+  } else {
+    const auto counts = parse_grid(a.grid, dim);
+    std::vector<double> lo(dim), hi(dim);
+    for (std::int64_t k = 0; k < dim; ++k) {
+      lo[k] = hi[k] = x(0, k);
+      for (std::int64_t i = 0; i < x.rows(); ++i) {
+        lo[k] = std::min(lo[k], x(i, k));
+        hi[k] = std::max(hi[k], x(i, k));
+      }
+    }
+    y = datasets::grid(counts.data(), lo.data(), hi.data(), dim);
+    if (!a.plot.empty() && dim != 2)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("--plot draws 2D data; these have dimension {}", dim));
+  }
+
+  return in;
+}
+
+// The PUM's options from the command line (the global method reads kernel, eps and degree too).
+PumOptions make_options(const InterpArgs &a) {
   const bool global_method = a.method == "global";
   PumOptions opt;
   opt.kernel =
@@ -197,25 +230,101 @@ void run_interpolate(const InterpArgs &a) {
   opt.threads = a.threads;
   opt.backend = parse_backend(a.backend);
 
-  Table<double> y;
-  if (!a.eval.empty()) {
-    y = io::read_table(a.eval, {.expect_cols = dim});
-  } else {
-    const auto counts = parse_grid(a.grid, dim);
-    std::vector<double> lo(dim), hi(dim);
-    for (std::int64_t k = 0; k < dim; ++k) {
-      lo[k] = hi[k] = x(0, k);
-      for (std::int64_t i = 0; i < x.rows(); ++i) {
-        lo[k] = std::min(lo[k], x(i, k));
-        hi[k] = std::max(hi[k], x(i, k));
-      }
-    }
-    y = datasets::grid(counts.data(), lo.data(), hi.data(), dim);
-    if (!a.plot.empty() && dim != 2)
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("--plot draws 2D data; these have dimension {}", dim));
-  }
+  return opt;
+}
 
+// The summary lines of a PUM run (stderr, rank 0 only under mpirun).
+void note_pum(const InterpArgs &a, const PumInterpolant &pum, const PumOptions &opt,
+              std::int64_t dim, std::int64_t n, std::int64_t values, std::int64_t m,
+              double secs_eval, std::chrono::steady_clock::time_point t0, int ranks) {
+  const auto &st = pum.stats();
+  note(fmt::format("ksum interpolate: pum, {} {}, d={} N={} ({} values each) M={}", a.kernel,
+                   opt.loocv ? "eps=loocv" : fmt::format("eps={}", opt.eps), dim, n, values, m));
+  note(fmt::format("  patches {} (empty {}, grown {}, regularised {}), radius {:.4g}, points per "
+                   "patch min/median/max {}/{}/{}",
+                   st.patches, st.empty_patches, st.grown_patches, st.regularised_patches,
+                   st.radius, st.min_points, st.median_points, st.max_points));
+  if (opt.loocv)
+    note(fmt::format("  LOOCV eps over patches: min {:.4g}, median {:.4g}, max {:.4g} (bracket "
+                     "[{}, {}])",
+                     st.eps_min, st.eps_median, st.eps_max, opt.eps_min, opt.eps_max));
+  if (st.merged_duplicates)
+    note(fmt::format("  merged {} repeated data points (values averaged)", st.merged_duplicates));
+  note(fmt::format("  index {:.3f} s, fit {:.3f} s ({}), evaluate {:.3f} s, total {:.3f} s -> {}{}",
+                   st.seconds_index, st.seconds_fit,
+                   st.fit_backend == Backend::cuda ? "GPU"
+                   : ranks > 1                     ? fmt::format("CPU, {} ranks", ranks)
+                                                   : std::string("CPU"),
+                   secs_eval, seconds_since(t0), a.output,
+                   a.plot.empty() ? std::string() : ", " + a.plot));
+}
+
+// Under mpirun with several ranks (--method pum): rank 0 reads the files and sends the data to
+// every rank, the ranks share the patches' fits (PumInterpolant::set_data with the communicator:
+// the interpolant one process makes), each evaluates an even slice of the points, and rank 0
+// gathers and writes them. Every failure is agreed: every rank exits with the same error.
+void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
+                         std::chrono::steady_clock::time_point t0) {
+  const int P = comm.size(), rank = comm.rank();
+  const bool root = rank == 0;
+  if (a.method != "pum")
+    throw AgreedError(ErrorCode::unsupported, // the same arguments on every rank
+                      fmt::format("under mpirun ({} ranks) ksum interpolate runs --method pum (the "
+                                  "patches' fits shared over the ranks); --method {} is not "
+                                  "distributed: run it without mpirun",
+                                  P, a.method));
+  PumOptions opt;
+  comm.agree(capture([&] { opt = make_options(a); }));
+  Inputs in;
+  comm.agree(capture([&] {
+    if (root)
+      in = read_inputs(a);
+  }));
+  double shape[4] = {double(in.x.rows()), double(in.x.cols()), double(in.f.cols()),
+                     double(in.y.rows())};
+  comm.broadcast(shape, 4);
+  const auto n = static_cast<std::int64_t>(shape[0]), dim = static_cast<std::int64_t>(shape[1]),
+             values = static_cast<std::int64_t>(shape[2]), m = static_cast<std::int64_t>(shape[3]);
+  Table<double> x = root ? in.x : Table<double>(n, dim), f = root ? in.f : Table<double>(n, values);
+  comm.broadcast(x.data(), n * dim);
+  comm.broadcast(f.data(), n * values);
+  std::vector<std::int64_t> ms(static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r)
+    ms[r] = m * (r + 1) / P - m * r / P;
+  Table<double> my_y(ms[rank], dim);
+  for (std::int64_t k = 0; k < dim; ++k)
+    comm.scatterv(root ? in.y.data() + k * m : nullptr, ms, my_y.data() + k * my_y.rows(),
+                  my_y.rows());
+
+  ProgressLine fit_progress("ksum interpolate: local fits");
+  if (root)
+    opt.progress = fit_progress.callback();
+  PumInterpolant pum(opt);
+  pum.set_data(x, f, comm);
+  const auto t_eval = std::chrono::steady_clock::now();
+  pum.set_progress(nullptr);
+  Table<double> u;
+  comm.agree(capture([&] { u = pum.evaluate(my_y); })); // e.g. a point outside the box
+  Table<double> all(root ? m : 0, values);
+  for (std::int64_t q = 0; q < values; ++q)
+    comm.gatherv(u.data() + q * u.rows(), u.rows(), root ? all.data() + q * m : nullptr, ms);
+  const double secs_eval = comm.allreduce_max(seconds_since(t_eval));
+  comm.agree(capture([&] {
+    if (root)
+      write_result(a, in.y, all, in.table);
+  }));
+  note_pum(a, pum, opt, dim, n, values, m, secs_eval, t0, P);
+}
+
+void run_interpolate(const InterpArgs &a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (const Communicator comm = Communicator::world(); comm.distributed())
+    return run_pum_distributed(a, comm, t0);
+  const bool global_method = a.method == "global";
+  const Inputs in = read_inputs(a);
+  PumOptions opt = make_options(a);
+  const Table<double> &table = in.table, &x = in.x, &f = in.f, &y = in.y;
+  const std::int64_t dim = x.cols();
   if (global_method) {
     run_global(a, opt, x, f, y, table, t0);
     return;
@@ -232,24 +341,7 @@ void run_interpolate(const InterpArgs &a) {
 
   write_result(a, y, u, table);
 
-  const auto &st = pum.stats();
-  note(fmt::format("ksum interpolate: pum, {} {}, d={} N={} ({} values each) M={}", a.kernel,
-                   opt.loocv ? "eps=loocv" : fmt::format("eps={}", opt.eps), dim, x.rows(),
-                   f.cols(), y.rows()));
-  note(fmt::format("  patches {} (empty {}, grown {}, regularised {}), radius {:.4g}, points per "
-                   "patch min/median/max {}/{}/{}",
-                   st.patches, st.empty_patches, st.grown_patches, st.regularised_patches,
-                   st.radius, st.min_points, st.median_points, st.max_points));
-  if (opt.loocv)
-    note(fmt::format("  LOOCV eps over patches: min {:.4g}, median {:.4g}, max {:.4g} (bracket "
-                     "[{}, {}])",
-                     st.eps_min, st.eps_median, st.eps_max, opt.eps_min, opt.eps_max));
-  if (st.merged_duplicates)
-    note(fmt::format("  merged {} repeated data points (values averaged)", st.merged_duplicates));
-  note(fmt::format("  index {:.3f} s, fit {:.3f} s ({}), evaluate {:.3f} s, total {:.3f} s -> {}{}",
-                   st.seconds_index, st.seconds_fit,
-                   st.fit_backend == Backend::cuda ? "GPU" : "CPU", secs_eval, seconds_since(t0),
-                   a.output, a.plot.empty() ? std::string() : ", " + a.plot));
+  note_pum(a, pum, opt, dim, x.rows(), f.cols(), y.rows(), secs_eval, t0, 1);
 }
 
 } // namespace

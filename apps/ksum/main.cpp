@@ -39,11 +39,12 @@ int main(int argc, char **argv) {
       const std::string arg = argv[i];
       if (!arg.empty() && arg[0] == '-')
         continue;
-      if (arg != "sum" && arg != "tdbem" && arg != "info") {
+      if (arg != "sum" && arg != "interpolate" && arg != "tdbem" && arg != "info") {
         if (!ksum::cli::mpi_worker())
           fmt::print(stderr,
                      "ksum: error: ksum {} does not run over MPI ranks (under mpirun with {} "
-                     "ranks only `ksum sum` and `ksum tdbem` do): run it without mpirun\n",
+                     "ranks only `ksum sum`, `ksum interpolate --method pum` and `ksum tdbem` "
+                     "do): run it without mpirun\n",
                      arg, ranks);
         return 1;
       }

@@ -71,6 +71,9 @@ public:
   // others may pass nullptr); every rank sends its `count` = counts[rank] values.
   void gatherv(const double *mine, std::int64_t count, double *all,
                const std::vector<std::int64_t> &counts, int root = 0) const;
+  // The same with every rank receiving all (in rank order).
+  void allgatherv(const double *mine, std::int64_t count, double *all,
+                  const std::vector<std::int64_t> &counts) const;
   // The reverse: rank r receives counts[r] values of root's all (in rank order) into mine.
   void scatterv(const double *all, const std::vector<std::int64_t> &counts, double *mine,
                 std::int64_t count, int root = 0) const;

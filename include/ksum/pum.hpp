@@ -16,6 +16,8 @@
 
 namespace ksum {
 
+class Communicator; // include/ksum/distributed.hpp
+
 struct PumOptions {
   Kernel kernel = Kernel::matern4; // strictly positive definite, or see degree
   // Degree of a polynomial added to every local interpolant: −1 none, 0 constants, 1 linear.
@@ -63,7 +65,7 @@ struct PumStats {
   double eps_min = 0, eps_median = 0, eps_max = 0; // chosen ε over the patches
   double radius = 0;                               // the seed's δ_PU
   double seconds_index = 0, seconds_fit = 0;
-  std::int64_t fit_chunk = 0; // patches per task of the CPU fits (0: they ran on the GPU)
+  std::int64_t fit_chunk = 0;         // patches per task of the CPU fits (0: they ran on the GPU)
   Backend fit_backend = Backend::cpu; // where the index and the fits ran
 };
 
@@ -76,6 +78,13 @@ public:
 
   // points: N × s, values: N × c (several value columns share the factorisations).
   void set_data(const Table<double> &points, const Table<double> &values);
+  // The same with the patches' fits shared among the ranks of comm (include/ksum/distributed.hpp;
+  // collective): every rank passes all the data, fits the patches of a contiguous range of cells
+  // of about equal work on its CPU cores, and receives the others' fits, so that every rank then
+  // holds the interpolant set_data(points, values) makes alone (the same bits) and evaluates its
+  // own points. A single-rank communicator is set_data(points, values). Errors on any rank are
+  // thrown on every rank; data that differ between ranks are refused.
+  void set_data(const Table<double> &points, const Table<double> &values, const Communicator &comm);
   // Returns M × c. Points outside the data's box are an error unless options.extrapolate.
   Table<double> evaluate(const Table<double> &points) const;
 

@@ -250,6 +250,23 @@ void Communicator::gatherv(const double *mine, std::int64_t count, double *all,
 #endif
 }
 
+void Communicator::allgatherv(const double *mine, std::int64_t count, double *all,
+                              const std::vector<std::int64_t> &counts) const {
+  if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)
+    throw Error(ErrorCode::internal, "allgatherv: counts do not match the ranks");
+  if (!mpi_ || size_ == 1) {
+    std::copy(mine, mine + count, all);
+    return;
+  }
+#ifdef KSUM_HAVE_MPI
+  std::vector<int> displs;
+  const std::vector<int> c = as_counts(counts, &displs);
+  check(MPI_Allgatherv(mine, as_count(count), MPI_DOUBLE, all, c.data(), displs.data(), MPI_DOUBLE,
+                       KSUM_COMM),
+        "allgatherv");
+#endif
+}
+
 void Communicator::scatterv(const double *all, const std::vector<std::int64_t> &counts,
                             double *mine, std::int64_t count, int root) const {
   if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)

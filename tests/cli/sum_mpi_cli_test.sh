@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -n P ksum sum` (issue 25) against `ksum sum` in one process: the same output file to
 # rounding for P = 2, 3, 4 (self-sum; separate targets with two right-hand sides and the gradient),
+# `mpirun -n P ksum interpolate --method pum` (P = 2, 3) the identical file,
 # and the errors every rank agrees on (a missing input, an existing output, an FMM under mpirun)
 # printed once, with a non-zero exit and the existing output left as it was. Every mpirun runs
 # under a timeout: a hang is a failure.
@@ -66,7 +67,17 @@ cmp -s keep.csv u3.csv || { echo "FAILED: the existing output was changed"; fail
 expect_error "fmm under mpirun" "run it without mpirun" "$MPI" -n 2 --oversubscribe "$K" sum \
   --kernel laplace --method fmm --sources p.csv --weights q.csv -o x.csv
 [[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
-expect_error "interpolate under mpirun" "does not run over MPI ranks" "$MPI" -n 2 --oversubscribe \
-  "$K" interpolate --method pum --data q.csv --grid 10x10 -o x.csv
+# ksum interpolate --method pum: the ranks share the fits, the output is the one-process file.
+"$K" -q interpolate --method pum --data p.csv --grid 30x20 --eps loocv -o i1.csv
+for P in 2 3; do
+  timeout 60 "$MPI" -n $P --oversubscribe "$K" -q interpolate --method pum --data p.csv \
+    --grid 30x20 --eps loocv -o i$P.csv || { echo "FAILED: interpolate, $P ranks"; fail=1; }
+  if cmp -s i1.csv i$P.csv; then echo "interpolate pum, $P ranks: the same file"; else
+    echo "FAILED: interpolate pum, $P ranks: the output differs"; fail=1; fi
+done
+expect_error "interpolate global under mpirun" "is not distributed" "$MPI" -n 2 --oversubscribe \
+  "$K" interpolate --method global --data p.csv --grid 10x10 -o x.csv
+expect_error "kde under mpirun" "does not run over MPI ranks" "$MPI" -n 2 --oversubscribe \
+  "$K" kde --data p.csv --grid 10 -o x.csv
 [[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
 exit $fail

@@ -9,6 +9,7 @@
 #include "spatial/grid_index.hpp"
 
 #include <ksum/device.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 #include <ksum/pum.hpp>
 #include <ksum/tasksize.hpp>
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fmt/format.h>
 #include <limits>
 #include <mutex>
@@ -140,7 +142,10 @@ struct PumInterpolant::Impl {
   // Sets pts, vals and grid (the index of pts).
   void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
   void build_patches();
-  void fit();
+  // Fits the patches of cells [lo, hi) (all: hi < 0); finish_stats() sets the ε and size
+  // distributions of the fitted patches.
+  void fit(std::int64_t lo = 0, std::int64_t hi = -1);
+  void finish_stats();
   // Adds w · (patch j's local interpolant at y), every value column, to acc (S: the dimension
   // when known at compile time, 0 otherwise; phi: scratch).
   template <int S, class K>
@@ -379,13 +384,15 @@ void PumInterpolant::Impl::build_patches() {
   stats.radius = delta;
 }
 
-void PumInterpolant::Impl::fit() {
+void PumInterpolant::Impl::fit(std::int64_t first, std::int64_t last) {
   const std::int64_t ncells = grid->num_cells();
+  if (last < 0)
+    last = ncells;
   np = opt.degree < 0 ? 0 : opt.degree == 0 ? 1 : 1 + s;
   pcoef.assign(ncells * ncols * np, 0.0);
   std::atomic<std::int64_t> regularised{0}, fitted{0};
   std::int64_t nonempty = 0;
-  for (std::int64_t c = 0; c < ncells; ++c)
+  for (std::int64_t c = first; c < last; ++c)
     nonempty += patches[c].n() > 0;
   detail::ParallelErrors errors;
   const int nthreads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
@@ -612,13 +619,21 @@ void PumInterpolant::Impl::fit() {
       }
     };
     // The first 32 cells' fits time the task-size model's C.
-    stats.fit_chunk =
-        run_with_model_chunk(ncells, nthreads, opt.fit_chunk, 32, kPumFitChunk, range);
+    stats.fit_chunk = run_with_model_chunk(
+        last - first, nthreads, opt.fit_chunk, 32, kPumFitChunk,
+        [&](std::int64_t lo, std::int64_t hi, int threads, std::int64_t chunk) {
+          range(first + lo, first + hi, threads, chunk);
+        });
   });
   errors.rethrow();
   if (opt.progress)
     opt.progress(1.0);
   stats.regularised_patches = regularised;
+  finish_stats();
+}
+
+void PumInterpolant::Impl::finish_stats() {
+  const std::int64_t ncells = grid->num_cells();
   std::vector<double> e;
   std::vector<std::int64_t> sizes;
   for (std::int64_t c = 0; c < ncells; ++c)
@@ -627,6 +642,94 @@ void PumInterpolant::Impl::fit() {
       sizes.push_back(patches[c].n());
     }
   set_distribution_stats(stats, e, sizes);
+}
+
+void PumInterpolant::set_data(const Table<double> &points, const Table<double> &values,
+                              const Communicator &comm) {
+  if (!comm.distributed())
+    return set_data(points, values);
+  auto fresh = std::make_unique<Impl>();
+  fresh->opt = impl_->opt;
+  Impl &im = *fresh;
+  const int P = comm.size(), rank = comm.rank();
+  comm.agree(capture([&] { im.validate(points, values); }));
+  // The same data on every rank: shapes and a checksum of the bits, in rank order.
+  std::uint64_t sum = 1469598103934665603ull;
+  for (const Table<double> *t : {&points, &values})
+    for (std::int64_t k = 0; k < t->rows() * t->cols(); ++k) {
+      std::uint64_t bits;
+      std::memcpy(&bits, t->data() + k, sizeof bits);
+      sum = (sum ^ bits) * 1099511628211ull;
+    }
+  const auto rows = comm.allgather(points.rows()), dims = comm.allgather(points.cols()),
+             cols = comm.allgather(values.cols()),
+             sums = comm.allgather(static_cast<std::int64_t>(sum >> 1));
+  for (int r = 1; r < P; ++r)
+    if (rows[r] != rows[0] || dims[r] != dims[0] || cols[r] != cols[0] || sums[r] != sums[0])
+      throw AgreedError(ErrorCode::invalid_argument,
+                        fmt::format("PUM over {} ranks: rank {}'s data ({} × {} points, {} value "
+                                    "columns) differ from rank 0's ({} × {}, {}): every rank "
+                                    "passes all the data",
+                                    P, r, rows[r], dims[r], cols[r], rows[0], dims[0], cols[0]));
+  const auto t0 = Clock::now();
+  im.s = points.cols();
+  im.ncols = values.cols();
+  im.min_pts = im.opt.min_patch_points > 0 ? im.opt.min_patch_points : 3 * (im.s + 1);
+  if (im.opt.backend == Backend::cuda)
+    throw AgreedError(ErrorCode::unsupported,
+                      "PUM over MPI ranks fits on the CPU cores of each rank; use the cpu or auto "
+                      "backend");
+  // The index and the patches: the same on every rank (the same data, deterministic).
+  comm.agree(capture([&] {
+    im.merge_or_reject_duplicates(points, values);
+    im.build_patches();
+  }));
+  im.stats.seconds_index = since(t0);
+  const auto t1 = Clock::now();
+  // Contiguous cell ranges of about equal work, n³ per patch (its factorisations).
+  const std::int64_t ncells = im.grid->num_cells();
+  std::vector<double> work(static_cast<std::size_t>(ncells) + 1, 0.0);
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    const double n = static_cast<double>(im.patches[c].n());
+    work[c + 1] = work[c] + n * n * n + 1;
+  }
+  std::vector<std::int64_t> cut(static_cast<std::size_t>(P) + 1, ncells);
+  cut[0] = 0;
+  for (int r = 1; r < P; ++r)
+    cut[r] = std::lower_bound(work.begin(), work.end(), work[ncells] * r / P) - work.begin();
+  const std::int64_t lo = cut[rank], hi = std::max(lo, cut[rank + 1]);
+  comm.agree(capture([&] { im.fit(lo, hi); }));
+  // Every rank's patches to every rank: coefficients, polynomial parts, ε and scale.
+  const auto gather = [&](auto begin_of, double *data) {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r)
+      counts[r] = begin_of(std::max(cut[r], cut[r + 1])) - begin_of(cut[r]);
+    const std::int64_t at = begin_of(lo);
+    std::vector<double> mine(data + at, data + at + counts[rank]);
+    comm.allgatherv(mine.data(), counts[rank], data + begin_of(0), counts);
+  };
+  const std::int64_t ncoef = static_cast<std::int64_t>(im.coef.size());
+  gather([&](std::int64_t c) { return c < ncells ? im.coef_at[c] : ncoef; }, im.coef.data());
+  const std::int64_t per = im.ncols * im.np;
+  gather([&](std::int64_t c) { return c * per; }, im.pcoef.data());
+  std::vector<double> eps(ncells), scale(ncells);
+  for (std::int64_t c = lo; c < hi; ++c) {
+    eps[c] = im.patches[c].eps;
+    scale[c] = im.patches[c].scale;
+  }
+  gather([](std::int64_t c) { return c; }, eps.data());
+  gather([](std::int64_t c) { return c; }, scale.data());
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    im.patches[c].eps = eps[c];
+    im.patches[c].scale = scale[c];
+  }
+  std::int64_t regularised = 0;
+  for (auto v : comm.allgather(im.stats.regularised_patches))
+    regularised += v;
+  im.stats.regularised_patches = regularised;
+  im.finish_stats();
+  im.stats.seconds_fit = since(t1);
+  impl_ = std::move(fresh);
 }
 
 namespace {
