@@ -106,6 +106,9 @@ public:
   [[noreturn]] static void abort_all(int code);
 
 private:
+  template <class Call>
+  void counted(const char *op, const std::vector<std::int64_t> &counts, std::int64_t count,
+               const double *from, double *to, Call &&call) const;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   bool mpi_ = false;
   int handle_ = 0;              // the duplicate's Fortran handle (with mpi_)

@@ -231,59 +231,62 @@ double Communicator::allreduce_max(double value) const {
   return value;
 }
 
-void Communicator::gatherv(const double *mine, std::int64_t count, double *all,
-                           const std::vector<std::int64_t> &counts, int root) const {
+// The variable-count collectives: `op` names the call; with one rank the values are copied (the
+// single-rank result of each), otherwise call(counts, displacements) runs the MPI operation.
+template <class Call>
+void Communicator::counted(const char *op, const std::vector<std::int64_t> &counts,
+                           std::int64_t count, const double *from, double *to, Call &&call) const {
   if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)
-    throw Error(ErrorCode::internal, "gatherv: counts do not match the ranks");
+    throw Error(ErrorCode::internal, fmt::format("{}: counts do not match the ranks", op));
   if (!mpi_ || size_ == 1) {
-    std::copy(mine, mine + count, all);
+    std::copy(from, from + count, to);
     return;
   }
 #ifdef KSUM_HAVE_MPI
   std::vector<int> displs;
   const std::vector<int> c = as_counts(counts, &displs);
-  check(MPI_Gatherv(mine, as_count(count), MPI_DOUBLE, all, c.data(), displs.data(), MPI_DOUBLE,
-                    root, KSUM_COMM),
-        "gatherv");
+  check(call(c.data(), displs.data()), op);
 #else
-  (void)root;
+  (void)call;
 #endif
+}
+
+void Communicator::gatherv(const double *mine, std::int64_t count, double *all,
+                           const std::vector<std::int64_t> &counts, int root) const {
+  counted("gatherv", counts, count, mine, all, [&](const int *c, const int *displs) {
+#ifdef KSUM_HAVE_MPI
+    return MPI_Gatherv(mine, as_count(count), MPI_DOUBLE, all, c, displs, MPI_DOUBLE, root,
+                       KSUM_COMM);
+#else
+    (void)c, (void)displs, (void)root;
+    return 0;
+#endif
+  });
 }
 
 void Communicator::allgatherv(const double *mine, std::int64_t count, double *all,
                               const std::vector<std::int64_t> &counts) const {
-  if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)
-    throw Error(ErrorCode::internal, "allgatherv: counts do not match the ranks");
-  if (!mpi_ || size_ == 1) {
-    std::copy(mine, mine + count, all);
-    return;
-  }
+  counted("allgatherv", counts, count, mine, all, [&](const int *c, const int *displs) {
 #ifdef KSUM_HAVE_MPI
-  std::vector<int> displs;
-  const std::vector<int> c = as_counts(counts, &displs);
-  check(MPI_Allgatherv(mine, as_count(count), MPI_DOUBLE, all, c.data(), displs.data(), MPI_DOUBLE,
-                       KSUM_COMM),
-        "allgatherv");
+    return MPI_Allgatherv(mine, as_count(count), MPI_DOUBLE, all, c, displs, MPI_DOUBLE, KSUM_COMM);
+#else
+    (void)c, (void)displs;
+    return 0;
 #endif
+  });
 }
 
 void Communicator::scatterv(const double *all, const std::vector<std::int64_t> &counts,
                             double *mine, std::int64_t count, int root) const {
-  if (static_cast<int>(counts.size()) != size_ || counts[static_cast<std::size_t>(rank_)] != count)
-    throw Error(ErrorCode::internal, "scatterv: counts do not match the ranks");
-  if (!mpi_ || size_ == 1) {
-    std::copy(all, all + count, mine);
-    return;
-  }
+  counted("scatterv", counts, count, all, mine, [&](const int *c, const int *displs) {
 #ifdef KSUM_HAVE_MPI
-  std::vector<int> displs;
-  const std::vector<int> c = as_counts(counts, &displs);
-  check(MPI_Scatterv(all, c.data(), displs.data(), MPI_DOUBLE, mine, as_count(count), MPI_DOUBLE,
-                     root, KSUM_COMM),
-        "scatterv");
+    return MPI_Scatterv(all, c, displs, MPI_DOUBLE, mine, as_count(count), MPI_DOUBLE, root,
+                        KSUM_COMM);
 #else
-  (void)root;
+    (void)c, (void)displs, (void)root;
+    return 0;
 #endif
+  });
 }
 
 Communicator::Exchange Communicator::start_exchange(const double *send, std::int64_t send_count,
@@ -303,6 +306,8 @@ Communicator::Exchange Communicator::start_exchange(const double *send, std::int
       "irecv");
   check(MPI_Isend(send, as_count(send_count), MPI_DOUBLE, dest, tag, KSUM_COMM, &e.state_->req[1]),
         "isend");
+#else
+  (void)tag;
 #endif
   return e;
 }

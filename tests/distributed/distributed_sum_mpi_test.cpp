@@ -5,6 +5,7 @@
 // single-process DirectSum<double> over all the data: equal to 1e-12 of the largest |u| in double
 // (the ranks' partial sums are added block by block), 2e-5 in float. Then bad input on one rank
 // must give every rank the same error, and no rank may hang.
+#include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
 
 #include <ksum/distributed.hpp>
@@ -22,14 +23,6 @@
 using namespace ksum;
 
 namespace {
-
-int failures = 0;
-void check(bool ok, const std::string &what, int rank) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
-    ++failures;
-  }
-}
 
 // Uneven cuts of `total` rows over P ranks: shares ∝ 1, 2, …, P, with rank `empty` (if ≥ 0) given
 // none. Returns P + 1 offsets.
@@ -84,11 +77,11 @@ void compare(const Communicator &comm, const char *name, Kernel kernel, double e
   else
     ref.set_points(src);
   const auto want = ref.execute(w);
-  check(got.rows() == tc[r + 1] - tc[r] && got.cols() == want.cols(),
-        fmt::format("{}: shape {} × {}, want {} × {}", name, got.rows(), got.cols(),
-                    tc[r + 1] - tc[r], want.cols()),
-        rank);
-  if (failures)
+  test::mpi_check(got.rows() == tc[r + 1] - tc[r] && got.cols() == want.cols(),
+                  fmt::format("{}: shape {} × {}, want {} × {}", name, got.rows(), got.cols(),
+                              tc[r + 1] - tc[r], want.cols()),
+                  rank);
+  if (test::mpi_failures())
     return;
   double worst = 0;
   for (std::int64_t c = 0; c < want.cols(); ++c) {
@@ -101,33 +94,17 @@ void compare(const Communicator &comm, const char *name, Kernel kernel, double e
     }
     worst = std::max(worst, diff / scale);
   }
-  check(worst <= tol && std::isfinite(worst),
-        fmt::format("{}: max |u − u_ref| / max |u_ref| = {:.3g} > {:.1g}", name, worst, tol), rank);
+  test::mpi_check(
+      worst <= tol && std::isfinite(worst),
+      fmt::format("{}: max |u − u_ref| / max |u_ref| = {:.3g} > {:.1g}", name, worst, tol), rank);
   const auto &st = dist.stats();
-  check(st.ranks == P && st.total_sources == n && st.total_targets == (separate ? m : n),
-        fmt::format("{}: stats ranks {} sources {} targets {}", name, st.ranks, st.total_sources,
-                    st.total_targets),
-        rank);
+  test::mpi_check(st.ranks == P && st.total_sources == n && st.total_targets == (separate ? m : n),
+                  fmt::format("{}: stats ranks {} sources {} targets {}", name, st.ranks,
+                              st.total_sources, st.total_targets),
+                  rank);
   if (rank == 0)
     std::printf("%s: %d rank(s), max relative difference %.3g (tolerance %.1g)\n", name, P, worst,
                 tol);
-}
-
-// f must throw the same ksum::AgreedError on every rank: its code, and a message containing
-// `text`.
-template <class F>
-void expect_agreed_error(const Communicator &comm, const char *name, ErrorCode code,
-                         const std::string &text, F &&f) {
-  const int rank = comm.rank();
-  try {
-    f();
-    check(false, fmt::format("{}: no error", name), rank);
-  } catch (const AgreedError &e) {
-    check(e.code() == code && std::string(e.what()).find(text) != std::string::npos,
-          fmt::format("{}: got '{}'", name, e.what()), rank);
-  } catch (const Error &e) { // thrown on this rank alone: the others could be waiting
-    check(false, fmt::format("{}: not an AgreedError: '{}'", name, e.what()), rank);
-  }
 }
 
 } // namespace
@@ -147,7 +124,7 @@ int main() {
       DistributedSum<double> empty(comm, DirectOptions{});
       empty.set_points(Table<double>(0, 2));
       const auto u = empty.execute(Table<double>(0, 1));
-      check(u.rows() == 0, "no points: empty result", rank);
+      test::mpi_check(u.rows() == 0, "no points: empty result", rank);
     }
     // Bad input on the last rank only: every rank gets its error.
     {
@@ -155,45 +132,45 @@ int main() {
       Table<double> pts = test::random_points(10, 3, 20 + rank, 0, 1);
       if (rank == P - 1)
         pts(3, 1) = std::numeric_limits<double>::quiet_NaN();
-      expect_agreed_error(comm, "NaN on the last rank", ErrorCode::invalid_argument,
-                          fmt::format("sources of rank {}: nan at row 3, column 1", P - 1),
-                          [&] { bad.set_points(pts); });
+      test::expect_agreed_error(comm, "NaN on the last rank", ErrorCode::invalid_argument,
+                                fmt::format("sources of rank {}: nan at row 3, column 1", P - 1),
+                                [&] { bad.set_points(pts); });
       pts(3, 1) = 0.5;
       bad.set_points(pts);
       const Table<double> w(rank == 0 ? 9 : 10, 1, 1.0);
-      expect_agreed_error(comm, "weights rows on rank 0", ErrorCode::shape_mismatch,
-                          "weights of rank 0 have 9 rows but its slice has 10 sources",
-                          [&] { (void)bad.execute(w); });
+      test::expect_agreed_error(comm, "weights rows on rank 0", ErrorCode::shape_mismatch,
+                                "weights of rank 0 have 9 rows but its slice has 10 sources",
+                                [&] { (void)bad.execute(w); });
       // A different dimension on one rank (with one rank: no columns at all).
       if (P > 1)
-        expect_agreed_error(comm, "dimension", ErrorCode::shape_mismatch,
-                            "every rank's slice needs the same dimension",
-                            [&] { bad.set_points(Table<double>(4, rank == P - 1 ? 2 : 3)); });
+        test::expect_agreed_error(comm, "dimension", ErrorCode::shape_mismatch,
+                                  "every rank's slice needs the same dimension",
+                                  [&] { bad.set_points(Table<double>(4, rank == P - 1 ? 2 : 3)); });
       else
-        expect_agreed_error(comm, "zero columns", ErrorCode::shape_mismatch, "dimension ≥ 1",
-                            [&] { bad.set_points(Table<double>(4, 0)); });
+        test::expect_agreed_error(comm, "zero columns", ErrorCode::shape_mismatch, "dimension ≥ 1",
+                                  [&] { bad.set_points(Table<double>(4, 0)); });
     }
     // Ranks that disagree: targets on one rank, none on the others.
     if (P > 1) {
       DistributedSum<double> mixed(comm, DirectOptions{});
       const auto pts = test::random_points(6, 3, 30 + rank, 0, 1);
-      expect_agreed_error(comm, "targets on one rank only", ErrorCode::invalid_argument,
-                          "every rank passes targets", [&] {
-                            if (rank == P - 1)
-                              mixed.set_points(pts, pts);
-                            else
-                              mixed.set_points(pts);
-                          });
+      test::expect_agreed_error(comm, "targets on one rank only", ErrorCode::invalid_argument,
+                                "every rank passes targets", [&] {
+                                  if (rank == P - 1)
+                                    mixed.set_points(pts, pts);
+                                  else
+                                    mixed.set_points(pts);
+                                });
     }
     // Options that fail on one rank only (a bad thread count there), and a progress callback that
     // throws on one rank in the middle of the ring.
     {
       DirectOptions o;
       o.threads = rank == P - 1 ? -5 : 0;
-      expect_agreed_error(comm, "options failing on the last rank", ErrorCode::invalid_argument,
-                          P > 1 ? fmt::format("rank {}: threads must be", P - 1)
-                                : std::string("threads must be"),
-                          [&] { DistributedSum<double> d(comm, o); });
+      test::expect_agreed_error(
+          comm, "options failing on the last rank", ErrorCode::invalid_argument,
+          P > 1 ? fmt::format("rank {}: threads must be", P - 1) : std::string("threads must be"),
+          [&] { DistributedSum<double> d(comm, o); });
       DirectOptions p;
       p.progress = [&](double f) {
         if (rank == 0 && f >= 0.5)
@@ -201,18 +178,18 @@ int main() {
       };
       DistributedSum<double> d(comm, p);
       d.set_points(test::random_points(20, 3, 40 + rank, 0, 1));
-      expect_agreed_error(comm, "progress callback throwing on rank 0", ErrorCode::invalid_argument,
-                          "the progress callback gave up",
-                          [&] { (void)d.execute(Table<double>(20, 1, 1.0)); });
+      test::expect_agreed_error(comm, "progress callback throwing on rank 0",
+                                ErrorCode::invalid_argument, "the progress callback gave up",
+                                [&] { (void)d.execute(Table<double>(20, 1, 1.0)); });
     }
     DirectOptions fmm;
     fmm.method = Method::fmm;
-    expect_agreed_error(comm, "method fmm", ErrorCode::unsupported, "is not distributed",
-                        [&] { DistributedSum<double> d(comm, fmm); });
+    test::expect_agreed_error(comm, "method fmm", ErrorCode::unsupported, "is not distributed",
+                              [&] { DistributedSum<double> d(comm, fmm); });
   } catch (const std::exception &e) {
-    check(false, fmt::format("unexpected exception: {}", e.what()), rank);
+    test::mpi_check(false, fmt::format("unexpected exception: {}", e.what()), rank);
   }
-  if (failures == 0 && rank == 0)
+  if (test::mpi_failures() == 0 && rank == 0)
     std::printf("distributed_sum_mpi_test: all checks passed on %d rank(s)\n", P);
-  return failures == 0 ? 0 : 1;
+  return test::mpi_failures() == 0 ? 0 : 1;
 }

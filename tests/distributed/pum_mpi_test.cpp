@@ -5,6 +5,7 @@
 // 1e-15 of their size; measured: identical bits) and the same statistics, for LOOCV shapes with
 // two value columns and for a fixed shape with a linear polynomial. Then errors on one rank (data
 // that differ, a NaN) must reach every rank, and no rank may hang.
+#include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
 
 #include <ksum/datasets.hpp>
@@ -21,14 +22,6 @@
 using namespace ksum;
 
 namespace {
-
-int failures = 0;
-void check(bool ok, const std::string &what, int rank) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
-    ++failures;
-  }
-}
 
 void compare(const Communicator &comm, const char *name, const PumOptions &o) {
   const int rank = comm.rank();
@@ -49,34 +42,21 @@ void compare(const Communicator &comm, const char *name, const PumOptions &o) {
     worst = std::isfinite(e) ? std::max(worst, e) : std::numeric_limits<double>::infinity();
     scale = std::max(scale, std::abs(want.data()[k]));
   }
-  check(worst <= 1e-15 * scale,
-        fmt::format("{}: max |s − s_alone| = {:.3g} (scale {:.3g})", name, worst, scale), rank);
+  test::mpi_check(worst <= 1e-15 * scale,
+                  fmt::format("{}: max |s − s_alone| = {:.3g} (scale {:.3g})", name, worst, scale),
+                  rank);
   const auto &a = alone.stats(), &b = shared.stats();
-  check(a.patches == b.patches && a.eps_median == b.eps_median && a.eps_min == b.eps_min &&
-            a.eps_max == b.eps_max && a.regularised_patches == b.regularised_patches &&
-            a.max_points == b.max_points,
-        fmt::format("{}: stats patches {}/{} eps median {}/{} regularised {}/{}", name, a.patches,
-                    b.patches, a.eps_median, b.eps_median, a.regularised_patches,
-                    b.regularised_patches),
-        rank);
+  test::mpi_check(a.patches == b.patches && a.eps_median == b.eps_median &&
+                      a.eps_min == b.eps_min && a.eps_max == b.eps_max &&
+                      a.regularised_patches == b.regularised_patches &&
+                      a.max_points == b.max_points,
+                  fmt::format("{}: stats patches {}/{} eps median {}/{} regularised {}/{}", name,
+                              a.patches, b.patches, a.eps_median, b.eps_median,
+                              a.regularised_patches, b.regularised_patches),
+                  rank);
   if (rank == 0)
     std::printf("%s: %d rank(s), max |difference| %.3g, %lld patches, eps median %.4g\n", name,
                 comm.size(), worst, static_cast<long long>(b.patches), b.eps_median);
-}
-
-template <class F>
-void expect_agreed_error(const Communicator &comm, const char *name, const std::string &text,
-                         F &&f) {
-  const int rank = comm.rank();
-  try {
-    f();
-    check(false, fmt::format("{}: no error", name), rank);
-  } catch (const AgreedError &e) {
-    check(std::string(e.what()).find(text) != std::string::npos,
-          fmt::format("{}: got '{}'", name, e.what()), rank);
-  } catch (const Error &e) {
-    check(false, fmt::format("{}: not an AgreedError: '{}'", name, e.what()), rank);
-  }
 }
 
 } // namespace
@@ -103,21 +83,23 @@ int main() {
       if (rank == P - 1)
         x(10, 0) += 1e-3;
       PumInterpolant pum(o);
-      expect_agreed_error(comm, "different data on the last rank",
-                          fmt::format("rank {}'s data", P - 1), [&] { pum.set_data(x, f, comm); });
+      test::expect_agreed_error(comm, "different data on the last rank",
+                                ErrorCode::invalid_argument, fmt::format("rank {}'s data", P - 1),
+                                [&] { pum.set_data(x, f, comm); });
       x = datasets::halton(400, 2);
       if (rank == 0)
         f(7, 0) = std::numeric_limits<double>::quiet_NaN();
-      expect_agreed_error(comm, "NaN on rank 0", "rank 0:", [&] { pum.set_data(x, f, comm); });
+      test::expect_agreed_error(comm, "NaN on rank 0", std::nullopt,
+                                "rank 0:", [&] { pum.set_data(x, f, comm); });
       o.backend = Backend::cuda;
       PumInterpolant gpu(o);
-      expect_agreed_error(comm, "GPU backend", "CPU cores",
-                          [&] { gpu.set_data(x, Table<double>(400, 1, 1.0), comm); });
+      test::expect_agreed_error(comm, "GPU backend", ErrorCode::unsupported, "CPU cores",
+                                [&] { gpu.set_data(x, Table<double>(400, 1, 1.0), comm); });
     }
   } catch (const std::exception &e) {
-    check(false, fmt::format("unexpected exception: {}", e.what()), rank);
+    test::mpi_check(false, fmt::format("unexpected exception: {}", e.what()), rank);
   }
-  if (failures == 0 && rank == 0)
+  if (test::mpi_failures() == 0 && rank == 0)
     std::printf("pum_mpi_test: all checks passed on %d rank(s)\n", P);
-  return failures == 0 ? 0 : 1;
+  return test::mpi_failures() == 0 ? 0 : 1;
 }
