@@ -12,7 +12,8 @@ from numpy.typing import ArrayLike
 
 from . import _arrays as A
 from . import _ksum
-from ._errors import InputError, UnsupportedError
+from ._errors import Error, InputError, UnsupportedError
+from .distributed import _comm_args
 
 __all__ = ["RBFInterpolator", "PUMInterpolator"]
 
@@ -275,6 +276,9 @@ class PUMInterpolator:
     points (n, s), values (n,) or (n, c); kernel from ksum's catalogue (default 'matern4');
     degree -1 | 0 | 1 (a local polynomial); ``extrapolate``: evaluate outside the data's box
     from the nearest patches instead of raising; ``merge_duplicates``: average repeated points.
+    ``comm``: 'world' or an mpi4py communicator shares the patches' fits among the MPI
+    processes (every process passes all the data and gets the same interpolant one process
+    makes; docs/distributed.md); None (default): this process alone.
 
     Example
     -------
@@ -289,22 +293,32 @@ class PUMInterpolator:
     def __init__(self, points: ArrayLike, values: ArrayLike, *, kernel: str = "matern4",
                  eps: float | str = 1.0, degree: int = -1,
                  eps_range=(0.1, 100.0), patch_density=1.0, min_patch_points=0,
-                 extrapolate=False, merge_duplicates=False, backend="auto", threads=0):
-        A.reject_gpu(points=points, values=values)
-        loocv = isinstance(eps, str)
-        if loocv and eps != "loocv":
-            raise InputError(f"eps '{eps}': expected a number or 'loocv'", "invalid_argument")
-        x = A.host_matrix(points, "points", np.float64, allow_int=True)
-        v = np.asarray(values)
-        self._vector = v.ndim == 1
-        f = A.host_matrix(v, "values", np.float64, vector_ok=True, allow_int=True)
+                 extrapolate=False, merge_duplicates=False, backend="auto", threads=0,
+                 comm=None):
+        shared = None if comm is None else _comm_args(comm)
+        try:
+            A.reject_gpu(points=points, values=values)
+            loocv = isinstance(eps, str)
+            if loocv and eps != "loocv":
+                raise InputError(f"eps '{eps}': expected a number or 'loocv'", "invalid_argument")
+            x = A.host_matrix(points, "points", np.float64, allow_int=True)
+            v = np.asarray(values)
+            self._vector = v.ndim == 1
+            f = A.host_matrix(v, "values", np.float64, vector_ok=True, allow_int=True)
+        except Error as e:
+            if shared is None:
+                raise
+            _ksum.mpi_fail(*shared, str(e))  # raised on every process (the others are fitting)
         self._plan = _ksum.Pum(str(kernel), int(degree), 1.0 if loocv else float(eps), loocv,
                                float(eps_range[0]), float(eps_range[1]), float(patch_density),
                                int(min_patch_points), bool(merge_duplicates), bool(extrapolate),
                                int(threads), str(backend))
         self._dim = x.shape[1]
         self._lock = threading.Lock()
-        self._plan.set_data(x, f)
+        if shared is None:
+            self._plan.set_data(x, f)
+        else:
+            self._plan.set_data_shared(x, f, *shared)
 
     @property
     def stats(self):

@@ -14,9 +14,8 @@
 #include <vector>
 
 namespace ksum::py {
-namespace {
 
-// handle ≥ 0: a Fortran handle; "world" / "self" otherwise.
+// "world", "self", or "handle" with a Fortran handle (ksum/distributed.py's _comm_args).
 Communicator make_comm(const std::string &which, int handle) {
   if (which == "world")
     return Communicator::world();
@@ -26,6 +25,8 @@ Communicator make_comm(const std::string &which, int handle) {
     return Communicator::from_fortran_handle(handle);
   throw Error(ErrorCode::invalid_argument, "comm: 'world', 'self' or an mpi4py communicator");
 }
+
+namespace {
 
 nb::dict stats_dict(const DistributedStats &s) {
   nb::dict d;
@@ -105,6 +106,15 @@ void bind_distributed(nb::module_ &m) {
   m.def(
       "mpi_abort", [](int code) { Communicator::abort_all(code); }, nb::arg("code"),
       "Ends every process of the launch (MPI_Abort).");
+  m.def(
+      "mpi_fail",
+      [](const std::string &which, int handle, const std::string &message) {
+        // This rank's argument error, agreed with the other ranks' collective call (which makes
+        // its communicator, then agrees first).
+        make_comm(which, handle)
+            .agree(true, static_cast<int>(ErrorCode::invalid_argument), message);
+      },
+      nb::arg("comm"), nb::arg("handle"), nb::arg("message"));
 }
 
 } // namespace ksum::py

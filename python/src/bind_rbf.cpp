@@ -93,6 +93,17 @@ void bind_pum(nb::module_ &m) {
   nb::class_<Plan> c(m, "Pum");
   def_interpolant(c);
   c.def(
+      "set_data_shared",
+      [](Plan &p, HostMatrix<double> points, HostMatrix<double> values, const std::string &which,
+         int handle) {
+        const Table<double> x = view(points), f = view(values);
+        const Communicator comm = make_comm(which, handle);
+        nb::gil_scoped_release release;
+        p.set_data(x, f, comm);
+      },
+      nb::arg("points").noconvert(), nb::arg("values").noconvert(), nb::arg("comm"),
+      nb::arg("handle"));
+  c.def(
        "__init__",
        [](Plan *self, const std::string &kernel, int degree, double eps, bool loocv, double eps_min,
           double eps_max, double patch_density, std::int64_t min_patch_points,

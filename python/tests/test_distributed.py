@@ -1,7 +1,9 @@
 """ksum.DistributedSum (docs/distributed.md) against ksum.DirectSum over all the points: in this
 process (one rank), and under ``mpirun -n 3`` in subprocesses (uneven slices, one rank without
 sources, the same results to 1e-12, an error on one rank raised on all), with mpi4py's
-communicator too where mpi4py is installed. Every mpirun runs under a timeout: a hang fails."""
+communicator too where mpi4py is installed; and ksum.PUMInterpolator with its fits shared over
+the processes (the one-process interpolant's bits). Every mpirun runs under a timeout: a hang
+fails."""
 import os
 import shutil
 import subprocess
@@ -84,6 +86,20 @@ _SCRIPT = textwrap.dedent("""
         raise SystemExit(f"rank {r}: no error for rank 1's targets")
     except ksum.InputError as e:
         assert "rank 1:" in str(e) and "targets" in str(e), str(e)
+    # The PUM with its fits shared over the processes: the one-process interpolant, the same bits.
+    xp = rng.random((2000, 2))
+    fp = np.sin(4 * xp[:, 0]) * xp[:, 1]
+    yp = rng.random((300, 2)) * 0.9 + 0.05
+    alone = ksum.PUMInterpolator(xp, fp, eps="loocv", backend="cpu")
+    shared = ksum.PUMInterpolator(xp, fp, eps="loocv", backend="cpu",
+                                  comm=comm if use_mpi4py else "world")
+    assert np.array_equal(alone(yp), shared(yp)), r
+    assert shared.stats["patches"] == alone.stats["patches"]
+    try:  # values of a wrong shape on rank 2 only: every process gets the error
+        ksum.PUMInterpolator(xp, fp[:10] if r == 2 else fp, backend="cpu", comm="world")
+        raise SystemExit(f"rank {r}: no error for rank 2's values")
+    except ksum.InputError as e:
+        assert "rank 2:" in str(e), str(e)
     if use_mpi4py:  # a sub-communicator: ranks 0 and 2 together, rank 1 alone
         sub = comm.Split(r % 2, r)
         part = ksum.DistributedSum("laplace", comm=sub, backend="cpu")
