@@ -35,7 +35,7 @@ template <class T>
 nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const char *kind,
                         std::int64_t total) {
   const int P = comm.size(), r = comm.rank();
-  const std::int64_t first = total * r / P, n = total * (r + 1) / P - first;
+  const std::int64_t n = comm.even_counts(total)[static_cast<std::size_t>(r)];
   std::mt19937_64 rng(1000 + static_cast<std::uint64_t>(r));
   std::uniform_real_distribution<double> u(0, 1);
   ksum::Table<T> x(n, 3), w(n, 1);

@@ -288,9 +288,7 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
   Table<double> x = root ? in.x : Table<double>(n, dim), f = root ? in.f : Table<double>(n, values);
   comm.broadcast(x.data(), n * dim);
   comm.broadcast(f.data(), n * values);
-  std::vector<std::int64_t> ms(static_cast<std::size_t>(P));
-  for (int r = 0; r < P; ++r)
-    ms[r] = m * (r + 1) / P - m * r / P;
+  const auto ms = comm.even_counts(m);
   Table<double> my_y(ms[rank], dim);
   for (std::int64_t k = 0; k < dim; ++k)
     comm.scatterv(root ? in.y.data() + k * m : nullptr, ms, my_y.data() + k * my_y.rows(),

@@ -157,12 +157,6 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
              nrhs = static_cast<std::int64_t>(shape[3]);
   const bool self = shape[2] < 0;
   const std::int64_t m = self ? n : static_cast<std::int64_t>(shape[2]);
-  const auto split = [&](std::int64_t total) {
-    std::vector<std::int64_t> c(static_cast<std::size_t>(P));
-    for (int r = 0; r < P; ++r)
-      c[static_cast<std::size_t>(r)] = total * (r + 1) / P - total * r / P;
-    return c;
-  };
   // Column by column (a Table is column-major): root's rows [first_r, first_r + counts_r) to r.
   const auto scatter = [&](const Table<double> &all, std::int64_t cols,
                            const std::vector<std::int64_t> &counts) {
@@ -172,7 +166,7 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
                     mine.data() + c * mine.rows(), mine.rows());
     return mine;
   };
-  const auto ns = split(n), ms = split(m);
+  const auto ns = comm.even_counts(n), ms = comm.even_counts(m);
   const Table<double> my_src = scatter(src, d, ns), my_w = scatter(w, nrhs, ns);
   const auto t1 = std::chrono::steady_clock::now();
   if (self)

@@ -66,6 +66,9 @@ public:
   void broadcast(double *buf, std::int64_t count, int root = 0) const;
   // Every rank's value, in rank order.
   std::vector<std::int64_t> allgather(std::int64_t value) const;
+  // `total` rows split into size() contiguous slices as even as can be (rank r's first row is
+  // total · r / size()), in rank order: the counts of gatherv / scatterv for data read by one rank.
+  std::vector<std::int64_t> even_counts(std::int64_t total) const;
   double allreduce_max(double value) const;
   // Root receives counts[r] values from each rank r, in rank order, into all (root only; the
   // others may pass nullptr); every rank sends its `count` = counts[rank] values.

@@ -122,7 +122,7 @@ _SCRIPT = textwrap.dedent("""
         plan.set_points(bad)
         raise SystemExit(f"rank {r}: no error")
     except ksum.InputError as e:
-        assert f"sources of rank {P - 1}: nan at row" in str(e), str(e)
+        assert f"sources of rank {P - 1}: non-finite value nan at row" in str(e), str(e)
     print(f"rank {r} of {P} ok ({'mpi4py' if use_mpi4py else 'world'}), error {err:.2g}", flush=True)
 """)
 

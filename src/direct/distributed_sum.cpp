@@ -3,6 +3,8 @@
 // that block travels on to r + 1 and the next arrives from r − 1; after P steps every rank has
 // its targets' sums over all sources. A block travels as one array of doubles, its coordinates then
 // its weights (column-major, n × (d + nrhs)); float values survive the trip exactly.
+#include "core/validate.hpp"
+
 #include <ksum/device.hpp>
 #include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
@@ -19,15 +21,6 @@ namespace {
 
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-template <class T> void check_finite(const Table<T> &t, const char *what, int rank) {
-  for (std::int64_t c = 0; c < t.cols(); ++c)
-    for (std::int64_t i = 0; i < t.rows(); ++i)
-      if (!std::isfinite(double(t(i, c))))
-        throw Error(ErrorCode::invalid_argument,
-                    fmt::format("{} of rank {}: {} at row {}, column {}", what, rank,
-                                double(t(i, c)), i, c));
 }
 
 } // namespace
@@ -89,13 +82,13 @@ void DistributedSum<T>::set(const Table<T> &local_sources, const Table<T> *local
   const Communicator &comm = im.comm;
   const int rank = comm.rank();
   comm.agree(capture([&] {
-    check_finite(local_sources, "sources", rank);
+    detail::check_finite(local_sources, fmt::format("sources of rank {}", rank).c_str());
     if (local_targets) {
       if (local_targets->cols() != local_sources.cols())
         throw Error(ErrorCode::shape_mismatch,
                     fmt::format("targets of rank {} have {} columns but its sources have {}", rank,
                                 local_targets->cols(), local_sources.cols()));
-      check_finite(*local_targets, "targets", rank);
+      detail::check_finite(*local_targets, fmt::format("targets of rank {}", rank).c_str());
     }
   }));
   // Every rank the same dimension and the same kind of call (with or without targets).
@@ -154,7 +147,7 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
       throw Error(ErrorCode::shape_mismatch,
                   fmt::format("weights of rank {} have {} rows but its slice has {} sources", rank,
                               local_weights.rows(), im.src.rows()));
-    check_finite(local_weights, "weights", rank);
+    detail::check_finite(local_weights, fmt::format("weights of rank {}", rank).c_str());
   }));
   const auto rhs = comm.allgather(local_weights.cols());
   for (std::size_t r = 0; r < rhs.size(); ++r)

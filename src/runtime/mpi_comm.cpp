@@ -220,6 +220,13 @@ std::vector<std::int64_t> Communicator::allgather(std::int64_t value) const {
   return all;
 }
 
+std::vector<std::int64_t> Communicator::even_counts(std::int64_t total) const {
+  std::vector<std::int64_t> c(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r)
+    c[static_cast<std::size_t>(r)] = total * (r + 1) / size_ - total * r / size_;
+  return c;
+}
+
 double Communicator::allreduce_max(double value) const {
 #ifdef KSUM_HAVE_MPI
   if (mpi_ && size_ > 1) {

@@ -132,8 +132,10 @@ int main() {
       Table<double> pts = test::random_points(10, 3, 20 + rank, 0, 1);
       if (rank == P - 1)
         pts(3, 1) = std::numeric_limits<double>::quiet_NaN();
-      test::expect_agreed_error(comm, "NaN on the last rank", ErrorCode::invalid_argument,
-                                fmt::format("sources of rank {}: nan at row 3, column 1", P - 1),
+      test::expect_agreed_error(comm, "NaN on the last rank", ErrorCode::non_finite,
+                                fmt::format("sources of rank {}: non-finite value nan at row 3, "
+                                            "column 1",
+                                            P - 1),
                                 [&] { bad.set_points(pts); });
       pts(3, 1) = 0.5;
       bad.set_points(pts);
