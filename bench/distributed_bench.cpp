@@ -7,9 +7,14 @@
 // to --json; the device check gathers the rows of all P into the efficiency tables.
 //   mpirun -n P distributed_bench [--n 200000] [--n-per-rank 100000] [--backend cpu|gpu]
 //                                 [--precision f64|f32] [--reps 3] [--json FILE]
+//                                 [--gpus-per-rank 1]
+// On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
+// (default 1, so one rank alone is measured on one GPU, the baseline of the multi-GPU scaling;
+// DirectSum alone would take every GPU of the host).
 // (--n 0 or --n-per-rank 0 leaves that case out.)
 #include "bench_common.hpp"
 
+#include <ksum/device.hpp>
 #include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 
@@ -29,6 +34,7 @@ struct Args {
   std::int64_t n = 200000, n_per_rank = 100000;
   std::string backend = "cpu", precision = "f64", json;
   int reps = 3;
+  int gpus_per_rank = 1;
 };
 
 template <class T>
@@ -46,6 +52,14 @@ nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const cha
   ksum::DirectOptions o;
   o.kernel = ksum::Kernel::laplace;
   o.backend = ksum::parse_backend(a.backend);
+  if (o.backend == ksum::Backend::cuda) {
+    const auto g = ksum::gpus();
+    if (g.empty())
+      throw ksum::Error(ksum::ErrorCode::unsupported, "--backend gpu: no GPU is visible");
+    for (int k = 0; k < a.gpus_per_rank; ++k)
+      o.devices.push_back(
+          g[static_cast<std::size_t>(comm.local_rank() * a.gpus_per_rank + k) % g.size()].id);
+  }
   ksum::DistributedSum<T> plan(comm, o);
   plan.set_points(x);
   (void)plan.execute(w); // warm-up (GPU context, pages)
@@ -71,6 +85,7 @@ nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const cha
           {"pairs_per_second", pairs / best},
           {"max_wait_seconds", wait},
           {"backend", a.backend},
+          {"gpus_per_rank", o.backend == ksum::Backend::cuda ? a.gpus_per_rank : 0},
           {"precision", a.precision},
           {"threads_per_rank", omp_get_max_threads()}};
 }
@@ -102,7 +117,12 @@ int main(int argc, char **argv) {
         a.reps = std::max(1, std::stoi(value()));
       else if (k == "--json")
         a.json = value();
-      else
+      else if (k == "--gpus-per-rank") {
+        a.gpus_per_rank = std::stoi(value());
+        if (a.gpus_per_rank < 1)
+          throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                            fmt::format("--gpus-per-rank {}: must be ≥ 1", a.gpus_per_rank));
+      } else
         throw ksum::Error(ksum::ErrorCode::invalid_argument,
                           fmt::format("unknown option '{}' (see --help)", k));
     }

@@ -600,10 +600,17 @@ if want distributed; then
       $build/bench/distributed_bench --n 200000 --n-per-rank 50000 --reps 2 --json "$dj" \
       >> "$OUT/distributed/cpu.md" 2>&1 || { echo "mpirun -n $P failed" >> "$OUT/distributed/cpu.md"; rc=1; }
   done
-  for P in 1 2; do
+  # The GPU: one rank on one GPU (the baseline), then, where the host has several GPUs, one rank
+  # splitting the sum over all of them (DirectSum's own threads) and one rank per GPU.
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  gpu_runs="1:1"
+  [ "${ngpu:-0}" -ge 2 ] && gpu_runs="1:1 1:$ngpu $ngpu:1"
+  for pg in $gpu_runs; do
+    P=${pg%%:*}; G=${pg##*:}
     timeout 240 mpirun -n $P --oversubscribe $build/bench/distributed_bench --backend gpu \
-      --n 4194304 --n-per-rank 0 --reps 2 --json "$dj" >> "$OUT/distributed/gpu.md" 2>&1 ||
-      { echo "mpirun -n $P (gpu) failed" >> "$OUT/distributed/gpu.md"; rc=1; }
+      --gpus-per-rank $G --n 4194304 --n-per-rank 0 --reps 2 --json "$dj" \
+      >> "$OUT/distributed/gpu.md" 2>&1 ||
+      { echo "mpirun -n $P --gpus-per-rank $G (gpu) failed" >> "$OUT/distributed/gpu.md"; rc=1; }
   done
   { echo; echo "## distributed direct sum (one thread per rank on the CPU; efficiency vs 1 rank)"; echo
     python3 - "$dj" <<'PY'
@@ -617,12 +624,17 @@ for backend in ("cpu", "gpu"):
             continue
         # Efficiency: pairs/s per rank against one rank (for the O(N²) sum a weak-scaling run
         # does P times the pairs per rank, so its time is not the measure).
-        t1 = next((r["pairs_per_second"] for r in rs if r["ranks"] == 1), None)
-        print(f"| {backend} {kind} | ranks | N | time [s] | pairs/s | efficiency | longest wait [s] |")
-        print("|---|---|---|---|---|---|---|")
+        # Workers: ranks on the CPU (one thread each), GPUs on the GPU (ranks × GPUs per rank).
+        units = lambda r: r["ranks"] * max(1, r.get("gpus_per_rank", 0))
+        rs.sort(key=lambda r: (units(r), r["ranks"]))
+        t1 = next((r["pairs_per_second"] for r in rs if units(r) == 1), None)
+        print(f"| {backend} {kind} | ranks | GPUs per rank | N | time [s] | pairs/s | speed-up | efficiency | longest wait [s] |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in rs:
-            eff = "" if t1 is None else f"{r['pairs_per_second'] / (r['ranks'] * t1):.2f}"
-            print(f"| | {r['ranks']} | {r['n']} | {r['seconds']:.4g} | {r['pairs_per_second']:.3g} | {eff} | {r['max_wait_seconds']:.3g} |")
+            su = "" if t1 is None else f"{r['pairs_per_second'] / t1:.2f}"
+            eff = "" if t1 is None else f"{r['pairs_per_second'] / (units(r) * t1):.2f}"
+            g = r.get("gpus_per_rank", 0) or ""
+            print(f"| | {r['ranks']} | {g} | {r['n']} | {r['seconds']:.4g} | {r['pairs_per_second']:.3g} | {su} | {eff} | {r['max_wait_seconds']:.3g} |")
         print()
 PY
     echo "- distributed section: $(( $(date +%s) - t_di )) s"
