@@ -7,16 +7,26 @@
 // to --json; the device check gathers the rows of all P into the efficiency tables.
 //   mpirun -n P distributed_bench [--n 200000] [--n-per-rank 100000] [--backend cpu|gpu]
 //                                 [--precision f64|f32] [--reps 3] [--json FILE]
-//                                 [--gpus-per-rank 1]
+//                                 [--gpus-per-rank 1] [--rbf-n N] [--rbf-n-per-rank N_r]
+//                                 [--rbf-solver krylov|fgp] [--rbf-tol 1e-8]
 // On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
 // (default 1, so one rank alone is measured on one GPU, the baseline of the multi-GPU scaling;
 // DirectSum alone would take every GPU of the host).
 // (--n 0 or --n-per-rank 0 leaves that case out.)
+// The distributed global RBF fit (--rbf-n N strong, --rbf-n-per-rank N_r weak; 0: left out):
+// GlobalRbfInterpolant::set_data over the ranks, GMRES (--rbf-solver krylov, or fgp) to
+// --rbf-tol 1e-8 with the L-set preconditioner, multiquadric with a constant on uniform points in
+// the unit cube (each rank its own draws), f = Franke's 3D function, ε = 0.5 N^{1/3} (the same
+// shape relative to the spacing at every N, so that the iteration counts stay comparable); each
+// product by Φ is the distributed direct sum. Rows: setup (L-sets), solve, iterations, seconds
+// per iteration, the relative residual; the slowest rank's times.
 #include "bench_common.hpp"
 
+#include <ksum/datasets.hpp>
 #include <ksum/device.hpp>
 #include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
+#include <ksum/global.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -35,7 +45,70 @@ struct Args {
   std::string backend = "cpu", precision = "f64", json;
   int reps = 3;
   int gpus_per_rank = 1;
+  std::int64_t rbf_n = 0, rbf_n_per_rank = 0;
+  std::string rbf_solver = "krylov";
+  double rbf_tol = 1e-8;
 };
+
+std::vector<int> rank_devices(const ksum::Communicator &comm, const Args &a) {
+  const auto g = ksum::gpus();
+  if (g.empty())
+    throw ksum::Error(ksum::ErrorCode::unsupported, "--backend gpu: no GPU is visible");
+  std::vector<int> ids;
+  for (int k = 0; k < a.gpus_per_rank; ++k)
+    ids.push_back(
+        g[static_cast<std::size_t>(comm.local_rank() * a.gpus_per_rank + k) % g.size()].id);
+  return ids;
+}
+
+nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char *kind,
+                       std::int64_t total) {
+  const int P = comm.size(), r = comm.rank();
+  const std::int64_t n = comm.even_counts(total)[static_cast<std::size_t>(r)];
+  std::mt19937_64 rng(5000 + static_cast<std::uint64_t>(r));
+  std::uniform_real_distribution<double> u(0, 1);
+  ksum::Table<double> x(n, 3), f(n, 1);
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    x.data()[k] = u(rng);
+  for (std::int64_t i = 0; i < n; ++i)
+    f(i, 0) = ksum::datasets::franke3(x(i, 0), x(i, 1), x(i, 2));
+  ksum::GlobalRbfOptions o;
+  o.kernel = ksum::Kernel::multiquadric;
+  o.eps = 0.5 * std::cbrt(static_cast<double>(total));
+  o.solver = ksum::parse_global_solver(a.rbf_solver);
+  o.tolerance = a.rbf_tol;
+  o.max_iterations = 1000;
+  o.backend = ksum::parse_backend(a.backend);
+  ksum::GlobalRbfInterpolant rbf(o);
+  // The GPU of each rank: DistributedSum's default (local rank mod the host's GPUs).
+  const auto t0 = std::chrono::steady_clock::now();
+  rbf.set_data(x, f, comm);
+  const double secs = comm.allreduce_max(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const auto &st = rbf.stats();
+  const double setup = comm.allreduce_max(st.seconds_setup),
+               solve = comm.allreduce_max(st.seconds_solve);
+  if (r == 0)
+    fmt::print("| rbf {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} | {:.4g} | {:.3g} |\n", kind, P,
+               total, total / P, ksum::to_string(st.solver), setup, solve, st.iterations,
+               solve / std::max(1, st.matvecs), st.residual_rel);
+  return {{"kind", std::string("rbf-") + kind},
+          {"ranks", P},
+          {"n", total},
+          {"n_per_rank", total / P},
+          {"solver", std::string(ksum::to_string(st.solver))},
+          {"eps", o.eps},
+          {"tolerance", a.rbf_tol},
+          {"iterations", st.iterations},
+          {"matvecs", st.matvecs},
+          {"seconds_setup", setup},
+          {"seconds_solve", solve},
+          {"seconds", secs},
+          {"seconds_per_matvec", solve / std::max(1, st.matvecs)},
+          {"residual_rel", st.residual_rel},
+          {"backend", a.backend},
+          {"threads_per_rank", omp_get_max_threads()}};
+}
 
 template <class T>
 nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const char *kind,
@@ -52,14 +125,8 @@ nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const cha
   ksum::DirectOptions o;
   o.kernel = ksum::Kernel::laplace;
   o.backend = ksum::parse_backend(a.backend);
-  if (o.backend == ksum::Backend::cuda) {
-    const auto g = ksum::gpus();
-    if (g.empty())
-      throw ksum::Error(ksum::ErrorCode::unsupported, "--backend gpu: no GPU is visible");
-    for (int k = 0; k < a.gpus_per_rank; ++k)
-      o.devices.push_back(
-          g[static_cast<std::size_t>(comm.local_rank() * a.gpus_per_rank + k) % g.size()].id);
-  }
+  if (o.backend == ksum::Backend::cuda)
+    o.devices = rank_devices(comm, a);
   ksum::DistributedSum<T> plan(comm, o);
   plan.set_points(x);
   (void)plan.execute(w); // warm-up (GPU context, pages)
@@ -117,6 +184,14 @@ int main(int argc, char **argv) {
         a.reps = std::max(1, std::stoi(value()));
       else if (k == "--json")
         a.json = value();
+      else if (k == "--rbf-n")
+        a.rbf_n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--rbf-n-per-rank")
+        a.rbf_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--rbf-solver")
+        a.rbf_solver = value();
+      else if (k == "--rbf-tol")
+        a.rbf_tol = std::stod(value());
       else if (k == "--gpus-per-rank") {
         a.gpus_per_rank = std::stoi(value());
         if (a.gpus_per_rank < 1)
@@ -142,6 +217,13 @@ int main(int argc, char **argv) {
       run("strong", a.n);
     if (a.n_per_rank > 0)
       run("weak", a.n_per_rank * comm.size());
+    if ((a.rbf_n > 0 || a.rbf_n_per_rank > 0) && comm.rank() == 0)
+      fmt::print("\n| fit | ranks | N | N per rank | solver | setup [s] | solve [s] | iterations | "
+                 "s per product | residual |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    if (a.rbf_n > 0)
+      out.push_back(run_rbf(comm, a, "strong", a.rbf_n));
+    if (a.rbf_n_per_rank > 0)
+      out.push_back(run_rbf(comm, a, "weak", a.rbf_n_per_rank * comm.size()));
     if (comm.rank() == 0 && !a.json.empty())
       std::ofstream(a.json, std::ios::app) << out.dump() << "\n";
   } catch (const std::exception &e) {

@@ -80,10 +80,8 @@ void write_result(const InterpArgs &a, const Table<double> &y, const Table<doubl
   }
 }
 
-// --method global: one interpolant over all the data.
-void run_global(const InterpArgs &a, const PumOptions &common, const Table<double> &x,
-                const Table<double> &f, const Table<double> &y, const Table<double> &table,
-                std::chrono::steady_clock::time_point t0) {
+// --method global's options from the command line (kernel, eps and backend from the PUM's).
+GlobalRbfOptions global_options(const InterpArgs &a, const PumOptions &common) {
   GlobalRbfOptions g;
   g.kernel = common.kernel;
   g.eps = common.eps;
@@ -97,26 +95,28 @@ void run_global(const InterpArgs &a, const PumOptions &common, const Table<doubl
   g.matvec_tolerance = a.matvec_tol;
   g.backend = common.backend;
   g.threads = a.threads;
-  // One line per iteration at most every second (the first and the last always).
-  auto last = std::chrono::steady_clock::now();
-  g.progress = [&last](int k, double rel) {
+  return g;
+}
+
+// One line per iteration at most every second (the first and the last always).
+std::function<void(int, double)> iteration_notes() {
+  return [last = std::chrono::steady_clock::now()](int k, double rel) mutable {
     const auto now = std::chrono::steady_clock::now();
     if (k == 1 || now - last > std::chrono::seconds(1)) {
       note(fmt::format("  iteration {}: relative residual {:.3e}", k, rel));
       last = now;
     }
   };
-  GlobalRbfInterpolant rbf(g);
-  rbf.set_data(x, f);
-  const auto t_eval = std::chrono::steady_clock::now();
-  const auto u = rbf.evaluate(y);
-  const double secs_eval = seconds_since(t_eval);
-  write_result(a, y, u, table);
-  const auto &st = rbf.stats();
+}
+
+// The summary lines of a global fit (stderr, rank 0 only under mpirun).
+void note_global(const InterpArgs &a, const GlobalRbfOptions &g, const GlobalRbfStats &st,
+                 std::int64_t dim, std::int64_t n, std::int64_t values, std::int64_t m,
+                 double secs_eval, std::chrono::steady_clock::time_point t0) {
   note(fmt::format("ksum interpolate: global, {} eps={} degree {} ({} terms), d={} N={} ({} "
-                   "values each) M={}",
-                   kernel_info(g.kernel).name, g.eps, st.degree, st.poly_terms, x.cols(), x.rows(),
-                   f.cols(), y.rows()));
+                   "values each) M={}{}",
+                   kernel_info(g.kernel).name, g.eps, st.degree, st.poly_terms, dim, n, values, m,
+                   st.ranks > 1 ? fmt::format(", {} ranks", st.ranks) : std::string()));
   if (st.solver == GlobalSolver::dense)
     note(fmt::format("  solver dense ({}), matvec {}", to_string(st.backend), st.matvec));
   else
@@ -131,6 +131,21 @@ void run_global(const InterpArgs &a, const PumOptions &common, const Table<doubl
   note(fmt::format("  setup {:.3f} s, solve {:.3f} s, evaluate {:.3f} s, total {:.3f} s -> {}{}",
                    st.seconds_setup, st.seconds_solve, secs_eval, seconds_since(t0), a.output,
                    a.plot.empty() ? std::string() : ", " + a.plot));
+}
+
+// --method global: one interpolant over all the data.
+void run_global(const InterpArgs &a, const PumOptions &common, const Table<double> &x,
+                const Table<double> &f, const Table<double> &y, const Table<double> &table,
+                std::chrono::steady_clock::time_point t0) {
+  GlobalRbfOptions g = global_options(a, common);
+  g.progress = iteration_notes();
+  GlobalRbfInterpolant rbf(g);
+  rbf.set_data(x, f);
+  const auto t_eval = std::chrono::steady_clock::now();
+  const auto u = rbf.evaluate(y);
+  const double secs_eval = seconds_since(t_eval);
+  write_result(a, y, u, table);
+  note_global(a, g, rbf.stats(), x.cols(), x.rows(), f.cols(), y.rows(), secs_eval, t0);
 }
 
 // The data and evaluation points of the command line: --data split into coordinates x and values
@@ -259,6 +274,64 @@ void note_pum(const InterpArgs &a, const PumInterpolant &pum, const PumOptions &
                    a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
+// Rank 0's rows split evenly over the ranks (scatterv per column): this rank's slice.
+Table<double> scatter_rows(const Communicator &comm, const Table<double> &all, std::int64_t rows,
+                           std::int64_t cols) {
+  const auto counts = comm.even_counts(rows);
+  Table<double> mine(counts[static_cast<std::size_t>(comm.rank())], cols);
+  for (std::int64_t k = 0; k < cols; ++k)
+    comm.scatterv(comm.rank() == 0 ? all.data() + k * rows : nullptr, counts,
+                  mine.data() + k * mine.rows(), mine.rows());
+  return mine;
+}
+
+// Each rank's slice of `rows` rows (split evenly) gathered at rank 0 in the original order.
+Table<double> gather_rows(const Communicator &comm, const Table<double> &mine, std::int64_t rows) {
+  const auto counts = comm.even_counts(rows);
+  const bool root = comm.rank() == 0;
+  Table<double> all(root ? rows : 0, mine.cols());
+  for (std::int64_t q = 0; q < mine.cols(); ++q)
+    comm.gatherv(mine.data() + q * mine.rows(), mine.rows(), root ? all.data() + q * rows : nullptr,
+                 counts);
+  return all;
+}
+
+// Under mpirun with several ranks, --method global: rank 0 reads the files and sends each rank an
+// even slice of the data rows and of the evaluation points; the ranks fit together
+// (GlobalRbfInterpolant::set_data with the communicator: FGP or GMRES with vectors spread by rows,
+// products around the ranks) and evaluate their points; rank 0 gathers and writes them in the
+// original order. Every failure is agreed: every rank exits with the same error.
+void run_global_distributed(const InterpArgs &a, const Communicator &comm,
+                            std::chrono::steady_clock::time_point t0) {
+  const bool root = comm.rank() == 0;
+  GlobalRbfOptions g;
+  comm.agree(capture([&] { g = global_options(a, make_options(a)); }));
+  if (root)
+    g.progress = iteration_notes();
+  Inputs in;
+  comm.agree(capture([&] {
+    if (root)
+      in = read_inputs(a);
+  }));
+  double shape[4] = {double(in.x.rows()), double(in.x.cols()), double(in.f.cols()),
+                     double(in.y.rows())};
+  comm.broadcast(shape, 4);
+  const auto n = static_cast<std::int64_t>(shape[0]), dim = static_cast<std::int64_t>(shape[1]),
+             values = static_cast<std::int64_t>(shape[2]), m = static_cast<std::int64_t>(shape[3]);
+  const Table<double> x = scatter_rows(comm, in.x, n, dim), f = scatter_rows(comm, in.f, n, values),
+                      y = scatter_rows(comm, in.y, m, dim);
+  GlobalRbfInterpolant rbf(g);
+  rbf.set_data(x, f, comm);
+  const auto t_eval = std::chrono::steady_clock::now();
+  const Table<double> all = gather_rows(comm, rbf.evaluate(y), m);
+  const double secs_eval = comm.allreduce_max(seconds_since(t_eval));
+  comm.agree(capture([&] {
+    if (root)
+      write_result(a, in.y, all, in.table);
+  }));
+  note_global(a, g, rbf.stats(), dim, n, values, m, secs_eval, t0);
+}
+
 // Under mpirun with several ranks (--method pum): rank 0 reads the files and sends the data to
 // every rank, the ranks share the patches' fits (PumInterpolant::set_data with the communicator:
 // the interpolant one process makes), each evaluates an even slice of the points, and rank 0
@@ -267,12 +340,6 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
                          std::chrono::steady_clock::time_point t0) {
   const int P = comm.size(), rank = comm.rank();
   const bool root = rank == 0;
-  if (a.method != "pum")
-    throw AgreedError(ErrorCode::unsupported, // the same arguments on every rank
-                      fmt::format("under mpirun ({} ranks) ksum interpolate runs --method pum (the "
-                                  "patches' fits shared over the ranks); --method {} is not "
-                                  "distributed: run it without mpirun",
-                                  P, a.method));
   PumOptions opt;
   comm.agree(capture([&] { opt = make_options(a); }));
   Inputs in;
@@ -288,11 +355,7 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
   Table<double> x = root ? in.x : Table<double>(n, dim), f = root ? in.f : Table<double>(n, values);
   comm.broadcast(x.data(), n * dim);
   comm.broadcast(f.data(), n * values);
-  const auto ms = comm.even_counts(m);
-  Table<double> my_y(ms[rank], dim);
-  for (std::int64_t k = 0; k < dim; ++k)
-    comm.scatterv(root ? in.y.data() + k * m : nullptr, ms, my_y.data() + k * my_y.rows(),
-                  my_y.rows());
+  const Table<double> my_y = scatter_rows(comm, in.y, m, dim);
 
   ProgressLine fit_progress("ksum interpolate: local fits");
   if (root)
@@ -303,9 +366,7 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
   pum.set_progress(nullptr);
   Table<double> u;
   comm.agree(capture([&] { u = pum.evaluate(my_y); })); // e.g. a point outside the box
-  Table<double> all(root ? m : 0, values);
-  for (std::int64_t q = 0; q < values; ++q)
-    comm.gatherv(u.data() + q * u.rows(), u.rows(), root ? all.data() + q * m : nullptr, ms);
+  const Table<double> all = gather_rows(comm, u, m);
   const double secs_eval = comm.allreduce_max(seconds_since(t_eval));
   comm.agree(capture([&] {
     if (root)
@@ -317,7 +378,8 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
 void run_interpolate(const InterpArgs &a) {
   const auto t0 = std::chrono::steady_clock::now();
   if (const Communicator comm = Communicator::world(); comm.distributed())
-    return run_pum_distributed(a, comm, t0);
+    return a.method == "global" ? run_global_distributed(a, comm, t0)
+                                : run_pum_distributed(a, comm, t0);
   const bool global_method = a.method == "global";
   const Inputs in = read_inputs(a);
   PumOptions opt = make_options(a);

@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
         if (!ksum::cli::mpi_worker())
           fmt::print(stderr,
                      "ksum: error: ksum {} does not run over MPI ranks (under mpirun with {} "
-                     "ranks only `ksum sum`, `ksum interpolate --method pum` and `ksum tdbem` "
+                     "ranks only `ksum sum`, `ksum interpolate` and `ksum tdbem` "
                      "do): run it without mpirun\n",
                      arg, ranks);
         return 1;

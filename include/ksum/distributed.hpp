@@ -70,6 +70,17 @@ public:
   // total · r / size()), in rank order: the counts of gatherv / scatterv for data read by one rank.
   std::vector<std::int64_t> even_counts(std::int64_t total) const;
   double allreduce_max(double value) const;
+  // In place on every rank: buf = Σ (or max) over ranks, entry by entry.
+  void allreduce_sum(double *buf, std::int64_t count) const;
+  void allreduce_max(double *buf, std::int64_t count) const;
+  double allreduce_sum(double value) const {
+    allreduce_sum(&value, 1);
+    return value;
+  }
+  // Every rank passes `all` (Σ counts values); rank r receives into mine the sum over ranks of
+  // all's slice r (counts[r] values, in rank order): the transpose of allgatherv.
+  void reduce_scatter_sum(const double *all, double *mine,
+                          const std::vector<std::int64_t> &counts) const;
   // Root receives counts[r] values from each rank r, in rank order, into all (root only; the
   // others may pass nullptr); every rank sends its `count` = counts[rank] values.
   void gatherv(const double *mine, std::int64_t count, double *all,

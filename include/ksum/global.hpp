@@ -6,6 +6,7 @@
 // same L-set operator (any kernel and degree). Every iterative solver reaches the kernel matrix
 // only through a KernelMatVec: the direct sum on the CPU or GPU, or one supplied by the caller.
 #include <ksum/direct.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/kernels.hpp>
 #include <ksum/table.hpp>
 
@@ -109,6 +110,7 @@ struct GlobalRbfStats {
   double residual_rel = 0; // max over columns of ‖f − s‖₂ / ‖f‖₂
   std::vector<double> history; // per iteration: the largest relative residual over the columns
   std::int64_t lsets = 0, lsets_skipped = 0; // L-sets built; those whose local system was singular
+  int ranks = 1;                             // MPI ranks of the fit (set_data with a communicator)
   double seconds_setup = 0;                  // L-sets and their local solves, or the dense assembly
   double seconds_solve = 0;                  // the iteration or the factorisation
   // move_centres since set_data: calls that moved centres, those served by the Woodbury update
@@ -130,6 +132,21 @@ public:
 
   // points: N × d centres (distinct), values: N × c. Solves for λ and the polynomial.
   void set_data(const Table<double> &points, const Table<double> &values);
+  // The same fit over the ranks of comm (issue 25; docs/distributed.md): each rank passes its
+  // own rows of the data (any number, zero included; the same d and c on every rank), and the
+  // interpolant is that of all ranks' rows together, in rank order. Collective: every rank calls
+  // it, and every error (bad data on one rank, a singular system, no convergence) is thrown on
+  // all of them alike (AgreedError). With one rank it is set_data above.
+  //   The iterative solvers run with their vectors spread by rows: FGP (degree 0) or GMRES
+  // (solver automatic picks them by degree, whatever N; dense is refused); each product by Φ is
+  // a DistributedSum around the ranks (matvec_method direct: the FMM is not distributed), on
+  // each rank's CPU cores or its GPU; each rank forms the L-sets led by its own rows, and τ
+  // gathers the residual's rows and sums the sets' parts back onto their ranks. The L-set
+  // search holds every rank's coordinates (N × d doubles) while it runs.
+  //   Afterwards coefficients() are this rank's rows of λ, poly_coefficients() and stats() are
+  // the whole fit's (the same on every rank), evaluate() is collective (each rank its own
+  // evaluation points, summed over every rank's centres), and move_centres is refused.
+  void set_data(const Table<double> &points, const Table<double> &values, const Communicator &comm);
   // Moves centre index[a] to row a of new_points (m × d) for every a, and gives it row a of
   // *new_values (m × c) when that is given (the other centres keep their values), then solves
   // again: the result is the interpolant set_data would fit to the moved set, except that the
@@ -169,7 +186,7 @@ public:
   // The same by the given method (e.g. direct, to check an FMM solve exactly).
   Table<double> evaluate(const Table<double> &points, Method method) const;
 
-  const Table<double> &coefficients() const;      // λ: N × c
+  const Table<double> &coefficients() const;      // λ: N × c (distributed: this rank's rows)
   const Table<double> &poly_coefficients() const; // terms × c, in the scaled monomial basis
   const GlobalRbfStats &stats() const;
   const GlobalRbfOptions &options() const;

@@ -238,6 +238,26 @@ double Communicator::allreduce_max(double value) const {
   return value;
 }
 
+void Communicator::allreduce_sum(double *buf, std::int64_t count) const {
+#ifdef KSUM_HAVE_MPI
+  if (mpi_ && size_ > 1)
+    check(MPI_Allreduce(MPI_IN_PLACE, buf, as_count(count), MPI_DOUBLE, MPI_SUM, KSUM_COMM),
+          "allreduce");
+#else
+  (void)buf, (void)count;
+#endif
+}
+
+void Communicator::allreduce_max(double *buf, std::int64_t count) const {
+#ifdef KSUM_HAVE_MPI
+  if (mpi_ && size_ > 1)
+    check(MPI_Allreduce(MPI_IN_PLACE, buf, as_count(count), MPI_DOUBLE, MPI_MAX, KSUM_COMM),
+          "allreduce");
+#else
+  (void)buf, (void)count;
+#endif
+}
+
 // The variable-count collectives: `op` names the call; with one rank the values are copied (the
 // single-rank result of each), otherwise call(counts, displacements) runs the MPI operation.
 template <class Call>
@@ -291,6 +311,22 @@ void Communicator::scatterv(const double *all, const std::vector<std::int64_t> &
                         KSUM_COMM);
 #else
     (void)c, (void)displs, (void)root;
+    return 0;
+#endif
+  });
+}
+
+void Communicator::reduce_scatter_sum(const double *all, double *mine,
+                                      const std::vector<std::int64_t> &counts) const {
+  const std::int64_t count = counts.at(static_cast<std::size_t>(rank_));
+  std::int64_t off = 0;
+  for (int r = 0; r < rank_; ++r)
+    off += counts[static_cast<std::size_t>(r)];
+  counted("reduce_scatter", counts, count, all + off, mine, [&](const int *c, const int *) {
+#ifdef KSUM_HAVE_MPI
+    return MPI_Reduce_scatter(all, mine, c, MPI_DOUBLE, MPI_SUM, KSUM_COMM);
+#else
+    (void)c;
     return 0;
 #endif
   });

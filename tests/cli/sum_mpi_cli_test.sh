@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `mpirun -n P ksum sum` (issue 25) against `ksum sum` in one process: the same output file to
 # rounding for P = 2, 3, 4 (self-sum; separate targets with two right-hand sides and the gradient),
-# `mpirun -n P ksum interpolate --method pum` (P = 2, 3) the identical file,
+# `mpirun -n P ksum interpolate --method pum` (P = 2, 3) the identical file, `--method global`
+# (FGP and GMRES) the one-process file to the solver's tolerance,
 # and the errors every rank agrees on (a missing input, an existing output, an FMM under mpirun)
 # printed once, with a non-zero exit and the existing output left as it was. Every mpirun runs
 # under a timeout: a hang is a failure.
@@ -75,8 +76,21 @@ for P in 2 3; do
   if cmp -s i1.csv i$P.csv; then echo "interpolate pum, $P ranks: the same file"; else
     echo "FAILED: interpolate pum, $P ranks: the output differs"; fail=1; fi
 done
-expect_error "interpolate global under mpirun" "is not distributed" "$MPI" -n 2 --oversubscribe \
-  "$K" interpolate --method global --data p.csv --grid 10x10 -o x.csv
+# ksum interpolate --method global: FGP and GMRES with rows spread over the ranks, the output the
+# one-process file to the solver's tolerance (two solves to 1e-10 of one system; bound 1e-7).
+for solver in fgp krylov; do
+  "$K" -q interpolate --method global --solver $solver --tol 1e-10 --eps 40 --data p.csv \
+    --grid 12x9 -o g1$solver.csv
+  for P in 2 3; do
+    timeout 60 "$MPI" -n $P --oversubscribe "$K" -q interpolate --method global --solver $solver \
+      --tol 1e-10 --eps 40 --data p.csv --grid 12x9 -o g$P$solver.csv ||
+      { echo "FAILED: interpolate global $solver, $P ranks"; fail=1; }
+    compare g1$solver.csv g$P$solver.csv 1e-7 "interpolate global $solver, $P ranks"
+  done
+done
+expect_error "interpolate global, dense solver under mpirun" "not distributed" "$MPI" -n 2 \
+  --oversubscribe "$K" interpolate --method global --solver dense --data p.csv --grid 10x10 \
+  -o x.csv
 expect_error "kde under mpirun" "does not run over MPI ranks" "$MPI" -n 2 --oversubscribe \
   "$K" kde --data p.csv --grid 10 -o x.csv
 [[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }

@@ -1,5 +1,6 @@
 // GlobalRbfInterpolant: validation, the polynomial basis, the choice of solver, and evaluation.
 #include "core/validate.hpp"
+#include "rbf/global/distributed_global.hpp"
 #include "rbf/global/polynomial.hpp"
 #include "rbf/global/solvers.hpp"
 #include "spatial/kdtree.hpp"
@@ -126,6 +127,23 @@ private:
   std::int64_t n_;
 };
 
+// The polynomial basis of degree deg on the box of the points, mapped into [−1, 1]^d.
+rbf::PolyBasis basis_on_box(const Table<double> &points, int deg) {
+  const std::int64_t n = points.rows(), d = points.cols();
+  std::vector<double> centre(d);
+  double half = 0;
+  for (std::int64_t k = 0; k < d; ++k) {
+    double lo = points(0, k), hi = lo;
+    for (std::int64_t i = 0; i < n; ++i) {
+      lo = std::min(lo, points(i, k));
+      hi = std::max(hi, points(i, k));
+    }
+    centre[k] = 0.5 * (lo + hi);
+    half = std::max(half, 0.5 * (hi - lo));
+  }
+  return rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -151,9 +169,14 @@ struct GlobalRbfInterpolant::Impl {
   // automatic found the system too ill-conditioned for updates (see move_centres); set_data
   // clears it.
   bool updates_off = false;
+  // A distributed fit's communicator (null: one process): centres and λ are this rank's rows.
+  std::unique_ptr<Communicator> comm;
 
   void fit(const Table<double> &points, const Table<double> &values, rbf::PolyBasis new_basis,
            bool form_inverse);
+  void fit_distributed(const Table<double> &points, const Table<double> &values,
+                       const Communicator &comm);
+  void check_shapes(std::int64_t n, std::int64_t d, std::int64_t nc) const;
 
   double fmm_tolerance() const {
     return opt.matvec_tolerance > 0 ? opt.matvec_tolerance
@@ -291,43 +314,39 @@ GlobalRbfInterpolant::~GlobalRbfInterpolant() = default;
 GlobalRbfInterpolant::GlobalRbfInterpolant(GlobalRbfInterpolant &&) noexcept = default;
 GlobalRbfInterpolant &GlobalRbfInterpolant::operator=(GlobalRbfInterpolant &&) noexcept = default;
 
-void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<double> &values) {
-  Impl &im = *impl_;
-  const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
+// The checks of set_data's arguments that need no other rank: n rows (all ranks' together when
+// distributed) of dimension d with nc value columns.
+void GlobalRbfInterpolant::Impl::check_shapes(std::int64_t n, std::int64_t d,
+                                              std::int64_t nc) const {
   if (n == 0 || d == 0)
     throw Error(ErrorCode::empty_input, "no data points to interpolate");
-  if (values.rows() != n)
-    throw Error(ErrorCode::shape_mismatch,
-                fmt::format("{} data points but {} value rows", n, values.rows()));
   if (nc == 0)
     throw Error(ErrorCode::empty_input, "no value columns to interpolate");
   if (d > rbf::PolyBasis::max_dim)
     throw Error(ErrorCode::unsupported,
                 fmt::format("dimension {} is above the supported {}", d, rbf::PolyBasis::max_dim));
-  detail::check_finite(points, "data points");
-  detail::check_finite(values, "data values");
-  const int deg = im.degree();
+  const int deg = degree();
   if (rbf::PolyBasis::count(deg, d) > static_cast<double>(rbf::PolyBasis::max_terms))
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("a polynomial of degree {} in {} dimensions has {:.0f} terms; at most "
                             "{} are supported",
                             deg, d, rbf::PolyBasis::count(deg, d), rbf::PolyBasis::max_terms));
-  im.check_distinct(points);
+}
 
-  // The polynomial basis on the data's box mapped into [−1, 1]^d.
-  std::vector<double> centre(d);
-  double half = 0;
-  for (std::int64_t k = 0; k < d; ++k) {
-    double lo = points(0, k), hi = lo;
-    for (std::int64_t i = 0; i < n; ++i) {
-      lo = std::min(lo, points(i, k));
-      hi = std::max(hi, points(i, k));
-    }
-    centre[k] = 0.5 * (lo + hi);
-    half = std::max(half, 0.5 * (hi - lo));
-  }
-  im.fit(points, values, rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0), false);
+void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<double> &values) {
+  Impl &im = *impl_;
+  const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
+  if (values.rows() != n)
+    throw Error(ErrorCode::shape_mismatch,
+                fmt::format("{} data points but {} value rows", n, values.rows()));
+  im.check_shapes(n, d, nc);
+  detail::check_finite(points, "data points");
+  detail::check_finite(values, "data values");
+  const int deg = im.degree();
+  im.check_distinct(points);
+  im.fit(points, values, basis_on_box(points, deg), false);
   im.updates_off = false;
+  im.comm.reset();
 }
 
 // Solves for λ and the polynomial on (points, values) in the given basis, and commits (nothing
@@ -395,8 +414,12 @@ void GlobalRbfInterpolant::Impl::fit(const Table<double> &points, const Table<do
     const auto t1 = std::chrono::steady_clock::now();
     const rbf::IterSettings it{opt.tolerance, opt.max_iterations, opt.gmres_restart, opt.threads,
                                opt.progress};
-    res = st.solver == GlobalSolver::fgp ? rbf::solve_fgp(*A, sets, values, it)
-                                         : rbf::solve_gmres(*A, sets, P, values, it);
+    std::vector<double> mu;
+    const rbf::TauOperator tau = [&](const double *r, double *t) {
+      sets.apply(r, t, mu, opt.threads);
+    };
+    res = st.solver == GlobalSolver::fgp ? rbf::solve_fgp(*A, tau, values, it)
+                                         : rbf::solve_gmres(*A, tau, P, values, it);
     st.seconds_solve = seconds_since(t1);
   }
   detail::check_finite(res.lambda, "the computed coefficients (the system is numerically "
@@ -455,6 +478,183 @@ void GlobalRbfInterpolant::Impl::fit(const Table<double> &points, const Table<do
   im.fitted = true;
 }
 
+void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<double> &values,
+                                    const Communicator &comm) {
+  if (!comm.distributed()) {
+    set_data(points, values);
+    return;
+  }
+  impl_->fit_distributed(points, values, comm);
+  impl_->updates_off = false;
+}
+
+// set_data over ranks (global.hpp): every step either runs on every rank or ends on every rank
+// with the same error (Communicator::agree), so no rank waits in a collective the others left.
+void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
+                                                 const Table<double> &values,
+                                                 const Communicator &comm) {
+  Impl &im = *this;
+  const auto &opt = im.opt;
+  const int rank = comm.rank(), deg = im.degree();
+  const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
+  const auto counts = comm.allgather(n), dims = comm.allgather(d), vcols = comm.allgather(nc);
+  std::int64_t total = 0, offset = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    total += counts[static_cast<std::size_t>(r)];
+    if (r < rank)
+      offset += counts[static_cast<std::size_t>(r)];
+  }
+  comm.agree(capture([&] {
+    if (values.rows() != n)
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("{} data points but {} value rows", n, values.rows()));
+    for (int r = 1; r < comm.size(); ++r)
+      if (dims[static_cast<std::size_t>(r)] != dims[0] ||
+          vcols[static_cast<std::size_t>(r)] != vcols[0])
+        throw Error(ErrorCode::shape_mismatch,
+                    fmt::format("rank {} passed {} coordinates and {} value columns, rank 0 {} "
+                                "and {}: every rank's rows must have the same shape",
+                                r, dims[static_cast<std::size_t>(r)],
+                                vcols[static_cast<std::size_t>(r)], dims[0], vcols[0]));
+    check_shapes(total, d, nc);
+    detail::check_finite(points, fmt::format("data points (rank {}'s rows)", rank).c_str());
+    detail::check_finite(values, fmt::format("data values (rank {}'s rows)", rank).c_str());
+    if (opt.matvec)
+      throw Error(ErrorCode::unsupported,
+                  "a fit over MPI ranks multiplies by Φ around the ranks itself: a custom matvec "
+                  "factory is not distributed");
+    if (opt.matvec_method == Method::fmm)
+      throw Error(ErrorCode::unsupported,
+                  "a fit over MPI ranks multiplies by Φ directly (the FMM is not distributed): "
+                  "use matvec_method direct (--matvec direct), or run the FMM in one process");
+    if (opt.solver == GlobalSolver::dense)
+      throw Error(ErrorCode::unsupported,
+                  "the dense solver is not distributed: use fgp, krylov or auto over MPI ranks");
+  }));
+
+  // Every rank's coordinates, for the checks over all points and the L-set search.
+  Table<double> all(total, d);
+  for (std::int64_t k = 0; k < d; ++k)
+    comm.allgatherv(points.col(k).data(), n, all.col(k).data(), counts);
+  GlobalRbfStats st;
+  rbf::PolyBasis new_basis;
+  Table<double> P;
+  comm.agree(capture([&] {
+    check_distinct(all); // (the same on every rank)
+    new_basis = basis_on_box(all, deg);
+    check_unisolvent(new_basis.matrix(all), d);
+    P = new_basis.matrix(points);
+    if (opt.lset_size <= P.cols())
+      throw Error(
+          ErrorCode::invalid_argument,
+          fmt::format("the L-set size q = {} must exceed the {} polynomial terms of degree {} "
+                      "in {} dimensions (use q >= {})",
+                      opt.lset_size, P.cols(), deg, d, 2 * P.cols() + 1));
+    st.solver = opt.solver == GlobalSolver::automatic
+                    ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
+                    : choose_solver(total);
+    st.backend = resolve(opt.backend);
+    if (st.backend == Backend::cuda && gpus().empty())
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("backend gpu requested but rank {} sees no GPU", rank));
+  }));
+  st.degree = deg;
+  st.poly_terms = P.cols();
+  st.ranks = comm.size();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  rbf::LSets sets;
+  comm.agree(capture([&] {
+    sets =
+        rbf::build_lsets(all, {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
+                               definiteness_sign(opt.kernel) * opt.smoothing, offset, offset + n});
+  }));
+  all = Table<double>(); // the coordinates are no longer needed
+  double formed[2] = {static_cast<double>(sets.formed), static_cast<double>(sets.skipped)};
+  comm.allreduce_sum(formed, 2);
+  st.lsets = static_cast<std::int64_t>(formed[0]);
+  st.lsets_skipped = static_cast<std::int64_t>(formed[1]);
+  if (st.lsets > 0 && st.lsets_skipped == st.lsets)
+    comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
+               fmt::format("every local L-set system was singular (q = {}, kernel '{}', eps {}): "
+                           "no preconditioner. Try a larger eps or q",
+                           opt.lset_size, kernel_info(opt.kernel).name, opt.eps));
+  const std::unique_ptr<KernelMatVec> A = rbf::make_distributed_matvec(
+      comm, points, opt.kernel, opt.eps,
+      kernel_value(opt.kernel, opt.eps, 0.0) + definiteness_sign(opt.kernel) * opt.smoothing,
+      st.backend, opt.threads);
+  st.matvec = A->describe();
+  const rbf::TauOperator tau = rbf::distributed_tau(comm, sets, counts, opt.threads);
+  st.seconds_setup = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  rbf::IterSettings it{opt.tolerance, opt.max_iterations, opt.gmres_restart, opt.threads,
+                       opt.progress};
+  it.rows.comm = &comm;
+  rbf::SolveResult res;
+  comm.agree(capture([&] {
+    res = st.solver == GlobalSolver::fgp ? rbf::solve_fgp(*A, tau, values, it)
+                                         : rbf::solve_gmres(*A, tau, P, values, it);
+  }));
+  st.seconds_solve = seconds_since(t1);
+  comm.agree(capture([&] {
+    detail::check_finite(res.lambda, "the computed coefficients (the system is numerically "
+                                     "singular: try a larger eps or --smoothing)");
+  }));
+
+  // The true residual f − Φλ − Πc over every rank's rows, by one more product.
+  Table<double> s(n, nc);
+  A->apply(res.lambda, s);
+  ++res.matvecs;
+  std::vector<double> maxima(2 * nc), sums(2 * nc); // per column: max|r|, max|f|; Σr², Σf²
+  for (std::int64_t c = 0; c < nc; ++c)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double p = 0;
+      for (std::int64_t t = 0; t < P.cols(); ++t)
+        p += P(i, t) * res.poly(t, c);
+      const double r = values(i, c) - s(i, c) - p;
+      maxima[2 * c] = std::max(maxima[2 * c], std::abs(r));
+      maxima[2 * c + 1] = std::max(maxima[2 * c + 1], std::abs(values(i, c)));
+      sums[2 * c] += r * r;
+      sums[2 * c + 1] += values(i, c) * values(i, c);
+    }
+  comm.allreduce_max(maxima.data(), 2 * nc);
+  comm.allreduce_sum(sums.data(), 2 * nc);
+  double worst_inf = 0;
+  for (std::int64_t c = 0; c < nc; ++c) {
+    const double rmax = maxima[2 * c], fmax = maxima[2 * c + 1];
+    worst_inf = std::max(worst_inf, fmax > 0 ? rmax / fmax : rmax);
+    st.residual_max = std::max(st.residual_max, rmax);
+    st.residual_rel =
+        std::max(st.residual_rel, sums[2 * c + 1] > 0 ? std::sqrt(sums[2 * c] / sums[2 * c + 1])
+                                                      : std::sqrt(sums[2 * c]));
+  }
+  st.iterations = res.iterations;
+  st.matvecs = res.matvecs;
+  st.history = std::move(res.history);
+  if (!res.converged) {
+    const bool fgp = st.solver == GlobalSolver::fgp;
+    comm.agree(true, static_cast<int>(ErrorCode::not_converged),
+               fmt::format("{} did not reach the tolerance {:.3g} in {} iterations ({} {:.3g}). "
+                           "Raise --max-iter or change eps{}",
+                           to_string(st.solver), opt.tolerance, st.iterations,
+                           fgp ? "max|f - s| / max|f| =" : "||f - s|| / ||f|| =",
+                           fgp ? worst_inf : st.residual_rel,
+                           fgp ? "; or try --solver krylov" : ""));
+  }
+  im.basis = std::move(new_basis);
+  im.centres = points;
+  im.values = values;
+  im.lambda = std::move(res.lambda);
+  im.poly = std::move(res.poly);
+  im.held.reset();
+  st.inverse_held = false;
+  im.stats = std::move(st);
+  im.comm = std::make_unique<Communicator>(comm);
+  im.backend = im.stats.backend;
+  im.fitted = true;
+}
+
 void GlobalRbfInterpolant::move_centres(std::span<const std::int64_t> index,
                                         const Table<double> &new_points,
                                         const Table<double> *new_values) {
@@ -463,6 +663,9 @@ void GlobalRbfInterpolant::move_centres(std::span<const std::int64_t> index,
   const auto &opt = im.opt;
   if (!im.fitted)
     throw Error(ErrorCode::invalid_argument, "move_centres() before set_data()");
+  if (im.comm)
+    throw Error(ErrorCode::unsupported,
+                "move_centres() on a fit distributed over MPI ranks: call set_data again");
   const std::int64_t n = im.centres.rows(), d = im.centres.cols(), nc = im.values.cols();
   const std::int64_t m = static_cast<std::int64_t>(index.size());
   if (new_points.rows() != m || new_points.cols() != d)
@@ -610,24 +813,45 @@ Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points, Method
   const Impl &im = *impl_;
   if (!im.fitted)
     throw Error(ErrorCode::invalid_argument, "evaluate() before set_data()");
-  if (points.cols() != im.centres.cols())
-    throw Error(ErrorCode::shape_mismatch,
-                fmt::format("evaluation points have {} columns; the data have dimension {}",
-                            points.cols(), im.centres.cols()));
-  detail::check_finite(points, "evaluation points");
   const std::int64_t m = points.rows(), nc = im.lambda.cols(), terms = im.basis.terms();
-  if (m == 0)
-    return Table<double>(0, nc);
-  if (method != Method::direct && points.cols() != 3)
-    method = Method::direct; // the FMM is 3D only
-  DirectSum<double> ds(DirectOptions{.kernel = im.opt.kernel,
-                                     .eps = im.opt.eps,
-                                     .backend = im.backend,
-                                     .threads = im.opt.threads,
-                                     .method = method,
-                                     .tolerance = im.fmm_tolerance()});
-  ds.set_points(im.centres, points);
-  Table<double> u = ds.execute(im.lambda);
+  const auto check = [&] {
+    if (points.cols() != im.centres.cols())
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("evaluation points have {} columns; the data have dimension {}",
+                              points.cols(), im.centres.cols()));
+    detail::check_finite(points, "evaluation points");
+  };
+  Table<double> u;
+  if (im.comm) {
+    // Over the ranks: each its own points, summed over every rank's centres (collective).
+    im.comm->agree(capture([&] {
+      check();
+      if (method == Method::fmm)
+        throw Error(ErrorCode::unsupported,
+                    "evaluate() of a fit over MPI ranks sums directly (the FMM is not "
+                    "distributed): use method direct");
+    }));
+    DistributedSum<double> ds(*im.comm, DirectOptions{.kernel = im.opt.kernel,
+                                                      .eps = im.opt.eps,
+                                                      .backend = im.backend,
+                                                      .threads = im.opt.threads});
+    ds.set_points(im.centres, points);
+    u = ds.execute(im.lambda);
+  } else {
+    check();
+    if (m == 0)
+      return Table<double>(0, nc);
+    if (method != Method::direct && points.cols() != 3)
+      method = Method::direct; // the FMM is 3D only
+    DirectSum<double> ds(DirectOptions{.kernel = im.opt.kernel,
+                                       .eps = im.opt.eps,
+                                       .backend = im.backend,
+                                       .threads = im.opt.threads,
+                                       .method = method,
+                                       .tolerance = im.fmm_tolerance()});
+    ds.set_points(im.centres, points);
+    u = ds.execute(im.lambda);
+  }
   if (terms > 0) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < m; ++i) {

@@ -6,6 +6,8 @@
 // columns run in lockstep: one batched matvec per Krylov step serves all of them.
 #include "rbf/global/solvers.hpp"
 
+#include <ksum/error.hpp>
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -27,42 +29,69 @@ struct Column {
 
 } // namespace
 
-SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> &P,
+SolveResult solve_gmres(KernelMatVec &A, const TauOperator &tau, const Table<double> &P,
                         const Table<double> &f, const IterSettings &it) {
   const std::int64_t n = f.rows(), nc = f.cols(), m = P.cols();
   const int nt = it.threads > 0 ? it.threads : omp_get_max_threads();
   const int restart = std::max(1, it.restart);
+  const Rows &rows = it.rows;
   SolveResult res;
+  // x·y over all rows (all ranks).
+  const auto gdot = [&](const double *a, const double *b) { return rows.sum(dot(a, b, n, nt)); };
+  // Q_Πᵀ v over all rows.
+  const auto qt = [&](const Eigen::MatrixXd &Q, const double *v) {
+    Eigen::VectorXd c = Q.transpose() * Eigen::Map<const Eigen::VectorXd>(v, n);
+    rows.sum(c.data(), c.size());
+    return c;
+  };
 
-  // Q_Π and R from a Householder QR of Π.
+  // Q_Π and R: in one process from a Householder QR of Π; over ranks (rows spread) by CholeskyQR2
+  // (R from the Cholesky factor of the summed ΠᵀΠ, twice, which brings Q_Π to orthonormality at
+  // rounding level when Π is not very ill-conditioned: Π is scaled to [−1, 1]^d, polynomial.hpp).
   Eigen::MatrixXd QP, RP;
   if (m > 0) {
     const Eigen::Map<const Eigen::MatrixXd> Pm(P.data(), n, m);
-    const Eigen::HouseholderQR<Eigen::MatrixXd> qr(Pm);
-    QP = qr.householderQ() * Eigen::MatrixXd::Identity(n, m);
-    RP = qr.matrixQR().topLeftCorner(m, m).triangularView<Eigen::Upper>();
+    if (rows.comm == nullptr) {
+      const Eigen::HouseholderQR<Eigen::MatrixXd> qr(Pm);
+      QP = qr.householderQ() * Eigen::MatrixXd::Identity(n, m);
+      RP = qr.matrixQR().topLeftCorner(m, m).triangularView<Eigen::Upper>();
+    } else {
+      QP = Pm;
+      RP = Eigen::MatrixXd::Identity(m, m);
+      for (int pass = 0; pass < 2; ++pass) {
+        Eigen::MatrixXd G = QP.transpose() * QP;
+        rows.sum(G.data(), G.size());
+        const Eigen::LLT<Eigen::MatrixXd> llt(G);
+        if (llt.info() != Eigen::Success)
+          throw Error(ErrorCode::invalid_argument,
+                      "the data points are not unisolvent for the polynomial (ΠᵀΠ is singular "
+                      "over the ranks' rows)");
+        const Eigen::MatrixXd R = llt.matrixU();
+        QP = R.triangularView<Eigen::Upper>().solve<Eigen::OnTheRight>(QP);
+        RP = (R * RP).eval();
+      }
+    }
   }
   auto project = [&](double *v) {
     if (m == 0)
       return;
     Eigen::Map<Eigen::VectorXd> vm(v, n);
-    const Eigen::VectorXd coef = QP.transpose() * vm;
+    const Eigen::VectorXd coef = qt(QP, v);
     vm.noalias() -= QP * coef;
   };
 
   std::vector<Column> cols(nc);
   for (std::int64_t c = 0; c < nc; ++c) {
-    cols[c].fnorm = std::sqrt(dot(f.col(c).data(), f.col(c).data(), n, nt));
+    cols[c].fnorm = std::sqrt(gdot(f.col(c).data(), f.col(c).data()));
     cols[c].y.assign(n, 0.0);
   }
-  std::vector<double> mu;
   // Φ τ(·) for a batch of columns.
   Table<double> T, PhiT;
   auto apply_phi_tau = [&](const std::vector<const double *> &in) {
     const std::int64_t b = static_cast<std::int64_t>(in.size());
     T = Table<double>(n, b, Uninitialized{});
     for (std::int64_t k = 0; k < b; ++k)
-      sets.apply(in[k], T.col(k).data(), mu, it.threads);
+      tau(in[k], T.col(k).data());
     PhiT = Table<double>(n, b, Uninitialized{});
     A.apply(T, PhiT);
     ++res.matvecs;
@@ -95,7 +124,7 @@ SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> 
     for (std::size_t a = 0; a < act.size(); ++a) {
       Column &C = cols[act[a]];
       project(r0[a].data());
-      const double beta = std::sqrt(dot(r0[a].data(), r0[a].data(), n, nt));
+      const double beta = std::sqrt(gdot(r0[a].data(), r0[a].data()));
       const double rel = C.fnorm > 0 ? beta / C.fnorm : 0.0;
       worst = std::max(worst, rel);
       if (beta <= it.tolerance * C.fnorm) {
@@ -140,14 +169,14 @@ SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> 
         project(w.data());
         // Modified Gram–Schmidt.
         for (int i = 0; i <= j; ++i) {
-          const double h = dot(w.data(), C.V[i].data(), n, nt);
+          const double h = gdot(w.data(), C.V[i].data());
           C.H(i, j) = h;
           const double *vi = C.V[i].data();
 #pragma omp parallel for num_threads(nt) schedule(static)
           for (std::int64_t k = 0; k < n; ++k)
             w[k] -= h * vi[k];
         }
-        const double hn = std::sqrt(dot(w.data(), w.data(), n, nt));
+        const double hn = std::sqrt(gdot(w.data(), w.data()));
         C.H(j + 1, j) = hn;
         // The previous rotations, then a new one that zeroes H(j + 1, j).
         for (int i = 0; i < j; ++i) {
@@ -202,7 +231,7 @@ SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> 
   // λ = τ(y); the polynomial by least squares on f − Φλ.
   res.lambda = Table<double>(n, nc, Uninitialized{});
   for (std::int64_t c = 0; c < nc; ++c)
-    sets.apply(cols[c].y.data(), res.lambda.col(c).data(), mu, it.threads);
+    tau(cols[c].y.data(), res.lambda.col(c).data());
   res.poly = Table<double>(m, nc);
   if (m > 0) {
     Table<double> s(n, nc);
@@ -212,7 +241,7 @@ SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> 
       Eigen::VectorXd rc(n);
       for (std::int64_t i = 0; i < n; ++i)
         rc(i) = f(i, c) - s(i, c);
-      const Eigen::VectorXd coef = RP.triangularView<Eigen::Upper>().solve(QP.transpose() * rc);
+      const Eigen::VectorXd coef = RP.triangularView<Eigen::Upper>().solve(qt(QP, rc.data()));
       for (std::int64_t t = 0; t < m; ++t)
         res.poly(t, c) = coef(t);
     }

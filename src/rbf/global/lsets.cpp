@@ -344,8 +344,10 @@ void transpose(LSets &s, std::int64_t nsets, int nt) {
     std::uint32_t j, l;
     double zeta;
   };
-  // (The first set is the largest.)
-  const std::int64_t largest = nsets > 0 ? s.ptr[1] - s.ptr[0] : 0;
+  // (Sets shrink along the order; a distributed build leaves some empty.)
+  std::int64_t largest = 0;
+  for (std::int64_t l = 0; l < nsets && largest == 0; ++l)
+    largest = s.ptr[l + 1] - s.ptr[l];
   const auto scratch = std::make_unique_for_overwrite<Entry[]>(
       static_cast<std::size_t>(std::min(total, std::max(chunk_entries, largest))));
   std::vector<std::vector<std::uint32_t>> count(parts); // per part and point
@@ -439,10 +441,15 @@ LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
   const std::int64_t nsets = std::max<std::int64_t>(0, n - m_terms);
   const int nt = thread_count(cfg.threads);
   const spatial::KdTree tree(x, rank, 32, nt);
+  const std::int64_t own_begin = cfg.own_end < 0 ? 0 : cfg.own_begin,
+                     own_end = cfg.own_end < 0 ? n : cfg.own_end;
   s.ptr.resize(nsets + 1);
   s.ptr[0] = 0;
-  for (std::int64_t m = 0; m < nsets; ++m)
-    s.ptr[m + 1] = s.ptr[m] + std::min<std::int64_t>(cfg.q, n - m);
+  for (std::int64_t m = 0; m < nsets; ++m) {
+    const bool own = order[m] >= own_begin && order[m] < own_end;
+    s.ptr[m + 1] = s.ptr[m] + (own ? std::min<std::int64_t>(cfg.q, n - m) : 0);
+    s.formed += own;
+  }
   s.idx.resize(s.ptr[nsets]); // (written below, every entry)
   s.zeta.resize(s.ptr[nsets]);
   std::int64_t skipped = 0;
@@ -463,7 +470,7 @@ LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t t = 0; t < n; ++t) {
         const std::int64_t l = leaves[t], m = tree.leaf_rank(t);
-        if (m >= nsets)
+        if (m >= nsets || s.ptr[m + 1] == s.ptr[m])
           continue;
         const std::int64_t size = s.ptr[m + 1] - s.ptr[m];
         for (std::int64_t k = 0; k < d; ++k)
@@ -508,7 +515,7 @@ void LSets::apply(const double *r, double *tau, std::vector<double> &mu, int thr
 #pragma omp for schedule(static)
     for (std::int64_t l = 0; l < nsets; ++l) {
       const std::int64_t b = ptr[l], e = ptr[l + 1];
-      if (zeta[b] == 0.0) {
+      if (b == e || zeta[b] == 0.0) {
         mu[l] = 0.0;
         continue;
       }

@@ -24,6 +24,7 @@ namespace ksum::rbf {
 struct LSets {
   std::int64_t n = 0;                       // points
   std::int64_t skipped = 0;                 // sets whose local system was singular (ζ left 0)
+  std::int64_t formed = 0;                  // sets formed (all but those LSetConfig left out)
   std::vector<std::int64_t> ptr;            // set l's members are idx[ptr[l] .. ptr[l + 1])
   detail::uninit_vector<std::uint32_t> idx; // members, the set's own point first
   detail::uninit_vector<double> zeta;       // ζ_lj aligned with idx
@@ -46,6 +47,10 @@ struct LSetConfig {
   // σρ added to the diagonal of every local system, as the smoothed matrix Φ + σρI has it: the
   // local Lagrange functions then approximate the inverse of the matrix the Krylov solver sees.
   double diag = 0;
+  // Only the sets led by points [own_begin, own_end) are formed (the others are left empty), as
+  // a rank of a distributed fit does for its own rows; own_end < 0: every set. The formed sets
+  // equal those of the whole build, bit for bit.
+  std::int64_t own_begin = 0, own_end = -1;
 };
 
 LSets build_lsets(const Table<double> &x, const LSetConfig &cfg);

@@ -4,6 +4,7 @@
 #include "rbf/global/lsets.hpp"
 
 #include <ksum/bsm.hpp>
+#include <ksum/distributed.hpp>
 #include <ksum/global.hpp>
 #include <ksum/table.hpp>
 
@@ -21,21 +22,43 @@ struct SolveResult {
   bool converged = true;
 };
 
+// Where the solvers' vectors live: in one process (comm null), or spread by rows over the ranks
+// of comm (each rank its own rows, of any count, zero included): then every sum and maximum over
+// the rows goes over all ranks, so that every rank takes the same steps.
+struct Rows {
+  const Communicator *comm = nullptr;
+  double sum(double v) const { return comm ? comm->allreduce_sum(v) : v; }
+  void sum(double *v, std::int64_t n) const {
+    if (comm)
+      comm->allreduce_sum(v, n);
+  }
+  double max(double v) const { return comm ? comm->allreduce_max(v) : v; }
+  void max(double *v, std::int64_t n) const {
+    if (comm)
+      comm->allreduce_max(v, n);
+  }
+};
+
 struct IterSettings {
   double tolerance;
   int max_iterations;
   int restart;
   int threads;
   std::function<void(int, double)> progress;
+  Rows rows{};
 };
 
+// τ(r) of the L-sets (lsets.hpp) for one column of the solver's rows: LSets::apply in one
+// process; over the ranks, the distributed fit's exchange (distributed_global.cpp).
+using TauOperator = std::function<void(const double *r, double *tau)>;
+
 // Seed 000 §3.1 steps 2 and 6–10 (degree 0: the polynomial is the constant α).
-SolveResult solve_fgp(KernelMatVec &A, const LSets &sets, const Table<double> &f,
+SolveResult solve_fgp(KernelMatVec &A, const TauOperator &tau, const Table<double> &f,
                       const IterSettings &it);
 
 // Restarted GMRES on Q Φ τ(y) = Q f (Q: the projector onto range(Π)^⊥, τ: the L-set operator),
 // λ = τ(y); the polynomial is the least-squares fit of f − Φλ.
-SolveResult solve_gmres(KernelMatVec &A, const LSets &sets, const Table<double> &P,
+SolveResult solve_gmres(KernelMatVec &A, const TauOperator &tau, const Table<double> &P,
                         const Table<double> &f, const IterSettings &it);
 
 struct DenseProblem {

@@ -1,0 +1,194 @@
+// GlobalRbfInterpolant::set_data over MPI ranks (issue 25) against the single-process fit, in one
+// program: run it alone (one rank) or under `mpirun -n P` (CTest: P = 2, 3, 4, --oversubscribe).
+// Every rank builds the same data and passes its own rows of it, in uneven slices (rank r holds a
+// share growing with r; with three ranks or more, rank 1 holds none). The distributed solvers
+// (FGP for the multiquadric with a constant, GMRES for the thin-plate spline with a linear
+// polynomial in 2D and for the Gaussian without one in 3D) must reach the tolerance over all rows,
+// and the interpolant, evaluated collectively at each rank's own points, must equal the
+// single-process one: both are solves to a relative tolerance 1e-10 of one system, so they may
+// differ by that tolerance times the system's condition; the bound asserted is 1e-7 of the data's
+// size (measured: below 1e-13). The iteration counts may differ by a few (rounding in other
+// orders). Then errors on one rank (a NaN, a different dimension) and options that are not
+// distributed must end every rank with the same error, and no rank may hang.
+#include "support/mpi_checks.hpp"
+#include "support/reference.hpp"
+
+#include <ksum/datasets.hpp>
+#include <ksum/distributed.hpp>
+#include <ksum/error.hpp>
+#include <ksum/global.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <limits>
+#include <string>
+
+using namespace ksum;
+
+namespace {
+
+// Rank r's first row and count of `total` rows: shares r + 1 (rank 1 none when P ≥ 3).
+std::pair<std::int64_t, std::int64_t> slice(const Communicator &comm, std::int64_t total) {
+  const int P = comm.size();
+  std::vector<std::int64_t> w(P);
+  std::int64_t sum = 0;
+  for (int r = 0; r < P; ++r)
+    sum += w[r] = (P >= 3 && r == 1) ? 0 : r + 1;
+  std::int64_t begin = 0, acc = 0;
+  for (int r = 0; r < comm.rank(); ++r)
+    acc += w[r];
+  begin = total * acc / sum;
+  const std::int64_t end = total * (acc + w[comm.rank()]) / sum;
+  return {begin, end - begin};
+}
+
+Table<double> rows(const Table<double> &t, std::int64_t begin, std::int64_t count) {
+  Table<double> out(count, t.cols());
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t i = 0; i < count; ++i)
+      out(i, c) = t(begin + i, c);
+  return out;
+}
+
+void compare(const Communicator &comm, const char *name, const GlobalRbfOptions &o,
+             const Table<double> &x, const Table<double> &f, GlobalSolver expected) {
+  const int rank = comm.rank();
+  const auto [begin, count] = slice(comm, x.rows());
+  GlobalRbfInterpolant alone(o), shared(o);
+  alone.set_data(x, f);
+  shared.set_data(rows(x, begin, count), rows(f, begin, count), comm);
+  const auto &a = alone.stats(), &b = shared.stats();
+  test::mpi_check(b.solver == expected && b.ranks == comm.size(),
+                  fmt::format("{}: solver {} ranks {}", name, to_string(b.solver), b.ranks), rank);
+  test::mpi_check(b.residual_rel <= 2 * o.tolerance || b.solver == GlobalSolver::fgp,
+                  fmt::format("{}: relative residual {:.3g}", name, b.residual_rel), rank);
+  test::mpi_check(std::abs(a.iterations - b.iterations) <= 3 && a.lsets == b.lsets &&
+                      a.lsets_skipped == b.lsets_skipped,
+                  fmt::format("{}: iterations {}/{}, L-sets {}/{}, skipped {}/{}", name,
+                              a.iterations, b.iterations, a.lsets, b.lsets, a.lsets_skipped,
+                              b.lsets_skipped),
+                  rank);
+  // This rank's coefficients are its rows of λ.
+  double scale = 0, worst_lambda = 0, lscale = 0;
+  for (std::int64_t c = 0; c < f.cols(); ++c)
+    for (std::int64_t i = 0; i < count; ++i) {
+      worst_lambda = std::max(
+          worst_lambda, std::abs(shared.coefficients()(i, c) - alone.coefficients()(begin + i, c)));
+      lscale = std::max(lscale, std::abs(alone.coefficients()(begin + i, c)));
+    }
+  lscale = comm.allreduce_max(lscale);
+  worst_lambda = comm.allreduce_max(worst_lambda);
+  // Evaluation: each rank its own points (rank r: 50 + 40 r of them), collectively.
+  const auto y = test::random_points(50 + 40 * rank, x.cols(), 100 + rank, 0.05, 0.95);
+  const auto want = alone.evaluate(y), got = shared.evaluate(y);
+  double worst = 0;
+  for (std::int64_t k = 0; k < want.rows() * want.cols(); ++k) {
+    const double e = std::abs(got.data()[k] - want.data()[k]);
+    worst = std::isfinite(e) ? std::max(worst, e) : std::numeric_limits<double>::infinity();
+  }
+  for (std::int64_t k = 0; k < f.rows() * f.cols(); ++k)
+    scale = std::max(scale, std::abs(f.data()[k]));
+  test::mpi_check(
+      worst <= 1e-7 * scale,
+      fmt::format("{}: max |s − s_alone| = {:.3g} (data size {:.3g})", name, worst, scale), rank);
+  worst = comm.allreduce_max(worst);
+  if (rank == 0)
+    std::printf("%s: %d rank(s), %s, %d/%d iterations, residual %.3g, max |s − s_alone| %.3g, "
+                "max |λ − λ_alone| / max |λ| %.3g\n",
+                name, comm.size(), std::string(to_string(b.solver)).c_str(), b.iterations,
+                a.iterations, b.residual_rel, worst, lscale > 0 ? worst_lambda / lscale : 0.0);
+}
+
+} // namespace
+
+int main() {
+  const Communicator comm = Communicator::world();
+  const int P = comm.size(), rank = comm.rank();
+  try {
+    {
+      const auto x = datasets::halton(1500, 2);
+      Table<double> f(x.rows(), 2);
+      for (std::int64_t i = 0; i < x.rows(); ++i) {
+        f(i, 0) = datasets::franke(x(i, 0), x(i, 1));
+        f(i, 1) = std::sin(3 * x(i, 0)) * x(i, 1);
+      }
+      GlobalRbfOptions mq;
+      mq.kernel = Kernel::multiquadric;
+      mq.eps = 20;
+      mq.tolerance = 1e-10;
+      mq.max_iterations = 1000;
+      mq.backend = Backend::cpu;
+      mq.solver = GlobalSolver::fgp;
+      compare(comm, "multiquadric FGP, 2 value columns", mq, x, f, GlobalSolver::fgp);
+      GlobalRbfOptions tps;
+      tps.kernel = Kernel::tps;
+      tps.eps = 1;
+      tps.tolerance = 1e-10;
+      tps.backend = Backend::cpu;
+      tps.solver = GlobalSolver::krylov;
+      compare(comm, "thin-plate spline GMRES, linear polynomial", tps, x, f, GlobalSolver::krylov);
+    }
+    {
+      const auto x = datasets::halton(1200, 3);
+      Table<double> f(x.rows(), 1);
+      for (std::int64_t i = 0; i < x.rows(); ++i)
+        f(i, 0) = datasets::franke3(x(i, 0), x(i, 1), x(i, 2));
+      GlobalRbfOptions g;
+      g.kernel = Kernel::gaussian;
+      g.eps = 6;
+      g.tolerance = 1e-10;
+      g.backend = Backend::cpu;
+      g.solver = GlobalSolver::krylov;
+      compare(comm, "gaussian GMRES 3D, no polynomial", g, x, f, GlobalSolver::krylov);
+    }
+    if (P > 1) {
+      GlobalRbfOptions o;
+      o.kernel = Kernel::multiquadric;
+      o.eps = 5;
+      o.backend = Backend::cpu;
+      const auto x = datasets::halton(400, 2);
+      Table<double> f(400, 1, 1.0);
+      const auto [begin, count] = slice(comm, 400);
+      auto xr = rows(x, begin, count), fr = rows(f, begin, count);
+      GlobalRbfInterpolant rbf(o);
+      if (rank == P - 1)
+        fr(0, 0) = std::numeric_limits<double>::quiet_NaN();
+      test::expect_agreed_error(comm, "NaN on the last rank", std::nullopt,
+                                fmt::format("rank {}'s rows): non-finite", P - 1),
+                                [&] { rbf.set_data(xr, fr, comm); });
+      fr = rows(f, begin, count);
+      const Table<double> x3 = rank == P - 1 ? Table<double>(count, 3, 0.5) : xr;
+      test::expect_agreed_error(comm, "3 coordinates on the last rank", ErrorCode::shape_mismatch,
+                                "same shape", [&] { rbf.set_data(x3, fr, comm); });
+      GlobalRbfOptions dense = o;
+      dense.solver = GlobalSolver::dense;
+      GlobalRbfInterpolant d(dense);
+      test::expect_agreed_error(comm, "dense solver", ErrorCode::unsupported, "not distributed",
+                                [&] { d.set_data(xr, fr, comm); });
+      GlobalRbfOptions fmm = o;
+      fmm.matvec_method = Method::fmm;
+      GlobalRbfInterpolant m(fmm);
+      test::expect_agreed_error(comm, "FMM matvec", ErrorCode::unsupported, "not distributed",
+                                [&] { m.set_data(xr, fr, comm); });
+      // After a good fit: move_centres is refused, evaluate with the FMM too.
+      rbf.set_data(xr, fr, comm);
+      const std::int64_t idx[1] = {0};
+      bool refused = false;
+      try {
+        rbf.move_centres(idx, Table<double>(1, 2, 0.5));
+      } catch (const Error &e) {
+        refused = e.code() == ErrorCode::unsupported;
+      }
+      test::mpi_check(refused, "move_centres on a distributed fit is refused", rank);
+      test::expect_agreed_error(comm, "evaluate by the FMM", ErrorCode::unsupported,
+                                "not distributed",
+                                [&] { (void)rbf.evaluate(Table<double>(3, 2, 0.5), Method::fmm); });
+    }
+  } catch (const std::exception &e) {
+    test::mpi_check(false, fmt::format("unexpected exception: {}", e.what()), rank);
+  }
+  if (test::mpi_failures() == 0 && rank == 0)
+    std::printf("global_rbf_mpi_test: all checks passed on %d rank(s)\n", P);
+  return test::mpi_failures() == 0 ? 0 : 1;
+}
