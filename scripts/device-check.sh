@@ -51,10 +51,12 @@
 #          tasksize_methods_bench --fmm-n; 3 repetitions); ≤ 10 min (a call of its own)
 #   tasksize_fmm2d  the 2D FMM's chosen subtree level and near-field leaves per task vs sweeps
 #          of both, N = 1e6, on 1, 2 and all threads (tasksize_methods_bench --fmm2d-n)
-#   distributed  the distributed direct sum (issue 25) under mpirun -n 1, 2, 4, 8, 16 on the CPU
-#          cores (one thread per rank): strong scaling at N = 2e5, weak at 5e4 per rank, the
-#          efficiency tables; then 1 and 2 ranks sharing the one GPU (N = 2^22, correctness of the
-#          GPU path under MPI, not scaling); distributed_bench; ~6 min
+#   distributed  issue 25 under mpirun -n 1, 2, 4, 8, 16 on the CPU cores (one thread per rank)
+#          and one rank per GPU: the direct sum (strong N = 2e5, weak 5e4 per rank; the same
+#          cores as 16 OpenMP threads; on the GPU N = 2^22: 1 rank × 1 GPU, 1 × all, 1 rank per
+#          GPU) and the global RBF fit by GMRES to 1e-8 (strong N = 4e4, weak 5e3 per rank; GPU
+#          N = 5e5); efficiency tables; KSUM_DISTRIBUTED_CASES=sum|rbf picks one; distributed_bench;
+#          ~10 min with both (a call of its own)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -595,16 +597,24 @@ if want distributed; then
   t_di=$(date +%s)
   dj="$OUT/distributed/distributed_bench.jsonl"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # KSUM_DISTRIBUTED_CASES: sum (the direct sum), rbf (the global RBF fit), or both (default).
+  cases=${KSUM_DISTRIBUTED_CASES:-sum,rbf}
+  if [[ ,$cases, == *,sum,* ]]; then
   for P in 1 2 4 8 16; do
     OMP_NUM_THREADS=1 timeout 240 mpirun -n $P --oversubscribe --bind-to core \
       $build/bench/distributed_bench --n 200000 --n-per-rank 50000 --reps 2 --json "$dj" \
       >> "$OUT/distributed/cpu.md" 2>&1 || { echo "mpirun -n $P failed" >> "$OUT/distributed/cpu.md"; rc=1; }
   done
+  # The same cores as 16 OpenMP threads of one process: what the ranks are to be compared with.
+  OMP_NUM_THREADS=16 timeout 120 $build/bench/distributed_bench --n 200000 --n-per-rank 0 \
+    --reps 2 --json "$OUT/distributed/openmp16.jsonl" >> "$OUT/distributed/cpu.md" 2>&1 || rc=1
+  fi
   # The GPU: one rank on one GPU (the baseline), then, where the host has several GPUs, one rank
   # splitting the sum over all of them (DirectSum's own threads) and one rank per GPU.
   ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   gpu_runs="1:1"
   [ "${ngpu:-0}" -ge 2 ] && gpu_runs="1:1 1:$ngpu $ngpu:1"
+  if [[ ,$cases, == *,sum,* ]]; then
   for pg in $gpu_runs; do
     P=${pg%%:*}; G=${pg##*:}
     timeout 240 mpirun -n $P --oversubscribe $build/bench/distributed_bench --backend gpu \
@@ -612,10 +622,48 @@ if want distributed; then
       >> "$OUT/distributed/gpu.md" 2>&1 ||
       { echo "mpirun -n $P --gpus-per-rank $G (gpu) failed" >> "$OUT/distributed/gpu.md"; rc=1; }
   done
+  fi
+  if [[ ,$cases, == *,rbf,* ]]; then
+  # The global RBF fit (GMRES to 1e-8): on the CPU one thread per rank, strong N = 40000 and weak
+  # 5000 per rank; on the GPU one GPU per rank (one rank alone sees one GPU), strong N = 5e5.
+  for P in 1 2 4 8 16; do
+    OMP_NUM_THREADS=1 timeout 240 mpirun -n $P --oversubscribe --bind-to core \
+      $build/bench/distributed_bench --n 0 --n-per-rank 0 --rbf-n 40000 --rbf-n-per-rank 5000 \
+      --json "$dj" >> "$OUT/distributed/rbf_cpu.md" 2>&1 ||
+      { echo "mpirun -n $P (rbf) failed" >> "$OUT/distributed/rbf_cpu.md"; rc=1; }
+  done
+  CUDA_VISIBLE_DEVICES=0 timeout 240 $build/bench/distributed_bench --backend gpu --n 0 \
+    --n-per-rank 0 --rbf-n 500000 --json "$dj" >> "$OUT/distributed/rbf_gpu.md" 2>&1 || rc=1
+  if [ "${ngpu:-0}" -ge 2 ]; then
+    # Each rank's L-sets and τ run on its share of the cores: Open MPI binds 2 ranks to one core
+    # each by default, which would run every rank's OpenMP threads on that one core.
+    OMP_NUM_THREADS=$(( jobs / ngpu )) timeout 240 mpirun -n $ngpu --oversubscribe --bind-to none \
+      $build/bench/distributed_bench --backend gpu --n 0 --n-per-rank 0 --rbf-n 500000 \
+      --json "$dj" >> "$OUT/distributed/rbf_gpu.md" 2>&1 || rc=1
+  fi
+  fi
   { echo; echo "## distributed direct sum (one thread per rank on the CPU; efficiency vs 1 rank)"; echo
     python3 - "$dj" <<'PY'
 import json, sys
 rows = [r for line in open(sys.argv[1]) for r in json.loads(line)]
+for backend in ("cpu", "gpu"):
+    for kind in ("rbf-strong", "rbf-weak"):
+        rs = sorted((r for r in rows if r["kind"] == kind and r["backend"] == backend),
+                    key=lambda r: r["ranks"])
+        if not rs:
+            continue
+        # Efficiency: seconds per product against one rank (strong: ×P; weak: the products do
+        # P times the pairs per rank, so ×1/P as for the direct sum).
+        t1 = next((r for r in rs if r["ranks"] == 1), None)
+        print(f"| {backend} {kind} | ranks | N | setup [s] | solve [s] | iterations | s per product | efficiency per product | residual |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rs:
+            eff = ""
+            if t1:
+                pairs = lambda q: q["n"] * (q["n"] - 1)
+                eff = f"{(pairs(r) / r['seconds_per_matvec']) / (r['ranks'] * pairs(t1) / t1['seconds_per_matvec']):.2f}"
+            print(f"| | {r['ranks']} | {r['n']} | {r['seconds_setup']:.3g} | {r['seconds_solve']:.4g} | {r['iterations']} | {r['seconds_per_matvec']:.4g} | {eff} | {r['residual_rel']:.2g} |")
+        print()
 for backend in ("cpu", "gpu"):
     for kind in ("strong", "weak"):
         rs = sorted((r for r in rows if r["kind"] == kind and r["backend"] == backend),
