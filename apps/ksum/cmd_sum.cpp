@@ -118,21 +118,28 @@ DirectOptions direct_options(const SumArgs &a) {
 }
 
 // Under mpirun with several ranks: rank 0 reads the files and scatters contiguous row slices
-// (targets and sources split evenly), DistributedSum passes the source slices around the ranks,
+// (targets and sources split evenly), DistributedSum passes the source slices around the ranks
+// (--method fmm: partitions them by Morton key and sends each rank its essential tree),
 // rank 0 gathers the sums in the original order and writes the one output file. Every failure
 // (a missing file, bad input, a full disk) is agreed: every rank exits with the same error.
 template <class T> void run_sum_distributed(const SumArgs &a, const Communicator &comm) {
   const auto t0 = std::chrono::steady_clock::now();
   const int P = comm.size(), rank = comm.rank();
   const bool root = rank == 0;
-  if (a.kernel == "harmonic" || a.kernel == "biot-savart" || a.method != "direct")
+  if (a.kernel == "harmonic" || a.kernel == "biot-savart" ||
+      (a.method != "direct" && a.method != "fmm"))
     throw AgreedError(
         ErrorCode::unsupported, // the same arguments on every rank
         fmt::format("under mpirun ({} ranks) ksum sum runs --method direct (every pair, "
-                    "over the ranks) for the kernels of --kernel except harmonic; got "
-                    "--method {} --kernel {}: run it without mpirun",
+                    "over the ranks) or fmm (3D self-sums: no --targets, no --gradient) for the "
+                    "kernels of --kernel except harmonic; got --method {} --kernel {}: run it "
+                    "without mpirun",
                     P, a.method, a.kernel));
-  DistributedSum<T> plan(comm, direct_options(a));
+  DirectOptions opt = direct_options(a);
+  opt.method = parse_method(a.method);
+  opt.tolerance = a.tol;
+  opt.fmm_order = a.fmm_order;
+  DistributedSum<T> plan(comm, opt);
 
   // Rank 0 reads; the shapes go to every rank.
   Table<double> src, tgt, w;
@@ -192,6 +199,17 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
   const auto &st = plan.stats();
   const double wait = comm.allreduce_max(st.seconds_wait);
   const double pairs = double(m) * double(n - (self ? 1 : 0));
+  if (opt.method == Method::fmm) {
+    const auto &st = plan.stats();
+    double got[2] = {double(st.fmm_received), double(st.fmm_pseudo_cells_sent)};
+    comm.allreduce_sum(got, 2);
+    note(fmt::format("ksum sum: {} eps={} d={} N={} rhs={} on {} ranks ({}, {}), fmm tol={}: sum "
+                     "{:.3f} s ({:.0f} sources received in the essential trees, {:.0f} cells as "
+                     "pseudo-particles; longest exchange {:.3f} s), total {:.3f} s -> {}",
+                     a.kernel, a.eps, d, n, nrhs, P, a.backend, sizeof(T) == 4 ? "f32" : "f64",
+                     a.tol, t_sum, got[0], got[1], wait, seconds_since(t0), a.output));
+    return;
+  }
   note(fmt::format("ksum sum: {} eps={} d={} N={} M={} rhs={}{} on {} ranks ({}, {}), direct: sum "
                    "{:.3f} s ({:.3g} pairs/s; longest wait for a block {:.3f} s), total {:.3f} s "
                    "-> {}",

@@ -77,6 +77,12 @@ public:
     allreduce_sum(&value, 1);
     return value;
   }
+  // send[r]: what this rank sends to rank r; returns what each rank sends to this one.
+  std::vector<std::int64_t> alltoall(const std::vector<std::int64_t> &send) const;
+  // This rank sends send_counts[r] values to rank r (send grouped by destination, in rank order)
+  // and receives recv_counts[r] from rank r into recv (grouped by source, in rank order).
+  void alltoallv(const double *send, const std::vector<std::int64_t> &send_counts, double *recv,
+                 const std::vector<std::int64_t> &recv_counts) const;
   // Every rank passes `all` (Σ counts values); rank r receives into mine the sum over ranks of
   // all's slice r (counts[r] values, in rank order): the transpose of allgatherv.
   void reduce_scatter_sum(const double *all, double *mine,
@@ -139,6 +145,9 @@ struct DistributedStats {
   double seconds_wait = 0;    // waiting for the ring's next source block (not hidden by compute)
   double seconds_execute = 0;
   double bytes_sent = 0; // this rank's share of the ring traffic
+  // Method::fmm: the points this rank owns after the Morton partition, the sources it received
+  // (the others' points and pseudo-particles), and the cells it sent as pseudo-particles.
+  std::int64_t fmm_owned = 0, fmm_received = 0, fmm_pseudo_cells_sent = 0;
 };
 
 // The direct sum u(x_i) = Σ_j w_j K(|x_i − y_j|) over points spread over the ranks of a
@@ -152,8 +161,11 @@ struct DistributedStats {
 // input, shape) is thrown on every rank with the same message.
 template <std::floating_point T> class DistributedSum {
 public:
-  // options.method must be Method::direct (the distributed FMM is not built; run the FMM in one
-  // process instead).
+  // options.method: Method::direct (every pair, sources around the ring) or Method::fmm (3D
+  // self-sums of potentials, set_points(sources) only: the points are partitioned by Morton key,
+  // each rank receives the locally essential tree of the others (points near it, multipole
+  // pseudo-particles of far cells) and runs the single-process FMM; results to options.tolerance
+  // of the one-process sum, see src/direct/distributed_fmm.hpp).
   DistributedSum(Communicator comm, DirectOptions options);
   ~DistributedSum();
   DistributedSum(DistributedSum &&) noexcept;

@@ -4,6 +4,7 @@
 // its targets' sums over all sources. A block travels as one array of doubles, its coordinates then
 // its weights (column-major, n × (d + nrhs)); float values survive the trip exactly.
 #include "core/validate.hpp"
+#include "direct/distributed_fmm.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/distributed.hpp>
@@ -33,6 +34,7 @@ template <std::floating_point T> struct DistributedSum<T>::Impl {
   std::int64_t d = 0, total_targets = 0;
   std::vector<std::int64_t> counts; // sources per rank
   DistributedStats stats;
+  std::unique_ptr<detail::DistributedFmm<T>> fmm; // Method::fmm
 };
 
 template <std::floating_point T>
@@ -41,12 +43,16 @@ DistributedSum<T>::DistributedSum(Communicator comm, DirectOptions options)
   impl_->comm = std::move(comm);
   // Agreed: a rank whose options fail (no GPU on its host, a bad device id) fails every rank.
   impl_->comm.agree(capture([&] {
-    if (options.method != Method::direct)
+    if (options.method != Method::direct && options.method != Method::fmm)
       throw Error(
           ErrorCode::unsupported,
           fmt::format("DistributedSum: method {} is not distributed; use method direct (every "
-                      "pair, over the ranks) or run the {} in one process",
+                      "pair, over the ranks), fmm (3D self-sums) or run the {} in one process",
                       to_string(options.method), to_string(options.method)));
+    if (options.method == Method::fmm && options.gradient)
+      throw Error(ErrorCode::unsupported,
+                  "DistributedSum: the distributed FMM sums potentials; for gradients use method "
+                  "direct");
     // One GPU per rank by default: the rank's index on its host modulo the host's GPUs.
     if (options.devices.empty() && options.backend != Backend::cpu && impl_->comm.distributed()) {
       const auto g = gpus();
@@ -124,12 +130,21 @@ void DistributedSum<T>::set(const Table<T> &local_sources, const Table<T> *local
           fmt::format("rank {} holds {} sources of dimension {}: a block travels as one MPI "
                       "message of at most {} values; use more ranks",
                       r, im.counts[r], im.d, std::numeric_limits<int>::max()));
+  if (im.opt.method == Method::fmm && (local_targets || im.d != 3))
+    throw AgreedError(ErrorCode::unsupported,
+                      fmt::format("DistributedSum: the distributed FMM sums over the points "
+                                  "themselves in 3D (set_points(sources)); {}: use method direct",
+                                  im.d != 3 ? fmt::format("dimension {}", im.d)
+                                            : std::string("separate targets")));
   // The tables are copied after the collectives: a rank that runs out of memory here fails
   // alone, so the copies are agreed too.
   comm.agree(capture([&] {
     im.src = local_sources;
     im.tgt = local_targets ? *local_targets : Table<T>();
   }));
+  im.fmm.reset();
+  if (im.opt.method == Method::fmm)
+    im.fmm = std::make_unique<detail::DistributedFmm<T>>(comm, im.opt, im.src); // agreed inside
   im.ready = true;
 }
 
@@ -158,6 +173,22 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
                       "the same number of right-hand sides ≥ 1",
                       rhs[0], r, rhs[r]));
   const std::int64_t nrhs = rhs[0], width = d + nrhs;
+  if (im.fmm) {
+    DistributedStats st = im.stats;
+    st.local_sources = st.local_targets = im.src.rows();
+    st.total_sources = st.total_targets = im.total_targets;
+    Table<T> u = im.fmm->execute(local_weights);
+    const auto &fs = im.fmm->stats();
+    st.seconds_compute = fs.seconds_multipoles + fs.seconds_local;
+    st.seconds_wait = fs.seconds_exchange;
+    st.seconds_execute = since(t0);
+    st.bytes_sent = 0;
+    st.fmm_owned = fs.owned;
+    st.fmm_received = fs.received;
+    st.fmm_pseudo_cells_sent = fs.sent_cells;
+    im.stats = st;
+    return u;
+  }
   const Table<T> &targets = im.self ? im.src : im.tgt;
   const std::int64_t m = targets.rows();
   const std::int64_t out_cols = im.opt.gradient ? nrhs * (1 + d) : nrhs;

@@ -316,6 +316,42 @@ void Communicator::scatterv(const double *all, const std::vector<std::int64_t> &
   });
 }
 
+std::vector<std::int64_t> Communicator::alltoall(const std::vector<std::int64_t> &send) const {
+  if (static_cast<int>(send.size()) != size_)
+    throw Error(ErrorCode::internal, "alltoall: one count per rank expected");
+  std::vector<std::int64_t> recv = send;
+#ifdef KSUM_HAVE_MPI
+  if (mpi_ && size_ > 1) {
+    std::vector<long long> s(send.begin(), send.end()), r(send.size());
+    check(MPI_Alltoall(s.data(), 1, MPI_LONG_LONG, r.data(), 1, MPI_LONG_LONG, KSUM_COMM),
+          "alltoall");
+    for (std::size_t k = 0; k < r.size(); ++k)
+      recv[k] = static_cast<std::int64_t>(r[k]);
+  }
+#endif
+  return recv;
+}
+
+void Communicator::alltoallv(const double *send, const std::vector<std::int64_t> &send_counts,
+                             double *recv, const std::vector<std::int64_t> &recv_counts) const {
+  if (static_cast<int>(send_counts.size()) != size_ ||
+      static_cast<int>(recv_counts.size()) != size_)
+    throw Error(ErrorCode::internal, "alltoallv: one count per rank expected");
+  if (!mpi_ || size_ == 1) {
+    if (send_counts[0] != recv_counts[0])
+      throw Error(ErrorCode::internal, "alltoallv: a single rank sends itself what it receives");
+    std::copy(send, send + send_counts[0], recv);
+    return;
+  }
+#ifdef KSUM_HAVE_MPI
+  std::vector<int> sd, rd;
+  const std::vector<int> sc = as_counts(send_counts, &sd), rc = as_counts(recv_counts, &rd);
+  check(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_DOUBLE, recv, rc.data(), rd.data(),
+                      MPI_DOUBLE, KSUM_COMM),
+        "alltoallv");
+#endif
+}
+
 void Communicator::reduce_scatter_sum(const double *all, double *mine,
                                       const std::vector<std::int64_t> &counts) const {
   const std::int64_t count = counts.at(static_cast<std::size_t>(rank_));

@@ -3,7 +3,8 @@
 # rounding for P = 2, 3, 4 (self-sum; separate targets with two right-hand sides and the gradient),
 # `mpirun -n P ksum interpolate --method pum` (P = 2, 3) the identical file, `--method global`
 # (FGP and GMRES) the one-process file to the solver's tolerance,
-# and the errors every rank agrees on (a missing input, an existing output, an FMM under mpirun)
+# `--method fmm` (P = 2, 3) the direct sum to the tolerance, and the errors every rank agrees on
+# (a missing input, an existing output, the FGT or the FMM with targets under mpirun)
 # printed once, with a non-zero exit and the existing output left as it was. Every mpirun runs
 # under a timeout: a hang is a failure.
 #   sum_mpi_cli_test.sh KSUM MPIEXEC
@@ -65,8 +66,20 @@ cp u3.csv keep.csv
 expect_error "existing output" "file exists" "$MPI" -n 3 --oversubscribe "$K" sum \
   --kernel laplace --sources p.csv --weights q.csv -o u3.csv
 cmp -s keep.csv u3.csv || { echo "FAILED: the existing output was changed"; fail=1; }
-expect_error "fmm under mpirun" "run it without mpirun" "$MPI" -n 2 --oversubscribe "$K" sum \
-  --kernel laplace --method fmm --sources p.csv --weights q.csv -o x.csv
+expect_error "fgt under mpirun" "run it without mpirun" "$MPI" -n 2 --oversubscribe "$K" sum \
+  --kernel gaussian --method fgt --sources p.csv --weights q.csv -o x.csv
+expect_error "fmm with targets under mpirun" "separate targets" "$MPI" -n 2 --oversubscribe \
+  "$K" sum --kernel laplace --method fmm --sources p.csv --targets t.csv --weights q.csv -o x.csv
+# --method fmm over ranks (Morton partition, essential trees): the direct sum to the tolerance.
+points 3000 6 3 0 > big.csv
+points 3000 7 1 0.5 > bigw.csv
+"$K" -q sum --kernel laplace --sources big.csv --weights bigw.csv --backend cpu -o fd.csv
+for P in 2 3; do
+  timeout 60 "$MPI" -n $P --oversubscribe "$K" -q sum --kernel laplace --method fmm --tol 1e-6 \
+    --sources big.csv --weights bigw.csv --backend cpu -o f$P.csv ||
+    { echo "FAILED: fmm, $P ranks"; fail=1; }
+  compare fd.csv f$P.csv 1e-5 "laplace fmm to 1e-6, $P ranks (max relative difference)"
+done
 [[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
 # ksum interpolate --method pum: the ranks share the fits, the output is the one-process file.
 "$K" -q interpolate --method pum --data p.csv --grid 30x20 --eps loocv -o i1.csv

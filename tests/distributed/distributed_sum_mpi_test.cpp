@@ -3,7 +3,8 @@
 // global points and weights from fixed seeds, takes an uneven slice of them (with P ≥ 3 one rank
 // holds no sources and another no targets), and compares its targets' sums with its own
 // single-process DirectSum<double> over all the data: equal to 1e-12 of the largest |u| in double
-// (the ranks' partial sums are added block by block), 2e-5 in float. Then bad input on one rank
+// (the ranks' partial sums are added block by block), 2e-5 in float; the distributed FMM against
+// the direct sum to its tolerance (compare_fmm). Then bad input on one rank
 // must give every rank the same error, and no rank may hang.
 #include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
@@ -46,6 +47,88 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
     for (std::int64_t i = r0; i < r1; ++i)
       out(i - r0, c) = static_cast<T>(t(i, c));
   return out;
+}
+
+// The distributed FMM (Method::fmm, self-sum) against the single-process direct sum over all the
+// points: N = 20,000 uniform in the unit cube, or clustered (three Gaussian blobs of different
+// widths, so that the Morton ranges and the essential trees are uneven), uneven slices with one
+// rank empty (P ≥ 3), two right-hand sides. The bound: relative 2-norm error ≤ the tolerance (the
+// FMM's own at half of it plus the essential tree's pseudo-particles at half of it), and the
+// single-process FMM at the same tolerance measured beside it. In the clustered case at 1e-4
+// (order 4: cells of more than 64 points go as pseudo-particles) the ranks must have sent
+// pseudo-particle cells, so that the far field really went through them; at 1e-6 and N = 20,000 the
+// essential trees are points only (a cell pays as p³ = 343–512 pseudo-particles only when it
+// holds more points than that).
+void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, double eps, double tol,
+                 bool clustered, bool expect_pseudo) {
+  const int P = comm.size(), rank = comm.rank();
+  const std::int64_t N = 20000;
+  Table<double> x(N, 3), w(N, 2);
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> g(0, 1);
+  const double centre[3][3] = {{0.2, 0.3, 0.4}, {0.7, 0.6, 0.5}, {0.5, 0.8, 0.2}};
+  const double width[3] = {0.02, 0.1, 0.2};
+  for (std::int64_t i = 0; i < N; ++i) {
+    const int b = static_cast<int>(i % 3);
+    for (int a = 0; a < 3; ++a)
+      x(i, a) = clustered ? centre[b][a] + width[b] * g(rng) : u(rng);
+    w(i, 0) = u(rng) - 0.5;
+    w(i, 1) = u(rng);
+  }
+  DirectOptions o;
+  o.kernel = kernel;
+  o.eps = eps;
+  o.backend = Backend::cpu;
+  DirectSum<double> ref(o);
+  ref.set_points(x);
+  const Table<double> want = ref.execute(w);
+  o.method = Method::fmm;
+  o.tolerance = tol;
+  DirectSum<double> one(o);
+  one.set_points(x);
+  const Table<double> alone = one.execute(w);
+  const auto at = cuts(N, P, P >= 3 ? 1 : -1);
+  const std::int64_t r0 = at[static_cast<std::size_t>(rank)],
+                     r1 = at[static_cast<std::size_t>(rank) + 1];
+  DistributedSum<double> d(comm, o);
+  d.set_points(rows_of<double>(x, r0, r1));
+  Table<double> got = d.execute(rows_of<double>(w, r0, r1));
+  got = d.execute(rows_of<double>(w, r0, r1)); // a second execute reuses the plan
+  double e2 = 0, e2_alone = 0, n2 = 0;
+  bool finite = got.rows() == r1 - r0 && got.cols() == 2;
+  for (std::int64_t c = 0; c < 2 && finite; ++c)
+    for (std::int64_t i = r0; i < r1; ++i) {
+      const double e = got(i - r0, c) - want(i, c);
+      finite = finite && std::isfinite(e);
+      e2 += e * e;
+      n2 += want(i, c) * want(i, c);
+    }
+  for (std::int64_t c = 0; c < 2; ++c)
+    for (std::int64_t i = 0; i < N; ++i)
+      e2_alone += (alone(i, c) - want(i, c)) * (alone(i, c) - want(i, c));
+  double sums[2] = {e2, n2};
+  comm.allreduce_sum(sums, 2);
+  double n2_all = 0;
+  for (std::int64_t c = 0; c < 2; ++c)
+    for (std::int64_t i = 0; i < N; ++i)
+      n2_all += want(i, c) * want(i, c);
+  const double rel = std::sqrt(sums[0] / sums[1]), rel_alone = std::sqrt(e2_alone / n2_all);
+  test::mpi_check(comm.allreduce_max(finite ? 0.0 : 1.0) == 0.0,
+                  fmt::format("{}: a wrong shape or a non-finite value", name), rank);
+  test::mpi_check(rel <= tol, fmt::format("{}: relative error {:.3g} > {:.3g}", name, rel, tol),
+                  rank);
+  const auto &st = d.stats();
+  double cells = static_cast<double>(st.fmm_pseudo_cells_sent), recv = double(st.fmm_received);
+  cells = comm.allreduce_sum(cells);
+  recv = comm.allreduce_sum(recv);
+  test::mpi_check(
+      P == 1 || !expect_pseudo || cells > 0,
+      fmt::format("{}: no rank sent pseudo-particles ({} sources received)", name, recv), rank);
+  if (rank == 0)
+    std::printf("%s: %d rank(s), relative error %.3g (one process's FMM %.3g, tolerance %.0e), "
+                "%g pseudo-particle cells sent, %g sources received in all\n",
+                name, P, rel, rel_alone, tol, cells, recv);
 }
 
 template <class T>
@@ -184,9 +267,28 @@ int main() {
                                 ErrorCode::invalid_argument, "the progress callback gave up",
                                 [&] { (void)d.execute(Table<double>(20, 1, 1.0)); });
     }
+    compare_fmm(comm, "fmm laplace, uniform, 1e-6", Kernel::laplace, 1, 1e-6, false, false);
+    compare_fmm(comm, "fmm laplace, clustered, 1e-4", Kernel::laplace, 1, 1e-4, true, true);
+    compare_fmm(comm, "fmm gaussian eps 3, uniform, 1e-6", Kernel::gaussian, 3, 1e-6, false, false);
     DirectOptions fmm;
     fmm.method = Method::fmm;
-    test::expect_agreed_error(comm, "method fmm", ErrorCode::unsupported, "is not distributed",
+    fmm.kernel = Kernel::laplace;
+    {
+      DistributedSum<double> d(comm, fmm);
+      test::expect_agreed_error(comm, "fmm with separate targets", ErrorCode::unsupported,
+                                "separate targets", [&] {
+                                  d.set_points(test::random_points(30, 3, 50 + rank, 0, 1),
+                                               test::random_points(5, 3, 60 + rank, 0, 1));
+                                });
+      test::expect_agreed_error(comm, "fmm in 2D", ErrorCode::unsupported, "dimension 2",
+                                [&] { d.set_points(test::random_points(30, 2, 50 + rank, 0, 1)); });
+    }
+    fmm.gradient = true;
+    test::expect_agreed_error(comm, "fmm with the gradient", ErrorCode::unsupported, "gradients",
+                              [&] { DistributedSum<double> d(comm, fmm); });
+    fmm.method = Method::fgt;
+    fmm.gradient = false;
+    test::expect_agreed_error(comm, "method fgt", ErrorCode::unsupported, "is not distributed",
                               [&] { DistributedSum<double> d(comm, fmm); });
   } catch (const std::exception &e) {
     test::mpi_check(false, fmt::format("unexpected exception: {}", e.what()), rank);

@@ -1,0 +1,496 @@
+// The 3D FMM over MPI ranks: a Morton partition, a locally essential tree of points and
+// pseudo-particles, and the single-process FMM on each rank (distributed_fmm.hpp).
+#include "direct/distributed_fmm.hpp"
+
+#include "fmm/fmm3d/bbfmm.hpp"
+#include "fmm/fmm3d/chebyshev.hpp"
+#include "kernels/kernel_defs.hpp"
+
+#include <ksum/error.hpp>
+#include <ksum/kernels.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <numeric>
+#include <omp.h>
+
+namespace ksum::detail {
+
+namespace {
+
+constexpr int key_bits = 21;             // per axis: keys of 63 bits
+constexpr int hist_level = 6;            // the partition's histogram: 64³ cells
+constexpr int domain_level = 4;          // a rank's domain as seen by the others: its 16³ cells
+constexpr std::int64_t leaf_points = 64; // a cell this small that is not separated goes as points
+
+std::uint64_t spread(std::uint64_t v) { // the 21 low bits to every third bit
+  v &= 0x1fffff;
+  v = (v | v << 32) & 0x1f00000000ffffULL;
+  v = (v | v << 16) & 0x1f0000ff0000ffULL;
+  v = (v | v << 8) & 0x100f00f00f00f00fULL;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
+  v = (v | v << 2) & 0x1249249249249249ULL;
+  return v;
+}
+
+std::uint64_t compact(std::uint64_t v) { // the inverse of spread
+  v &= 0x1249249249249249ULL;
+  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
+  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
+  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffULL;
+  v = (v ^ (v >> 16)) & 0x1f00000000ffffULL;
+  v = (v ^ (v >> 32)) & 0x1fffffULL;
+  return v;
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+template <class T> struct DistributedFmm<T>::Impl {
+  Communicator comm;
+  DirectOptions opt;
+  DistributedFmmStats stats;
+  double lo[3] = {0, 0, 0}, side = 1; // the bounding cube of every rank's points
+  // The partition: the caller's row of each point sent (grouped by destination rank), the
+  // counts both ways, and this rank's points sorted by key with their slot in the received order.
+  std::int64_t n_in = 0, n_own = 0;
+  std::vector<std::int64_t> send_order, send_counts, recv_counts, sorted_to_recv;
+  std::vector<std::uint64_t> keys; // sorted
+  std::vector<double> pts;         // n_own × 3, column-major, in key order
+  // The essential trees this rank sends: per receiver, items (a range of points or a pseudo cell).
+  struct PseudoCell {
+    int level, p;
+    std::uint64_t prefix;
+    std::int64_t begin, end;
+    double centre[3], half;
+  };
+  struct Item {
+    std::int64_t begin, end; // points [begin, end), or …
+    std::int64_t cell;       // … pseudo cell (≥ 0)
+  };
+  std::vector<PseudoCell> cells;
+  std::vector<std::vector<Item>> items;
+  std::vector<std::int64_t> let_send, let_recv; // sources per rank
+  std::int64_t n_let = 0;
+  std::vector<std::unique_ptr<fmm::Chebyshev>> cheb; // by order
+  std::unique_ptr<DirectSum<T>> local;
+  double self_term = 0; // K(0) of a non-singular kernel, taken off each point's own term
+
+  const fmm::Chebyshev &chebyshev(int p) {
+    if (cheb.size() <= static_cast<std::size_t>(p))
+      cheb.resize(static_cast<std::size_t>(p) + 1);
+    auto &c = cheb[static_cast<std::size_t>(p)];
+    if (!c)
+      c = std::make_unique<fmm::Chebyshev>(p);
+    return *c;
+  }
+
+  std::uint64_t key_of(const double *x) const {
+    std::uint64_t k = 0;
+    for (int a = 0; a < 3; ++a) {
+      const double q = std::floor((x[a] - lo[a]) / side * double(1 << key_bits));
+      const auto v = static_cast<std::uint64_t>(std::clamp(q, 0.0, double((1 << key_bits) - 1)));
+      k |= spread(v) << a;
+    }
+    return k;
+  }
+
+  void partition(const Table<T> &x);
+  void build_let();
+};
+
+template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
+  const int P = comm.size();
+  n_in = x.rows();
+  // The bounding cube of all ranks' points: (−min, max) per axis over the ranks.
+  double b[6];
+  for (int a = 0; a < 3; ++a) {
+    b[a] = b[3 + a] = -std::numeric_limits<double>::infinity();
+    for (std::int64_t i = 0; i < n_in; ++i) {
+      b[a] = std::max(b[a], -double(x(i, a)));
+      b[3 + a] = std::max(b[3 + a], double(x(i, a)));
+    }
+  }
+  comm.allreduce_max(b, 6);
+  side = 0;
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = std::isfinite(b[a]) ? -b[a] : 0.0;
+    side = std::max(side, std::isfinite(b[3 + a]) ? b[3 + a] - lo[a] : 0.0);
+  }
+  side = side > 0 ? side * (1 + 1e-12) : 1.0;
+  // The histogram of every rank's keys at hist_level, cut into ranges of equal counts.
+  const std::int64_t bins = std::int64_t{1} << (3 * hist_level);
+  const int shift = 3 * (key_bits - hist_level);
+  std::vector<std::uint64_t> mine(static_cast<std::size_t>(n_in));
+  std::vector<double> hist(static_cast<std::size_t>(bins), 0.0);
+  for (std::int64_t i = 0; i < n_in; ++i) {
+    const double p[3] = {double(x(i, 0)), double(x(i, 1)), double(x(i, 2))};
+    mine[static_cast<std::size_t>(i)] = key_of(p);
+    hist[mine[static_cast<std::size_t>(i)] >> shift] += 1;
+  }
+  comm.allreduce_sum(hist.data(), bins);
+  const double total = std::accumulate(hist.begin(), hist.end(), 0.0);
+  std::vector<int> owner(static_cast<std::size_t>(bins));
+  double before = 0;
+  for (std::int64_t k = 0; k < bins; ++k) {
+    const double mid = before + hist[static_cast<std::size_t>(k)] / 2;
+    owner[static_cast<std::size_t>(k)] =
+        total > 0 ? std::min(P - 1, static_cast<int>(mid * P / total)) : 0;
+    before += hist[static_cast<std::size_t>(k)];
+  }
+  // Each point to its range's rank.
+  send_counts.assign(static_cast<std::size_t>(P), 0);
+  for (std::int64_t i = 0; i < n_in; ++i)
+    ++send_counts[static_cast<std::size_t>(owner[mine[static_cast<std::size_t>(i)] >> shift])];
+  std::vector<std::int64_t> at(static_cast<std::size_t>(P), 0);
+  for (int r = 1; r < P; ++r)
+    at[static_cast<std::size_t>(r)] =
+        at[static_cast<std::size_t>(r - 1)] + send_counts[static_cast<std::size_t>(r - 1)];
+  send_order.resize(static_cast<std::size_t>(n_in));
+  for (std::int64_t i = 0; i < n_in; ++i)
+    send_order[static_cast<std::size_t>(
+        at[static_cast<std::size_t>(owner[mine[static_cast<std::size_t>(i)] >> shift])]++)] = i;
+  std::vector<double> sbuf(static_cast<std::size_t>(3 * n_in));
+  for (std::int64_t k = 0; k < n_in; ++k)
+    for (int a = 0; a < 3; ++a)
+      sbuf[static_cast<std::size_t>(3 * k + a)] =
+          double(x(send_order[static_cast<std::size_t>(k)], a));
+  recv_counts = comm.alltoall(send_counts);
+  n_own = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
+  std::vector<std::int64_t> sc3(send_counts), rc3(recv_counts);
+  for (auto &c : sc3)
+    c *= 3;
+  for (auto &c : rc3)
+    c *= 3;
+  std::vector<double> rbuf(static_cast<std::size_t>(3 * n_own));
+  comm.alltoallv(sbuf.data(), sc3, rbuf.data(), rc3);
+  // This rank's points in key order.
+  std::vector<std::uint64_t> rk(static_cast<std::size_t>(n_own));
+  for (std::int64_t i = 0; i < n_own; ++i)
+    rk[static_cast<std::size_t>(i)] = key_of(&rbuf[static_cast<std::size_t>(3 * i)]);
+  sorted_to_recv.resize(static_cast<std::size_t>(n_own));
+  std::iota(sorted_to_recv.begin(), sorted_to_recv.end(), std::int64_t{0});
+  std::stable_sort(sorted_to_recv.begin(), sorted_to_recv.end(),
+                   [&](std::int64_t a, std::int64_t b2) {
+                     return rk[static_cast<std::size_t>(a)] < rk[static_cast<std::size_t>(b2)];
+                   });
+  keys.resize(static_cast<std::size_t>(n_own));
+  pts.resize(static_cast<std::size_t>(3 * n_own));
+  for (std::int64_t i = 0; i < n_own; ++i) {
+    const auto s = static_cast<std::size_t>(sorted_to_recv[static_cast<std::size_t>(i)]);
+    keys[static_cast<std::size_t>(i)] = rk[s];
+    for (int a = 0; a < 3; ++a)
+      pts[static_cast<std::size_t>(a * n_own + i)] = rbuf[3 * s + static_cast<std::size_t>(a)];
+  }
+  stats.owned = n_own;
+
+  // Every rank's domain as its occupied cells at domain_level (from the histogram every rank has).
+  const int me = comm.rank();
+  std::vector<std::vector<std::array<std::int64_t, 3>>> domain(static_cast<std::size_t>(P));
+  const int dshift = 3 * (hist_level - domain_level);
+  for (std::int64_t k = 0; k < bins; ++k) {
+    if (hist[static_cast<std::size_t>(k)] == 0)
+      continue;
+    const auto c = static_cast<std::uint64_t>(k) >> dshift;
+    auto &dom = domain[static_cast<std::size_t>(owner[static_cast<std::size_t>(k)])];
+    const std::array<std::int64_t, 3> ijk = {static_cast<std::int64_t>(compact(c)),
+                                             static_cast<std::int64_t>(compact(c >> 1)),
+                                             static_cast<std::int64_t>(compact(c >> 2))};
+    if (dom.empty() || dom.back() != ijk)
+      dom.push_back(ijk);
+  }
+  // The essential tree for every other rank.
+  const double coord = kdef::coord_scale(opt.kernel, opt.eps);
+  std::vector<int> order(key_bits + 1, -1); // per level: the pseudo-particles' order (0: none)
+  const auto order_at = [&](int level) {
+    int &p = order[static_cast<std::size_t>(level)];
+    if (p < 0) {
+      p = 0;
+      const double half = side / double(std::int64_t{1} << level) / 2 * coord;
+      for (int q = 2; q <= fmm::max_chebyshev_order; ++q)
+        if (fmm::BbFmm::interpolation_error(opt.kernel, q, half) <= opt.tolerance / 2) {
+          p = q;
+          break;
+        }
+    }
+    return p;
+  };
+  std::map<std::pair<int, std::uint64_t>, std::int64_t> cell_index;
+  items.assign(static_cast<std::size_t>(P), {});
+  for (int r = 0; r < P; ++r) {
+    if (r == me || n_own == 0 || domain[static_cast<std::size_t>(r)].empty())
+      continue;
+    const auto &dom = domain[static_cast<std::size_t>(r)];
+    auto &out = items[static_cast<std::size_t>(r)];
+    const double dside = double(std::int64_t{1} << domain_level);
+    // Cell (level, prefix) with points [b, e): visit.
+    const auto visit = [&](auto &&self, int level, std::uint64_t prefix, std::int64_t b,
+                           std::int64_t e) -> void {
+      if (b == e)
+        return;
+      const double cl = double(std::int64_t{1} << level); // cells per axis at this level
+      const std::int64_t c[3] = {static_cast<std::int64_t>(compact(prefix)),
+                                 static_cast<std::int64_t>(compact(prefix >> 1)),
+                                 static_cast<std::int64_t>(compact(prefix >> 2))};
+      // Separated: a gap of at least the cell's side (in units of the cube) to every cell of
+      // the receiver's domain along some axis.
+      bool separated = level > 0;
+      for (std::size_t k = 0; separated && k < dom.size(); ++k) {
+        double gap = 0;
+        for (int a = 0; a < 3; ++a) {
+          const double c0 = c[a] / cl, c1 = (c[a] + 1) / cl;
+          const double r0 = dom[k][a] / dside, r1 = (dom[k][a] + 1) / dside;
+          gap = std::max(gap, std::max(c0 - r1, r0 - c1));
+        }
+        separated = gap >= (1 - 1e-9) / cl;
+      }
+      const std::int64_t count = e - b;
+      if (separated) {
+        const int p = order_at(level);
+        if (p > 0 && count > std::int64_t{p} * p * p) {
+          const auto [it, fresh] =
+              cell_index.try_emplace({level, prefix}, static_cast<std::int64_t>(cells.size()));
+          if (fresh) {
+            PseudoCell pc{level, p, prefix, b, e, {}, side / cl / 2};
+            for (int a = 0; a < 3; ++a)
+              pc.centre[a] = lo[a] + (c[a] + 0.5) * side / cl;
+            cells.push_back(pc);
+          }
+          out.push_back({0, 0, it->second});
+        } else
+          out.push_back({b, e, -1});
+        return;
+      }
+      if (count <= leaf_points || level == key_bits) {
+        out.push_back({b, e, -1});
+        return;
+      }
+      const int cshift = 3 * (key_bits - level - 1);
+      std::int64_t cb = b;
+      for (std::uint64_t o = 0; o < 8; ++o) {
+        const std::uint64_t child = prefix << 3 | o, end_key = (child + 1) << cshift;
+        const auto ce =
+            std::lower_bound(keys.begin() + cb, keys.begin() + e, end_key) - keys.begin();
+        self(self, level + 1, child, cb, ce);
+        cb = ce;
+      }
+    };
+    visit(visit, 0, 0, 0, n_own);
+  }
+}
+
+template <class T> void DistributedFmm<T>::Impl::build_let() {
+  const int P = comm.size();
+  let_send.assign(static_cast<std::size_t>(P), 0);
+  for (int r = 0; r < P; ++r)
+    for (const Item &it : items[static_cast<std::size_t>(r)]) {
+      if (it.cell >= 0) {
+        const int p = cells[static_cast<std::size_t>(it.cell)].p;
+        let_send[static_cast<std::size_t>(r)] += std::int64_t{p} * p * p;
+        ++stats.sent_cells;
+        stats.sent_pseudo += std::int64_t{p} * p * p;
+        stats.order_min = stats.order_min ? std::min(stats.order_min, p) : p;
+        stats.order_max = std::max(stats.order_max, p);
+      } else {
+        let_send[static_cast<std::size_t>(r)] += it.end - it.begin;
+        stats.sent_points += it.end - it.begin;
+      }
+    }
+  // The sources' coordinates: points as they are, a pseudo cell's p³ Chebyshev nodes.
+  std::vector<double> sbuf;
+  sbuf.reserve(static_cast<std::size_t>(
+      3 * std::accumulate(let_send.begin(), let_send.end(), std::int64_t{0})));
+  for (int r = 0; r < P; ++r)
+    for (const Item &it : items[static_cast<std::size_t>(r)]) {
+      if (it.cell < 0) {
+        for (std::int64_t j = it.begin; j < it.end; ++j)
+          for (int a = 0; a < 3; ++a)
+            sbuf.push_back(pts[static_cast<std::size_t>(a * n_own + j)]);
+        continue;
+      }
+      const PseudoCell &pc = cells[static_cast<std::size_t>(it.cell)];
+      const auto &nodes = chebyshev(pc.p).nodes;
+      for (int m0 = 0; m0 < pc.p; ++m0)
+        for (int m1 = 0; m1 < pc.p; ++m1)
+          for (int m2 = 0; m2 < pc.p; ++m2) {
+            sbuf.push_back(pc.centre[0] + pc.half * nodes[static_cast<std::size_t>(m0)]);
+            sbuf.push_back(pc.centre[1] + pc.half * nodes[static_cast<std::size_t>(m1)]);
+            sbuf.push_back(pc.centre[2] + pc.half * nodes[static_cast<std::size_t>(m2)]);
+          }
+    }
+  let_recv = comm.alltoall(let_send);
+  n_let = std::accumulate(let_recv.begin(), let_recv.end(), std::int64_t{0});
+  stats.received = n_let;
+  std::vector<std::int64_t> s3(let_send), r3(let_recv);
+  for (auto &c : s3)
+    c *= 3;
+  for (auto &c : r3)
+    c *= 3;
+  std::vector<double> rbuf(static_cast<std::size_t>(3 * n_let));
+  comm.alltoallv(sbuf.data(), s3, rbuf.data(), r3);
+  // The local FMM: sources = this rank's points, then the received ones; targets = its points.
+  if (n_own == 0)
+    return;
+  Table<T> src(n_own + n_let, 3), tgt(n_own, 3);
+  for (int a = 0; a < 3; ++a) {
+    for (std::int64_t i = 0; i < n_own; ++i)
+      src(i, a) = tgt(i, a) = static_cast<T>(pts[static_cast<std::size_t>(a * n_own + i)]);
+    for (std::int64_t i = 0; i < n_let; ++i)
+      src(n_own + i, a) = static_cast<T>(rbuf[static_cast<std::size_t>(3 * i + a)]);
+  }
+  DirectOptions o = opt;
+  o.method = Method::fmm;
+  o.tolerance = opt.tolerance / 2;
+  local = std::make_unique<DirectSum<T>>(o);
+  local->set_points(src, tgt);
+}
+
+template <class T>
+DistributedFmm<T>::DistributedFmm(const Communicator &comm, const DirectOptions &opt,
+                                  const Table<T> &local_points)
+    : impl_(std::make_unique<Impl>()) {
+  Impl &im = *impl_;
+  im.comm = comm;
+  im.opt = opt;
+  if (!kernel_info(opt.kernel).singular)
+    im.self_term = kernel_value(opt.kernel, opt.eps, 0.0);
+  auto t0 = std::chrono::steady_clock::now();
+  comm.agree(capture([&] { im.partition(local_points); }));
+  im.stats.seconds_partition = since(t0);
+  t0 = std::chrono::steady_clock::now();
+  comm.agree(capture([&] { im.build_let(); }));
+  im.stats.seconds_let = since(t0);
+}
+
+template <class T> DistributedFmm<T>::~DistributedFmm() = default;
+
+template <class T> const DistributedFmmStats &DistributedFmm<T>::stats() const {
+  return impl_->stats;
+}
+
+template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
+  Impl &im = *impl_;
+  const Communicator &comm = im.comm;
+  const int P = comm.size();
+  const std::int64_t nrhs = w.cols(), n_own = im.n_own;
+  auto t0 = std::chrono::steady_clock::now();
+  // The weights follow the points.
+  std::vector<double> sbuf(static_cast<std::size_t>(im.n_in * nrhs));
+  for (std::int64_t k = 0; k < im.n_in; ++k)
+    for (std::int64_t c = 0; c < nrhs; ++c)
+      sbuf[static_cast<std::size_t>(k * nrhs + c)] =
+          double(w(im.send_order[static_cast<std::size_t>(k)], c));
+  auto scaled = [&](const std::vector<std::int64_t> &v) {
+    std::vector<std::int64_t> s(v);
+    for (auto &c : s)
+      c *= nrhs;
+    return s;
+  };
+  std::vector<double> rbuf(static_cast<std::size_t>(n_own * nrhs));
+  comm.alltoallv(sbuf.data(), scaled(im.send_counts), rbuf.data(), scaled(im.recv_counts));
+  Table<double> ws(n_own, nrhs); // in key order
+  for (std::int64_t i = 0; i < n_own; ++i)
+    for (std::int64_t c = 0; c < nrhs; ++c)
+      ws(i, c) =
+          rbuf[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)];
+  im.stats.seconds_exchange = since(t0);
+  // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j (tensor products of three 1D ones).
+  t0 = std::chrono::steady_clock::now();
+  for (const auto &pc : im.cells)
+    (void)im.chebyshev(pc.p); // made before the parallel loop
+  std::vector<std::vector<double>> W(im.cells.size());
+  const auto ncells = static_cast<std::int64_t>(im.cells.size());
+#pragma omp parallel for schedule(dynamic, 1)                                                      \
+    num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
+  for (std::int64_t k = 0; k < ncells; ++k) {
+    const auto &pc = im.cells[static_cast<std::size_t>(k)];
+    const auto &ch = *im.cheb[static_cast<std::size_t>(pc.p)];
+    const int p = pc.p;
+    const std::int64_t p3 = std::int64_t{p} * p * p;
+    auto &out = W[static_cast<std::size_t>(k)];
+    out.assign(static_cast<std::size_t>(p3 * nrhs), 0.0);
+    double s[3][fmm::max_chebyshev_order];
+    for (std::int64_t j = pc.begin; j < pc.end; ++j) {
+      for (int a = 0; a < 3; ++a)
+        ch.eval((im.pts[static_cast<std::size_t>(a * n_own + j)] - pc.centre[a]) / pc.half, s[a]);
+      for (std::int64_t c = 0; c < nrhs; ++c) {
+        const double wj = ws(j, c);
+        double *o = out.data() + c * p3;
+        for (int m0 = 0; m0 < p; ++m0) {
+          const double a0 = wj * s[0][m0];
+          for (int m1 = 0; m1 < p; ++m1) {
+            const double a1 = a0 * s[1][m1];
+            double *row = o + (m0 * p + m1) * p;
+            for (int m2 = 0; m2 < p; ++m2)
+              row[m2] += a1 * s[2][m2];
+          }
+        }
+      }
+    }
+  }
+  im.stats.seconds_multipoles = since(t0);
+  // The essential trees' weights.
+  t0 = std::chrono::steady_clock::now();
+  std::vector<double> lbuf;
+  lbuf.reserve(static_cast<std::size_t>(
+      nrhs * std::accumulate(im.let_send.begin(), im.let_send.end(), std::int64_t{0})));
+  for (int r = 0; r < P; ++r)
+    for (const auto &it : im.items[static_cast<std::size_t>(r)]) {
+      if (it.cell < 0) {
+        for (std::int64_t j = it.begin; j < it.end; ++j)
+          for (std::int64_t c = 0; c < nrhs; ++c)
+            lbuf.push_back(ws(j, c));
+        continue;
+      }
+      const auto &out = W[static_cast<std::size_t>(it.cell)];
+      const int p = im.cells[static_cast<std::size_t>(it.cell)].p;
+      const std::int64_t p3 = std::int64_t{p} * p * p;
+      for (std::int64_t m = 0; m < p3; ++m)
+        for (std::int64_t c = 0; c < nrhs; ++c)
+          lbuf.push_back(out[static_cast<std::size_t>(c * p3 + m)]);
+    }
+  std::vector<double> lrecv(static_cast<std::size_t>(im.n_let * nrhs));
+  comm.alltoallv(lbuf.data(), scaled(im.let_send), lrecv.data(), scaled(im.let_recv));
+  im.stats.seconds_exchange += since(t0);
+  // The local FMM.
+  t0 = std::chrono::steady_clock::now();
+  Table<T> u;
+  if (n_own > 0) {
+    Table<T> lw(n_own + im.n_let, nrhs);
+    for (std::int64_t c = 0; c < nrhs; ++c) {
+      for (std::int64_t i = 0; i < n_own; ++i)
+        lw(i, c) = static_cast<T>(ws(i, c));
+      for (std::int64_t i = 0; i < im.n_let; ++i)
+        lw(n_own + i, c) = static_cast<T>(lrecv[static_cast<std::size_t>(i * nrhs + c)]);
+    }
+    u = im.local->execute(lw);
+  }
+  im.stats.seconds_local = since(t0);
+  // The sums back to the caller's ranks and rows (without the self term).
+  t0 = std::chrono::steady_clock::now();
+  std::vector<double> back(static_cast<std::size_t>(n_own * nrhs));
+  for (std::int64_t i = 0; i < n_own; ++i)
+    for (std::int64_t c = 0; c < nrhs; ++c)
+      back[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)] =
+          double(u(i, c)) - im.self_term * ws(i, c);
+  comm.alltoallv(back.data(), scaled(im.recv_counts), sbuf.data(), scaled(im.send_counts));
+  Table<T> result(im.n_in, nrhs);
+  for (std::int64_t k = 0; k < im.n_in; ++k)
+    for (std::int64_t c = 0; c < nrhs; ++c)
+      result(im.send_order[static_cast<std::size_t>(k)], c) =
+          static_cast<T>(sbuf[static_cast<std::size_t>(k * nrhs + c)]);
+  im.stats.seconds_exchange += since(t0);
+  return result;
+}
+
+template class DistributedFmm<float>;
+template class DistributedFmm<double>;
+
+} // namespace ksum::detail

@@ -1,0 +1,59 @@
+#pragma once
+// The 3D FMM over MPI ranks (issue 25 item 2), behind DistributedSum with Method::fmm: a
+// self-sum u_i = Σ_{j≠i} w_j K(|x_i − x_j|) over the points of every rank.
+//
+// set_points (collective):
+//  1. The points' Morton keys in the bounding cube of all ranks' points; a global histogram of
+//     the keys at level 6 (64³ cells, MPI_Allreduce) cut into contiguous key ranges of equal
+//     point counts, one per rank; every point goes to its range's rank (MPI_Alltoallv).
+//  2. The locally essential tree: each rank walks its own octree (its points sorted by key, a
+//     cell being a key range) once per other rank, against that rank's domain (its level-4 cells,
+//     known from the histogram). A cell well separated from the whole domain (a gap of at least
+//     its own side to every cell of it, the FMM's own separation) with more points than p³ goes
+//     as p³ pseudo-particles at its Chebyshev nodes, whose weights are its multipole expansion of
+//     the interpolation FMM (Fong & Darve: W_m = Σ_j S_p(x̄_m, y_j) w_j), p chosen per level
+//     from the same interpolation-error estimate as the single-process FMM at half the
+//     tolerance; a separated cell with fewer points, or a leaf cell that is not separated, goes
+//     as its points; other cells are opened. The coordinates travel once (MPI_Alltoallv).
+//  3. Each rank's single-process FMM (DirectSum, Method::fmm, half the tolerance) over sources =
+//     its points and everything it received, targets = its points.
+// execute (collective): the weights follow the points (one MPI_Alltoallv), the pseudo-particles'
+// weights are formed, the essential tree's weights travel (one MPI_Alltoallv), the local FMM
+// runs, the self term K(0) w_i of a non-singular kernel comes off, and the sums return to the
+// caller's ranks and rows (one MPI_Alltoallv).
+#include <ksum/direct.hpp>
+#include <ksum/distributed.hpp>
+
+#include <memory>
+
+namespace ksum::detail {
+
+struct DistributedFmmStats {
+  std::int64_t owned = 0;           // points this rank owns after the partition
+  std::int64_t sent_points = 0;     // points sent as they are to other ranks' essential trees
+  std::int64_t sent_cells = 0;      // cells sent as pseudo-particles
+  std::int64_t sent_pseudo = 0;     // pseudo-particles sent
+  std::int64_t received = 0;        // sources received (points and pseudo-particles)
+  int order_min = 0, order_max = 0; // Chebyshev orders of the pseudo-particle cells sent
+  double seconds_partition = 0, seconds_let = 0, seconds_local_setup = 0;
+  double seconds_exchange = 0, seconds_multipoles = 0, seconds_local = 0; // last execute
+};
+
+template <class T> class DistributedFmm {
+public:
+  // local_points: this rank's points (n × 3); opt: Method::fmm, no gradient.
+  DistributedFmm(const Communicator &comm, const DirectOptions &opt, const Table<T> &local_points);
+  ~DistributedFmm();
+  // local_weights: one row per local point; returns one row per local point.
+  Table<T> execute(const Table<T> &local_weights);
+  const DistributedFmmStats &stats() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class DistributedFmm<float>;
+extern template class DistributedFmm<double>;
+
+} // namespace ksum::detail
