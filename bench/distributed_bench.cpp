@@ -9,6 +9,7 @@
 //                                 [--precision f64|f32] [--reps 3] [--json FILE]
 //                                 [--gpus-per-rank 1] [--rbf-n N] [--rbf-n-per-rank N_r]
 //                                 [--rbf-solver krylov|fgp] [--rbf-tol 1e-8]
+//                                 [--fmm-n N] [--fmm-n-per-rank N_r] [--fmm-tol 1e-6]
 // On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
 // (default 1, so one rank alone is measured on one GPU, the baseline of the multi-GPU scaling;
 // DirectSum alone would take every GPU of the host).
@@ -30,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fmt/format.h>
 #include <fstream>
@@ -45,7 +47,8 @@ struct Args {
   std::string backend = "cpu", precision = "f64", json;
   int reps = 3;
   int gpus_per_rank = 1;
-  std::int64_t rbf_n = 0, rbf_n_per_rank = 0;
+  std::int64_t rbf_n = 0, rbf_n_per_rank = 0, fmm_n = 0, fmm_n_per_rank = 0;
+  double fmm_tol = 1e-6;
   std::string rbf_solver = "krylov";
   double rbf_tol = 1e-8;
 };
@@ -59,6 +62,85 @@ std::vector<int> rank_devices(const ksum::Communicator &comm, const Args &a) {
     ids.push_back(
         g[static_cast<std::size_t>(comm.local_rank() * a.gpus_per_rank + k) % g.size()].id);
   return ids;
+}
+
+// The distributed FMM: Laplace self-sum to fmm_tol on uniform points in the unit cube (each rank
+// its own draws); set-up and execute times (the slowest rank's, execute best of reps), the sources
+// received in the essential trees, and the error at each rank's first 64 points against the
+// distributed direct sum at those points (relative 2-norm over all ranks' samples).
+nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char *kind,
+                       std::int64_t total) {
+  const int P = comm.size(), r = comm.rank();
+  const std::int64_t n = comm.even_counts(total)[static_cast<std::size_t>(r)];
+  std::mt19937_64 rng(9000 + static_cast<std::uint64_t>(r));
+  std::uniform_real_distribution<double> u(0, 1);
+  ksum::Table<double> x(n, 3), w(n, 1);
+  for (std::int64_t k = 0; k < 3 * n; ++k)
+    x.data()[k] = u(rng);
+  for (std::int64_t i = 0; i < n; ++i)
+    w(i, 0) = u(rng) - 0.5;
+  ksum::DirectOptions o;
+  o.kernel = ksum::Kernel::laplace;
+  o.backend = ksum::parse_backend(a.backend);
+  if (o.backend == ksum::Backend::cuda)
+    o.devices = rank_devices(comm, a);
+  o.method = ksum::Method::fmm;
+  o.tolerance = a.fmm_tol;
+  const auto now = [] { return std::chrono::steady_clock::now(); };
+  const auto secs = [](auto t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  ksum::DistributedSum<double> plan(comm, o);
+  auto t0 = now();
+  plan.set_points(x);
+  const double setup = comm.allreduce_max(secs(t0));
+  ksum::Table<double> got = plan.execute(w);
+  double best = 1e300;
+  for (int k = 0; k < a.reps; ++k) {
+    t0 = now();
+    got = plan.execute(w);
+    best = std::min(best, comm.allreduce_max(secs(t0)));
+  }
+  const auto &st = plan.stats();
+  double recv[2] = {double(st.fmm_received), double(st.fmm_pseudo_cells_sent)};
+  comm.allreduce_sum(recv, 2);
+  // The check: each rank's first 64 points against the direct sum over all sources.
+  const std::int64_t ns = std::min<std::int64_t>(64, n);
+  ksum::Table<double> xs(ns, 3);
+  for (std::int64_t i = 0; i < ns; ++i)
+    for (int c = 0; c < 3; ++c)
+      xs(i, c) = x(i, c);
+  ksum::DirectOptions od = o;
+  od.method = ksum::Method::direct;
+  ksum::DistributedSum<double> exact(comm, od);
+  exact.set_points(x, xs);
+  const ksum::Table<double> want = exact.execute(w);
+  double e[2] = {0, 0};
+  for (std::int64_t i = 0; i < ns; ++i) {
+    // The direct sum at separate targets includes the point itself only when singular: 0 here.
+    const double d = got(i, 0) - want(i, 0);
+    e[0] += d * d;
+    e[1] += want(i, 0) * want(i, 0);
+  }
+  comm.allreduce_sum(e, 2);
+  const double rel = e[1] > 0 ? std::sqrt(e[0] / e[1]) : 0.0;
+  if (r == 0)
+    fmt::print("| fmm {} | {} | {} | {} | {:.4g} | {:.4g} | {:.3g} | {:.0f} | {:.0f} | {:.2g} |\n",
+               kind, P, total, total / P, setup, best, double(total) / best, recv[0], recv[1], rel);
+  return {{"kind", std::string("fmm-") + kind},
+          {"ranks", P},
+          {"n", total},
+          {"n_per_rank", total / P},
+          {"tolerance", a.fmm_tol},
+          {"seconds_setup", setup},
+          {"seconds", best},
+          {"points_per_second", double(total) / best},
+          {"received", recv[0]},
+          {"pseudo_cells", recv[1]},
+          {"sampled_error", rel},
+          {"backend", a.backend},
+          {"gpus_per_rank", o.backend == ksum::Backend::cuda ? a.gpus_per_rank : 0},
+          {"threads_per_rank", omp_get_max_threads()}};
 }
 
 nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char *kind,
@@ -188,6 +270,12 @@ int main(int argc, char **argv) {
         a.rbf_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--rbf-n-per-rank")
         a.rbf_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--fmm-n")
+        a.fmm_n = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--fmm-n-per-rank")
+        a.fmm_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--fmm-tol")
+        a.fmm_tol = std::stod(value());
       else if (k == "--rbf-solver")
         a.rbf_solver = value();
       else if (k == "--rbf-tol")
@@ -217,6 +305,15 @@ int main(int argc, char **argv) {
       run("strong", a.n);
     if (a.n_per_rank > 0)
       run("weak", a.n_per_rank * comm.size());
+    if ((a.fmm_n > 0 || a.fmm_n_per_rank > 0) && comm.rank() == 0)
+      fmt::print(
+          "\n| FMM | ranks | N | N per rank | set-up [s] | execute [s] | points/s | "
+          "received | pseudo cells | sampled error |\n|---|---|---|---|---|---|---|---|---|---|"
+          "\n");
+    if (a.fmm_n > 0)
+      out.push_back(run_fmm(comm, a, "strong", a.fmm_n));
+    if (a.fmm_n_per_rank > 0)
+      out.push_back(run_fmm(comm, a, "weak", a.fmm_n_per_rank * comm.size()));
     if ((a.rbf_n > 0 || a.rbf_n_per_rank > 0) && comm.rank() == 0)
       fmt::print("\n| fit | ranks | N | N per rank | solver | setup [s] | solve [s] | iterations | "
                  "s per product | residual |\n|---|---|---|---|---|---|---|---|---|---|\n");

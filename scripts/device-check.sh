@@ -55,8 +55,9 @@
 #          and one rank per GPU: the direct sum (strong N = 2e5, weak 5e4 per rank; the same
 #          cores as 16 OpenMP threads; on the GPU N = 2^22: 1 rank × 1 GPU, 1 × all, 1 rank per
 #          GPU) and the global RBF fit by GMRES to 1e-8 (strong N = 4e4, weak 5e3 per rank; GPU
-#          N = 5e5); efficiency tables; KSUM_DISTRIBUTED_CASES=sum|rbf picks one; distributed_bench;
-#          ~10 min with both (a call of its own)
+#          N = 5e5) and the FMM to 1e-6 (strong N = 1e6, weak 1e5 per rank; GPU N = 1e7);
+#          efficiency tables; KSUM_DISTRIBUTED_CASES=sum,fmm,rbf picks cases; distributed_bench;
+#          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -597,8 +598,9 @@ if want distributed; then
   t_di=$(date +%s)
   dj="$OUT/distributed/distributed_bench.jsonl"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  # KSUM_DISTRIBUTED_CASES: sum (the direct sum), rbf (the global RBF fit), or both (default).
-  cases=${KSUM_DISTRIBUTED_CASES:-sum,rbf}
+  # KSUM_DISTRIBUTED_CASES: sum (the direct sum), fmm (the FMM), rbf (the global RBF fit); all by
+  # default.
+  cases=${KSUM_DISTRIBUTED_CASES:-sum,fmm,rbf}
   if [[ ,$cases, == *,sum,* ]]; then
   for P in 1 2 4 8 16; do
     OMP_NUM_THREADS=1 timeout 240 mpirun -n $P --oversubscribe --bind-to core \
@@ -623,6 +625,23 @@ if want distributed; then
       { echo "mpirun -n $P --gpus-per-rank $G (gpu) failed" >> "$OUT/distributed/gpu.md"; rc=1; }
   done
   fi
+  if [[ ,$cases, == *,fmm,* ]]; then
+  # The distributed FMM (Laplace, 1e-6): CPU ranks of one thread, strong N = 1e6 and weak 1e5 per
+  # rank; GPU: one rank on one GPU, then one rank per GPU, N = 1e7.
+  for P in 1 2 4 8 16; do
+    OMP_NUM_THREADS=1 timeout 240 mpirun -n $P --oversubscribe --bind-to core \
+      $build/bench/distributed_bench --n 0 --n-per-rank 0 --fmm-n 1000000 --fmm-n-per-rank 100000 \
+      --reps 1 --json "$dj" >> "$OUT/distributed/fmm_cpu.md" 2>&1 ||
+      { echo "mpirun -n $P (fmm) failed" >> "$OUT/distributed/fmm_cpu.md"; rc=1; }
+  done
+  CUDA_VISIBLE_DEVICES=0 timeout 240 $build/bench/distributed_bench --backend gpu --n 0 \
+    --n-per-rank 0 --fmm-n 10000000 --reps 1 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 || rc=1
+  if [ "${ngpu:-0}" -ge 2 ]; then
+    OMP_NUM_THREADS=$(( jobs / ngpu )) timeout 240 mpirun -n $ngpu --oversubscribe --bind-to none \
+      $build/bench/distributed_bench --backend gpu --n 0 --n-per-rank 0 --fmm-n 10000000 \
+      --reps 1 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 || rc=1
+  fi
+  fi
   if [[ ,$cases, == *,rbf,* ]]; then
   # The global RBF fit (GMRES to 1e-8): on the CPU one thread per rank, strong N = 40000 and weak
   # 5000 per rank; on the GPU one GPU per rank (one rank alone sees one GPU), strong N = 5e5.
@@ -646,6 +665,19 @@ if want distributed; then
     python3 - "$dj" <<'PY'
 import json, sys
 rows = [r for line in open(sys.argv[1]) for r in json.loads(line)]
+for backend in ("cpu", "gpu"):
+    for kind in ("fmm-strong", "fmm-weak"):
+        rs = sorted((r for r in rows if r["kind"] == kind and r["backend"] == backend),
+                    key=lambda r: r["ranks"])
+        if not rs:
+            continue
+        t1 = next((r for r in rs if r["ranks"] == 1), None)
+        print(f"| {backend} {kind} | ranks | N | set-up [s] | execute [s] | points/s | efficiency | received | pseudo cells | sampled error |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in rs:
+            eff = f"{r['points_per_second'] / (r['ranks'] * t1['points_per_second']):.2f}" if t1 else ""
+            print(f"| | {r['ranks']} | {r['n']} | {r['seconds_setup']:.3g} | {r['seconds']:.4g} | {r['points_per_second']:.3g} | {eff} | {r['received']:.0f} | {r['pseudo_cells']:.0f} | {r['sampled_error']:.2g} |")
+        print()
 for backend in ("cpu", "gpu"):
     for kind in ("rbf-strong", "rbf-weak"):
         rs = sorted((r for r in rows if r["kind"] == kind and r["backend"] == backend),

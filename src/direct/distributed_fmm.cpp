@@ -191,20 +191,29 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
   }
   stats.owned = n_own;
 
-  // Every rank's domain as its occupied cells at domain_level (from the histogram every rank has).
+  // Every rank's domain as its occupied cells at domain_level, each with its occupied cells at
+  // hist_level (from the histogram every rank has): a cell is tested against the coarse cells,
+  // and against the fine ones inside a coarse cell that is too near.
   const int me = comm.rank();
-  std::vector<std::vector<std::array<std::int64_t, 3>>> domain(static_cast<std::size_t>(P));
+  struct Coarse {
+    std::array<std::int64_t, 3> ijk;
+    std::vector<std::array<std::int64_t, 3>> fine;
+  };
+  std::vector<std::vector<Coarse>> domain(static_cast<std::size_t>(P));
   const int dshift = 3 * (hist_level - domain_level);
+  const auto coords = [](std::uint64_t c) {
+    return std::array<std::int64_t, 3>{static_cast<std::int64_t>(compact(c)),
+                                       static_cast<std::int64_t>(compact(c >> 1)),
+                                       static_cast<std::int64_t>(compact(c >> 2))};
+  };
   for (std::int64_t k = 0; k < bins; ++k) {
     if (hist[static_cast<std::size_t>(k)] == 0)
       continue;
-    const auto c = static_cast<std::uint64_t>(k) >> dshift;
     auto &dom = domain[static_cast<std::size_t>(owner[static_cast<std::size_t>(k)])];
-    const std::array<std::int64_t, 3> ijk = {static_cast<std::int64_t>(compact(c)),
-                                             static_cast<std::int64_t>(compact(c >> 1)),
-                                             static_cast<std::int64_t>(compact(c >> 2))};
-    if (dom.empty() || dom.back() != ijk)
-      dom.push_back(ijk);
+    const auto ijk = coords(static_cast<std::uint64_t>(k) >> dshift);
+    if (dom.empty() || dom.back().ijk != ijk)
+      dom.push_back({ijk, {}});
+    dom.back().fine.push_back(coords(static_cast<std::uint64_t>(k)));
   }
   // The essential tree for every other rank.
   const double coord = kdef::coord_scale(opt.kernel, opt.eps);
@@ -241,16 +250,21 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
                                  static_cast<std::int64_t>(compact(prefix >> 2))};
       // Separated: a gap of at least the cell's side (in units of the cube) to every cell of
       // the receiver's domain along some axis.
-      bool separated = level > 0;
-      for (std::size_t k = 0; separated && k < dom.size(); ++k) {
+      const auto far_from = [&](const std::array<std::int64_t, 3> &r, double rside) {
         double gap = 0;
         for (int a = 0; a < 3; ++a) {
           const double c0 = c[a] / cl, c1 = (c[a] + 1) / cl;
-          const double r0 = dom[k][a] / dside, r1 = (dom[k][a] + 1) / dside;
+          const double r0 = r[a] / rside, r1 = (r[a] + 1) / rside;
           gap = std::max(gap, std::max(c0 - r1, r0 - c1));
         }
-        separated = gap >= (1 - 1e-9) / cl;
-      }
+        return gap >= (1 - 1e-9) / cl;
+      };
+      const double fside = double(std::int64_t{1} << hist_level);
+      bool separated = level > 0;
+      for (std::size_t k = 0; separated && k < dom.size(); ++k)
+        if (!far_from(dom[k].ijk, dside))
+          for (std::size_t f = 0; separated && f < dom[k].fine.size(); ++f)
+            separated = far_from(dom[k].fine[f], fside);
       const std::int64_t count = e - b;
       if (separated) {
         const int p = order_at(level);
