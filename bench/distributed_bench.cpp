@@ -102,6 +102,10 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
     best = std::min(best, comm.allreduce_max(secs(t0)));
   }
   const auto &st = plan.stats();
+  // The last execute's parts on the slowest rank: exchanges and packing, and the computation
+  // (the pseudo-particles' weights and the local FMM).
+  const double exchange = comm.allreduce_max(st.seconds_wait),
+               compute = comm.allreduce_max(st.seconds_compute);
   double recv[2] = {double(st.fmm_received), double(st.fmm_pseudo_cells_sent)};
   comm.allreduce_sum(recv, 2);
   // The check: each rank's first 64 points against the direct sum over all sources.
@@ -138,6 +142,8 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
           {"received", recv[0]},
           {"pseudo_cells", recv[1]},
           {"sampled_error", rel},
+          {"seconds_exchange", exchange},
+          {"seconds_compute", compute},
           {"backend", a.backend},
           {"gpus_per_rank", o.backend == ksum::Backend::cuda ? a.gpus_per_rank : 0},
           {"threads_per_rank", omp_get_max_threads()}};

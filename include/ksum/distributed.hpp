@@ -141,8 +141,9 @@ bool mpi_enabled(); // built with MPI
 struct DistributedStats {
   int ranks = 1, rank = 0;
   std::int64_t local_sources = 0, local_targets = 0, total_sources = 0, total_targets = 0;
-  double seconds_compute = 0; // this rank's kernel sums
-  double seconds_wait = 0;    // waiting for the ring's next source block (not hidden by compute)
+  double seconds_compute = 0; // this rank's kernel sums (FMM: pseudo-particle weights + local FMM)
+  double seconds_wait = 0; // waiting for the ring's next source block, not hidden by compute (FMM:
+                           // the exchanges of weights and sums with their packing)
   double seconds_execute = 0;
   double bytes_sent = 0; // this rank's share of the ring traffic
   // Method::fmm: the points this rank owns after the Morton partition, the sources it received

@@ -395,8 +395,10 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   const int P = comm.size();
   const std::int64_t nrhs = w.cols(), n_own = im.n_own;
   auto t0 = std::chrono::steady_clock::now();
+  const int nt = im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads();
   // The weights follow the points.
   std::vector<double> sbuf(static_cast<std::size_t>(im.n_in * nrhs));
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t k = 0; k < im.n_in; ++k)
     for (std::int64_t c = 0; c < nrhs; ++c)
       sbuf[static_cast<std::size_t>(k * nrhs + c)] =
@@ -410,6 +412,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   std::vector<double> rbuf(static_cast<std::size_t>(n_own * nrhs));
   comm.alltoallv(sbuf.data(), scaled(im.send_counts), rbuf.data(), scaled(im.recv_counts));
   Table<double> ws(n_own, nrhs); // in key order
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t i = 0; i < n_own; ++i)
     for (std::int64_t c = 0; c < nrhs; ++c)
       ws(i, c) =
@@ -421,8 +424,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
     (void)im.chebyshev(pc.p); // made before the parallel loop
   std::vector<std::vector<double>> W(im.cells.size());
   const auto ncells = static_cast<std::int64_t>(im.cells.size());
-#pragma omp parallel for schedule(dynamic, 1)                                                      \
-    num_threads(im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (std::int64_t k = 0; k < ncells; ++k) {
     const auto &pc = im.cells[static_cast<std::size_t>(k)];
     const auto &ch = *im.cheb[static_cast<std::size_t>(pc.p)];
@@ -490,12 +492,14 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   // The sums back to the caller's ranks and rows (without the self term).
   t0 = std::chrono::steady_clock::now();
   std::vector<double> back(static_cast<std::size_t>(n_own * nrhs));
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t i = 0; i < n_own; ++i)
     for (std::int64_t c = 0; c < nrhs; ++c)
       back[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)] =
           double(u(i, c)) - im.self_term * ws(i, c);
   comm.alltoallv(back.data(), scaled(im.recv_counts), sbuf.data(), scaled(im.send_counts));
   Table<T> result(im.n_in, nrhs);
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t k = 0; k < im.n_in; ++k)
     for (std::int64_t c = 0; c < nrhs; ++c)
       result(im.send_order[static_cast<std::size_t>(k)], c) =

@@ -179,6 +179,8 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
     st.total_sources = st.total_targets = im.total_targets;
     Table<T> u = im.fmm->execute(local_weights);
     const auto &fs = im.fmm->stats();
+    // For the FMM: compute = the pseudo-particles' weights and the local FMM, wait = the exchanges
+    // with their packing.
     st.seconds_compute = fs.seconds_multipoles + fs.seconds_local;
     st.seconds_wait = fs.seconds_exchange;
     st.seconds_execute = since(t0);
