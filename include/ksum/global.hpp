@@ -190,6 +190,9 @@ public:
   const Table<double> &poly_coefficients() const; // terms × c, in the scaled monomial basis
   const GlobalRbfStats &stats() const;
   const GlobalRbfOptions &options() const;
+  // A fit over MPI ranks: its communicator (set_data's), for a caller that must agree an error
+  // with the ranks' next collective call (evaluate); nullptr for a fit in one process.
+  const Communicator *communicator() const;
 
 private:
   struct Impl;

@@ -67,7 +67,12 @@ class DistributedSum:
     Parameters
     ----------
     kernel, eps, backend, threads, devices :
-        As for ``DirectSum`` (method 'direct' only).
+        As for ``DirectSum``.
+    method : 'direct' | 'fmm'
+        'direct': every pair (the sources go around the processes); 'fmm': the 3D fast
+        multipole method over the processes (sums over the points themselves: no targets, no
+        gradient; the points are partitioned by Morton key, each process receives the essential
+        tree of the others; docs/distributed.md), to the relative tolerance ``tol``.
     comm : None | 'world' | 'self' | mpi4py communicator
         None: MPI_COMM_WORLD when started by mpirun (MPI is initialised if needed), else this
         process alone. An mpi4py communicator is passed by its Fortran handle.
@@ -87,7 +92,8 @@ class DistributedSum:
 
     def __init__(self, kernel: str = "laplace", eps: float = 1.0, *, comm=None,
                  backend: str = "auto", precision: str = "float64", gradient: bool = False,
-                 threads: int = 0, devices: list[int] | None = None) -> None:
+                 threads: int = 0, devices: list[int] | None = None, method: str = "direct",
+                 tol: float = 1e-6) -> None:
         if precision not in ("float64", "float32"):
             raise InputError(f"precision: 'float64' or 'float32', got {precision!r}",
                              "invalid_argument")
@@ -96,7 +102,7 @@ class DistributedSum:
         which, handle = _comm_args(comm)
         self.gradient = bool(gradient)
         self._plan = cls(which, handle, str(kernel), float(eps), self.gradient, str(backend),
-                         int(threads), list(devices or []))
+                         int(threads), list(devices or []), str(method), float(tol))
         self._d = None
         if self._plan.size > 1:
             _abort_on_uncaught()

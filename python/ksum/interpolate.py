@@ -69,6 +69,10 @@ class RBFInterpolator:
     evaluation multiply by the kernel matrix (default exact; 'fmm' for large 3D problems; 'auto'
     lets a cost model choose, which measures this machine once per process, about 3 s);
     ``centre_update`` 'auto' | 'update' | 'refit': how :meth:`move_centres` changes a dense fit.
+    ``comm`` 'world' or an mpi4py communicator: the global interpolant fitted over MPI processes
+    (each passes its own rows of ``y`` and ``d``; FGP or GMRES with the vectors spread over the
+    processes; calling the interpolant is then collective, each process its own points;
+    docs/distributed.md); None (default): this process alone.
     With method 'auto' and no neighbors, ksum solves one global
     interpolant: densely up to ``dense_max_n`` points (6000; what SciPy does), beyond that by the
     FGP Krylov method or preconditioned GMRES with O(n) memory, where SciPy's dense n x n system
@@ -91,7 +95,27 @@ class RBFInterpolator:
                  smoothing: float | ArrayLike = 0.0, kernel: str = "thin_plate_spline",
                  epsilon: float | None = None, degree: int | None = None, *, method="auto", solver="auto", tol=1e-10,
                  backend="auto", matvec="direct", dense_max_n=6000, max_iterations=300,
-                 threads=0, eps_loocv=False, centre_update="auto"):
+                 threads=0, eps_loocv=False, centre_update="auto", comm=None):
+        shared = None if comm is None else _comm_args(comm)
+        self._shared = shared
+        try:
+            self._setup(y, d, neighbors, smoothing, kernel, epsilon, degree, method, solver, tol,
+                        backend, matvec, dense_max_n, max_iterations, threads, eps_loocv,
+                        centre_update, shared)
+        except Error as e:
+            if shared is None:
+                raise
+            _ksum.mpi_fail(*shared, str(e))  # raised on every process (the others are fitting)
+        self._lock = threading.Lock()
+        if shared is None:
+            self._plan.set_data(self._yy, self._vals)
+        else:
+            self._plan.set_data_distributed(self._yy, self._vals, *shared)
+        del self._yy, self._vals
+
+    def _setup(self, y, d, neighbors, smoothing, kernel, epsilon, degree, method, solver, tol,
+               backend, matvec, dense_max_n, max_iterations, threads, eps_loocv, centre_update,
+               shared):
         A.reject_gpu(y=y, d=d)
         y = np.asarray(y)
         if y.ndim != 2:
@@ -108,7 +132,7 @@ class RBFInterpolator:
                              "shape_mismatch")
         self._d_shape = d.shape[1:]
         self._complex = d.dtype.kind == "c"
-        dd = d.reshape((ny, -1))
+        dd = d.reshape((ny, int(np.prod(d.shape[1:], dtype=np.int64))))
         if self._complex:
             dd = np.concatenate([dd.real, dd.imag], axis=1)
         kernel = str(kernel)
@@ -141,7 +165,8 @@ class RBFInterpolator:
                               "effect if `degree` is below the minimum.", UserWarning,
                               stacklevel=2)
         nmonos = _monomials(ndim, degree)
-        if nmonos > (ny if neighbors is None else min(int(neighbors), ny)):
+        # (Over MPI processes each holds some of the points: the C++ fit checks them all.)
+        if shared is None and nmonos > (ny if neighbors is None else min(int(neighbors), ny)):
             raise InputError(f"At least {nmonos} data points are required when `degree` is "
                              f"{degree} and the number of dimensions is {ndim}.",
                              "invalid_argument")
@@ -162,6 +187,10 @@ class RBFInterpolator:
             method = "global" if neighbors is None else "local"
         if method == "local" and neighbors is None:
             raise InputError("method 'local' needs `neighbors`", "invalid_argument")
+        if shared is not None and method != "global":
+            raise UnsupportedError(f"comm: method '{method}' is not distributed; the global "
+                                   "interpolant (method 'global', no neighbors) is",
+                                   "unsupported")
         self.y, self.d = y, d
         self.neighbors, self.smoothing, self.kernel = neighbors, smoothing, kernel
         self.epsilon, self.powers = epsilon, None
@@ -188,9 +217,8 @@ class RBFInterpolator:
         else:
             raise InputError(f"method '{method}': expected 'auto', 'global', 'local' or 'pum'",
                              "invalid_argument")
-        self._lock = threading.Lock()
         self._ndim = ndim
-        self._plan.set_data(yy, vals)
+        self._yy, self._vals = yy, vals
 
     @property
     def stats(self):
@@ -252,14 +280,19 @@ class RBFInterpolator:
 
     def __call__(self, x: ArrayLike) -> np.ndarray:
         """Values at x (m, ndim): shape (m,) + d.shape[1:]."""
-        A.reject_gpu(x=x)
-        x = np.asarray(x)
-        if x.ndim != 2:
-            raise InputError("`x` must be a 2-dimensional array.", "shape_mismatch")
-        if x.shape[1] != self._ndim:
-            raise InputError(f"Expected the second axis of `x` to have length {self._ndim}.",
-                             "shape_mismatch")
-        xx = A.host_matrix(x, "x", np.float64, allow_int=True)
+        try:
+            A.reject_gpu(x=x)
+            x = np.asarray(x)
+            if x.ndim != 2:
+                raise InputError("`x` must be a 2-dimensional array.", "shape_mismatch")
+            if x.shape[1] != self._ndim:
+                raise InputError(f"Expected the second axis of `x` to have length {self._ndim}.",
+                                 "shape_mismatch")
+            xx = A.host_matrix(x, "x", np.float64, allow_int=True)
+        except Error as e:
+            if self._shared is None:
+                raise
+            self._plan.fail(str(e))  # the evaluation is collective: raised on every process
         with self._lock:
             out = self._plan.evaluate(xx)
         if self._complex:

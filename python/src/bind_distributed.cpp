@@ -40,6 +40,9 @@ nb::dict stats_dict(const DistributedStats &s) {
   d["seconds_wait"] = s.seconds_wait;
   d["seconds_execute"] = s.seconds_execute;
   d["bytes_sent"] = s.bytes_sent;
+  d["fmm_owned"] = s.fmm_owned;
+  d["fmm_received"] = s.fmm_received;
+  d["fmm_pseudo_cells_sent"] = s.fmm_pseudo_cells_sent;
   return d;
 }
 
@@ -49,8 +52,11 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
   c.def(
        "__init__",
        [](Plan *self, const std::string &which, int handle, const std::string &kernel, double eps,
-          bool gradient, const std::string &backend, int threads, std::vector<int> devices) {
+          bool gradient, const std::string &backend, int threads, std::vector<int> devices,
+          const std::string &method, double tolerance) {
          DirectOptions o;
+         o.method = parse_method(method);
+         o.tolerance = tolerance;
          o.kernel = parse_kernel(kernel);
          o.eps = eps;
          o.gradient = gradient;
@@ -60,7 +66,8 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
          new (self) Plan(make_comm(which, handle), std::move(o));
        },
        nb::arg("comm"), nb::arg("handle"), nb::arg("kernel"), nb::arg("eps"), nb::arg("gradient"),
-       nb::arg("backend"), nb::arg("threads"), nb::arg("devices"))
+       nb::arg("backend"), nb::arg("threads"), nb::arg("devices"), nb::arg("method") = "direct",
+       nb::arg("tolerance") = 1e-6)
       .def(
           "set_points",
           [](Plan &p, HostMatrix<T> sources, std::optional<HostMatrix<T>> targets) {

@@ -8,6 +8,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <ksum/error.hpp>
+
 #include <optional>
 #include <string>
 
@@ -18,6 +20,27 @@ void bind_global(nb::module_ &m) {
   using Plan = GlobalRbfInterpolant;
   nb::class_<Plan> c(m, "GlobalRbf");
   def_interpolant(c);
+  c.def(
+      "set_data_distributed",
+      [](Plan &p, HostMatrix<double> points, HostMatrix<double> values, const std::string &which,
+         int handle) {
+        const Table<double> x = view(points), f = view(values);
+        const Communicator comm = make_comm(which, handle);
+        nb::gil_scoped_release release; // collective: other ranks may be waiting
+        p.set_data(x, f, comm);
+      },
+      nb::arg("points").noconvert(), nb::arg("values").noconvert(), nb::arg("comm"),
+      nb::arg("handle"));
+  c.def(
+      "fail",
+      [](const Plan &p, const std::string &message) {
+        // This rank's argument error before a collective evaluate: agreed with the other ranks'
+        // evaluate (raised here alone for a fit in one process).
+        if (const Communicator *comm = p.communicator())
+          comm->agree(true, static_cast<int>(ErrorCode::invalid_argument), message);
+        throw Error(ErrorCode::invalid_argument, message);
+      },
+      nb::arg("message"));
   c.def(
        "__init__",
        [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,

@@ -1,8 +1,10 @@
 """ksum.DistributedSum (docs/distributed.md) against ksum.DirectSum over all the points: in this
 process (one rank), and under ``mpirun -n 3`` in subprocesses (uneven slices, one rank without
 sources, the same results to 1e-12, an error on one rank raised on all), with mpi4py's
-communicator too where mpi4py is installed; and ksum.PUMInterpolator with its fits shared over
-the processes (the one-process interpolant's bits). Every mpirun runs under a timeout: a hang
+communicator too where mpi4py is installed; ksum.PUMInterpolator with its fits shared over
+the processes (the one-process interpolant's bits); ksum.RBFInterpolator fitted over the
+processes (comm=, each its own rows) against one process's fit; DistributedSum(method='fmm')
+against the direct sum. Every mpirun runs under a timeout: a hang
 fails."""
 import os
 import shutil
@@ -100,6 +102,36 @@ _SCRIPT = textwrap.dedent("""
         raise SystemExit(f"rank {r}: no error for rank 2's values")
     except ksum.InputError as e:
         assert "rank 2:" in str(e), str(e)
+    # The global interpolant fitted over the processes (each its own rows, uneven, one without
+    # any): GMRES with a linear polynomial, to 1e-10; the values at each process's own points
+    # equal one process's fit to 1e-7 of the data (two solves of one system to 1e-10).
+    xg = rng.random((1200, 2))
+    fg = np.cos(3 * xg[:, 0]) * xg[:, 1]
+    gc = [0, 700, 700, 1200] if P == 3 else np.linspace(0, 1200, P + 1).astype(int)
+    kw = dict(kernel="thin_plate_spline", solver="krylov", tol=1e-10, backend="cpu")
+    one = ksum.RBFInterpolator(xg, fg, **kw)
+    dist = ksum.RBFInterpolator(xg[gc[r]:gc[r + 1]], fg[gc[r]:gc[r + 1]],
+                                comm=comm if use_mpi4py else "world", **kw)
+    q = rng.random((50 + 30 * r, 2)) * 0.9 + 0.05
+    assert np.abs(dist(q) - one(q)).max() <= 1e-7 * np.abs(fg).max(), r
+    assert dist.stats["solver"] == "krylov" and dist.stats["residual_rel"] <= 2e-10, dist.stats
+    try:  # points of a wrong shape on rank 1 only, at the (collective) evaluation
+        dist(np.zeros((4, 3)) if r == 1 else q)
+        raise SystemExit(f"rank {r}: no error for rank 1's points")
+    except ksum.InputError as e:
+        assert "rank 1:" in str(e) and "second axis" in str(e), str(e)
+    try:  # values of a wrong length on rank 0 only, at the fit
+        ksum.RBFInterpolator(xg[gc[r]:gc[r + 1]], fg[:3] if r == 0 else fg[gc[r]:gc[r + 1]],
+                             comm="world", **kw)
+        raise SystemExit(f"rank {r}: no error for rank 0's values")
+    except ksum.InputError as e:
+        assert "rank 0:" in str(e), str(e)
+    # The FMM over the processes (a self-sum to 1e-6) against the direct sum in one process.
+    fmm = ksum.DistributedSum("laplace", comm=comm, backend="cpu", method="fmm", tol=1e-6)
+    xs = x[sc[r]:sc[r + 1]]
+    uf = fmm.set_points(xs)(w[sc[r]:sc[r + 1], 0])
+    ref = ksum.DirectSum("laplace", backend="cpu").set_points(x)(w[:, 0])
+    assert np.linalg.norm(uf - ref[sc[r]:sc[r + 1]]) <= 1e-6 * np.linalg.norm(ref), r
     if use_mpi4py:  # a sub-communicator: ranks 0 and 2 together, rank 1 alone
         sub = comm.Split(r % 2, r)
         part = ksum.DistributedSum("laplace", comm=sub, backend="cpu")

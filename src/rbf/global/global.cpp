@@ -497,26 +497,12 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
   const auto &opt = im.opt;
   const int rank = comm.rank(), deg = im.degree();
   const std::int64_t n = points.rows(), d = points.cols(), nc = values.cols();
-  const auto counts = comm.allgather(n), dims = comm.allgather(d), vcols = comm.allgather(nc);
-  std::int64_t total = 0, offset = 0;
-  for (int r = 0; r < comm.size(); ++r) {
-    total += counts[static_cast<std::size_t>(r)];
-    if (r < rank)
-      offset += counts[static_cast<std::size_t>(r)];
-  }
+  // This rank's own checks first (agree is the first collective, so that a caller's argument
+  // error agreed before this call meets it), then the shapes over the ranks.
   comm.agree(capture([&] {
     if (values.rows() != n)
       throw Error(ErrorCode::shape_mismatch,
                   fmt::format("{} data points but {} value rows", n, values.rows()));
-    for (int r = 1; r < comm.size(); ++r)
-      if (dims[static_cast<std::size_t>(r)] != dims[0] ||
-          vcols[static_cast<std::size_t>(r)] != vcols[0])
-        throw Error(ErrorCode::shape_mismatch,
-                    fmt::format("rank {} passed {} coordinates and {} value columns, rank 0 {} "
-                                "and {}: every rank's rows must have the same shape",
-                                r, dims[static_cast<std::size_t>(r)],
-                                vcols[static_cast<std::size_t>(r)], dims[0], vcols[0]));
-    check_shapes(total, d, nc);
     detail::check_finite(points, fmt::format("data points (rank {}'s rows)", rank).c_str());
     detail::check_finite(values, fmt::format("data values (rank {}'s rows)", rank).c_str());
     if (opt.matvec)
@@ -530,6 +516,24 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
     if (opt.solver == GlobalSolver::dense)
       throw Error(ErrorCode::unsupported,
                   "the dense solver is not distributed: use fgp, krylov or auto over MPI ranks");
+  }));
+  const auto counts = comm.allgather(n), dims = comm.allgather(d), vcols = comm.allgather(nc);
+  std::int64_t total = 0, offset = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    total += counts[static_cast<std::size_t>(r)];
+    if (r < rank)
+      offset += counts[static_cast<std::size_t>(r)];
+  }
+  comm.agree(capture([&] {
+    for (int r = 1; r < comm.size(); ++r)
+      if (dims[static_cast<std::size_t>(r)] != dims[0] ||
+          vcols[static_cast<std::size_t>(r)] != vcols[0])
+        throw Error(ErrorCode::shape_mismatch,
+                    fmt::format("rank {} passed {} coordinates and {} value columns, rank 0 {} "
+                                "and {}: every rank's rows must have the same shape",
+                                r, dims[static_cast<std::size_t>(r)],
+                                vcols[static_cast<std::size_t>(r)], dims[0], vcols[0]));
+    check_shapes(total, d, nc);
   }));
 
   // Every rank's coordinates, for the checks over all points and the L-set search.
@@ -868,6 +872,10 @@ Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points, Method
     }
   }
   return u;
+}
+
+const Communicator *GlobalRbfInterpolant::communicator() const {
+  return impl_->comm.get();
 }
 
 const Table<double> &GlobalRbfInterpolant::coefficients() const {
