@@ -139,13 +139,15 @@ public:
   // all of them alike (AgreedError). With one rank it is set_data above.
   //   The iterative solvers run with their vectors spread by rows: FGP (degree 0) or GMRES
   // (solver automatic picks them by degree, whatever N; dense is refused); each product by Φ is
-  // a DistributedSum around the ranks (matvec_method direct: the FMM is not distributed), on
-  // each rank's CPU cores or its GPU; each rank forms the L-sets led by its own rows, and τ
-  // gathers the residual's rows and sums the sets' parts back onto their ranks. The L-set
-  // search holds every rank's coordinates (N × d doubles) while it runs.
+  // a DistributedSum on each rank's CPU cores or its GPU: around the ranks (matvec_method direct
+  // or automatic) or the distributed FMM (matvec_method fmm, 3D, to matvec_tolerance); each rank
+  // forms the L-sets led by its own rows, and τ gathers the residual's rows and sums the sets'
+  // parts back onto their ranks. The L-set search holds every rank's coordinates (N × d
+  // doubles) while it runs.
   //   Afterwards coefficients() are this rank's rows of λ, poly_coefficients() and stats() are
   // the whole fit's (the same on every rank), evaluate() is collective (each rank its own
-  // evaluation points, summed over every rank's centres), and move_centres is refused.
+  // evaluation points, summed directly over every rank's centres, whatever the method), and
+  // move_centres is refused.
   void set_data(const Table<double> &points, const Table<double> &values, const Communicator &comm);
   // Moves centre index[a] to row a of new_points (m × d) for every a, and gives it row a of
   // *new_values (m × c) when that is given (the other centres keep their values), then solves

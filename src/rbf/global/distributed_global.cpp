@@ -13,10 +13,16 @@ namespace {
 class DistributedMatVec final : public KernelMatVec {
 public:
   DistributedMatVec(const Communicator &comm, const Table<double> &centres, Kernel kernel,
-                    double eps, double diag, Backend backend, int threads)
-      : ds_(comm,
-            DirectOptions{.kernel = kernel, .eps = eps, .backend = backend, .threads = threads}),
-        diag_(diag), n_(centres.rows()), gpu_(backend == Backend::cuda) {
+                    double eps, double diag, Backend backend, int threads, Method method,
+                    double tolerance)
+      : ds_(comm, DirectOptions{.kernel = kernel,
+                                .eps = eps,
+                                .backend = backend,
+                                .threads = threads,
+                                .method = method,
+                                .tolerance = tolerance}),
+        diag_(diag), n_(centres.rows()), gpu_(backend == Backend::cuda),
+        fmm_(method == Method::fmm), tolerance_(tolerance) {
     ds_.set_points(centres);
   }
   std::int64_t size() const override { return n_; }
@@ -28,6 +34,9 @@ public:
         y(i, c) += diag_ * x(i, c);
   }
   std::string describe() const override {
+    if (fmm_)
+      return fmt::format("fmm over {} ranks ({} each, tol {:.0e})", ds_.stats().ranks,
+                         gpu_ ? "GPU" : "CPU", tolerance_);
     return fmt::format("direct over {} ranks ({} each)", ds_.stats().ranks, gpu_ ? "GPU" : "CPU");
   }
 
@@ -35,7 +44,8 @@ private:
   DistributedSum<double> ds_;
   double diag_;
   std::int64_t n_;
-  bool gpu_;
+  bool gpu_, fmm_;
+  double tolerance_;
 };
 
 } // namespace
@@ -43,9 +53,10 @@ private:
 std::unique_ptr<KernelMatVec> make_distributed_matvec(const Communicator &comm,
                                                       const Table<double> &local_centres,
                                                       Kernel kernel, double eps, double diag,
-                                                      Backend backend, int threads) {
+                                                      Backend backend, int threads, Method method,
+                                                      double fmm_tolerance) {
   return std::make_unique<DistributedMatVec>(comm, local_centres, kernel, eps, diag, backend,
-                                             threads);
+                                             threads, method, fmm_tolerance);
 }
 
 TauOperator distributed_tau(const Communicator &comm, const LSets &sets,

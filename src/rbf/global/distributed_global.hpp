@@ -11,11 +11,13 @@
 namespace ksum::rbf {
 
 // y = (Φ + (φ(0) + σρ) I) x on this rank's rows: the sum over every rank's centres by
-// DistributedSum (the centres' blocks travel around the ranks), plus the diagonal. Collective.
+// DistributedSum (method direct: the centres' blocks travel around the ranks; fmm: the
+// distributed FMM to fmm_tolerance), plus the diagonal. Collective.
 std::unique_ptr<KernelMatVec> make_distributed_matvec(const Communicator &comm,
                                                       const Table<double> &local_centres,
                                                       Kernel kernel, double eps, double diag,
-                                                      Backend backend, int threads);
+                                                      Backend backend, int threads, Method method,
+                                                      double fmm_tolerance);
 
 // τ(r) on this rank's rows, for L-sets that hold (by global row index) only the sets this rank
 // formed (LSetConfig::own_begin/own_end): the rows of r are gathered from every rank, this rank's

@@ -509,10 +509,11 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
       throw Error(ErrorCode::unsupported,
                   "a fit over MPI ranks multiplies by Φ around the ranks itself: a custom matvec "
                   "factory is not distributed");
-    if (opt.matvec_method == Method::fmm)
+    if (opt.matvec_method == Method::fmm && points.cols() != 3)
       throw Error(ErrorCode::unsupported,
-                  "a fit over MPI ranks multiplies by Φ directly (the FMM is not distributed): "
-                  "use matvec_method direct (--matvec direct), or run the FMM in one process");
+                  fmt::format("the distributed FMM product is 3D; these points have dimension "
+                              "{}: use matvec_method direct",
+                              points.cols()));
     if (opt.solver == GlobalSolver::dense)
       throw Error(ErrorCode::unsupported,
                   "the dense solver is not distributed: use fgp, krylov or auto over MPI ranks");
@@ -583,10 +584,13 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
                fmt::format("every local L-set system was singular (q = {}, kernel '{}', eps {}): "
                            "no preconditioner. Try a larger eps or q",
                            opt.lset_size, kernel_info(opt.kernel).name, opt.eps));
+  // The products: direct around the ranks, or the distributed FMM (matvec_method fmm; automatic
+  // stays direct over ranks: the one-process cost model does not know the exchanges).
   const std::unique_ptr<KernelMatVec> A = rbf::make_distributed_matvec(
       comm, points, opt.kernel, opt.eps,
       kernel_value(opt.kernel, opt.eps, 0.0) + definiteness_sign(opt.kernel) * opt.smoothing,
-      st.backend, opt.threads);
+      st.backend, opt.threads, opt.matvec_method == Method::fmm ? Method::fmm : Method::direct,
+      fmm_tolerance());
   st.matvec = A->describe();
   const rbf::TauOperator tau = rbf::distributed_tau(comm, sets, counts, opt.threads);
   st.seconds_setup = seconds_since(t0);
@@ -827,14 +831,10 @@ Table<double> GlobalRbfInterpolant::evaluate(const Table<double> &points, Method
   };
   Table<double> u;
   if (im.comm) {
-    // Over the ranks: each its own points, summed over every rank's centres (collective).
-    im.comm->agree(capture([&] {
-      check();
-      if (method == Method::fmm)
-        throw Error(ErrorCode::unsupported,
-                    "evaluate() of a fit over MPI ranks sums directly (the FMM is not "
-                    "distributed): use method direct");
-    }));
+    // Over the ranks: each its own points, summed over every rank's centres (collective), by
+    // the direct sum around the ranks whatever the method (the distributed FMM sums over the
+    // centres themselves, not at other points).
+    im.comm->agree(capture(check));
     DistributedSum<double> ds(*im.comm, DirectOptions{.kernel = im.opt.kernel,
                                                       .eps = im.opt.eps,
                                                       .backend = im.backend,
