@@ -10,6 +10,7 @@
 #include <ksum/io.hpp>
 #include <ksum/pum.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -274,6 +275,21 @@ void note_pum(const InterpArgs &a, const PumInterpolant &pum, const PumOptions &
                    a.plot.empty() ? std::string() : ", " + a.plot));
 }
 
+// Rank 0 reads the inputs into `in` (agreed: every rank fails alike); every rank gets their
+// shapes: data rows, dimension, value columns, evaluation points.
+std::array<std::int64_t, 4> read_on_root(const InterpArgs &a, const Communicator &comm,
+                                         Inputs &in) {
+  comm.agree(capture([&] {
+    if (comm.rank() == 0)
+      in = read_inputs(a);
+  }));
+  double shape[4] = {double(in.x.rows()), double(in.x.cols()), double(in.f.cols()),
+                     double(in.y.rows())};
+  comm.broadcast(shape, 4);
+  return {static_cast<std::int64_t>(shape[0]), static_cast<std::int64_t>(shape[1]),
+          static_cast<std::int64_t>(shape[2]), static_cast<std::int64_t>(shape[3])};
+}
+
 // Rank 0's rows split evenly over the ranks (scatterv per column): this rank's slice.
 Table<double> scatter_rows(const Communicator &comm, const Table<double> &all, std::int64_t rows,
                            std::int64_t cols) {
@@ -309,15 +325,7 @@ void run_global_distributed(const InterpArgs &a, const Communicator &comm,
   if (root)
     g.progress = iteration_notes();
   Inputs in;
-  comm.agree(capture([&] {
-    if (root)
-      in = read_inputs(a);
-  }));
-  double shape[4] = {double(in.x.rows()), double(in.x.cols()), double(in.f.cols()),
-                     double(in.y.rows())};
-  comm.broadcast(shape, 4);
-  const auto n = static_cast<std::int64_t>(shape[0]), dim = static_cast<std::int64_t>(shape[1]),
-             values = static_cast<std::int64_t>(shape[2]), m = static_cast<std::int64_t>(shape[3]);
+  const auto [n, dim, values, m] = read_on_root(a, comm, in);
   const Table<double> x = scatter_rows(comm, in.x, n, dim), f = scatter_rows(comm, in.f, n, values),
                       y = scatter_rows(comm, in.y, m, dim);
   GlobalRbfInterpolant rbf(g);
@@ -343,15 +351,7 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
   PumOptions opt;
   comm.agree(capture([&] { opt = make_options(a); }));
   Inputs in;
-  comm.agree(capture([&] {
-    if (root)
-      in = read_inputs(a);
-  }));
-  double shape[4] = {double(in.x.rows()), double(in.x.cols()), double(in.f.cols()),
-                     double(in.y.rows())};
-  comm.broadcast(shape, 4);
-  const auto n = static_cast<std::int64_t>(shape[0]), dim = static_cast<std::int64_t>(shape[1]),
-             values = static_cast<std::int64_t>(shape[2]), m = static_cast<std::int64_t>(shape[3]);
+  const auto [n, dim, values, m] = read_on_root(a, comm, in);
   Table<double> x = root ? in.x : Table<double>(n, dim), f = root ? in.f : Table<double>(n, values);
   comm.broadcast(x.data(), n * dim);
   comm.broadcast(f.data(), n * values);

@@ -4,6 +4,7 @@
 
 #include "fmm/fmm3d/bbfmm.hpp"
 #include "fmm/fmm3d/chebyshev.hpp"
+#include "fmm/fmm3d/octree.hpp"
 #include "kernels/kernel_defs.hpp"
 
 #include <ksum/error.hpp>
@@ -22,22 +23,12 @@ namespace ksum::detail {
 
 namespace {
 
-constexpr int key_bits = 21;             // per axis: keys of 63 bits
-constexpr int hist_level = 6;            // the partition's histogram: 64³ cells
-constexpr int domain_level = 4;          // a rank's domain as seen by the others: its 16³ cells
-constexpr std::int64_t leaf_points = 64; // a cell this small that is not separated goes as points
+constexpr int key_bits = fmm::morton_bits; // per axis: keys of 63 bits
+constexpr int hist_level = 6;              // the partition's histogram: 64³ cells
+constexpr int domain_level = 4;            // a rank's domain as seen by the others: its 16³ cells
+constexpr std::int64_t leaf_points = 64;   // a cell this small that is not separated goes as points
 
-std::uint64_t spread(std::uint64_t v) { // the 21 low bits to every third bit
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
-
-std::uint64_t compact(std::uint64_t v) { // the inverse of spread
+std::uint64_t compact(std::uint64_t v) { // the inverse of fmm::morton_spread3
   v &= 0x1249249249249249ULL;
   v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
   v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
@@ -97,7 +88,7 @@ template <class T> struct DistributedFmm<T>::Impl {
     for (int a = 0; a < 3; ++a) {
       const double q = std::floor((x[a] - lo[a]) / side * double(1 << key_bits));
       const auto v = static_cast<std::uint64_t>(std::clamp(q, 0.0, double((1 << key_bits) - 1)));
-      k |= spread(v) << a;
+      k |= fmm::morton_spread3(v) << a;
     }
     return k;
   }

@@ -27,11 +27,8 @@ public:
   }
   std::int64_t size() const override { return n_; }
   void apply(const Table<double> &x, Table<double> &y) override {
-    // The sum leaves out the self term j = i: add φ(0) + σρ times x.
     y = ds_.execute(x);
-    for (std::int64_t c = 0; c < x.cols(); ++c)
-      for (std::int64_t i = 0; i < n_; ++i)
-        y(i, c) += diag_ * x(i, c);
+    add_diagonal(diag_, x, y);
   }
   std::string describe() const override {
     if (fmm_)

@@ -106,11 +106,8 @@ public:
   }
   std::int64_t size() const override { return n_; }
   void apply(const Table<double> &x, Table<double> &y) override {
-    // The direct sum leaves out the self term j = i: add φ(0) + ρ times x.
     y = ds_.execute(x);
-    for (std::int64_t c = 0; c < x.cols(); ++c)
-      for (std::int64_t i = 0; i < n_; ++i)
-        y(i, c) += diag_ * x(i, c);
+    rbf::add_diagonal(diag_, x, y);
   }
   std::string describe() const override {
     const char *where = ds_.backend() == Backend::cuda ? "GPU" : "CPU";
@@ -177,6 +174,15 @@ struct GlobalRbfInterpolant::Impl {
   void fit_distributed(const Table<double> &points, const Table<double> &values,
                        const Communicator &comm);
   void check_shapes(std::int64_t n, std::int64_t d, std::int64_t nc) const;
+  // The L-set size must exceed the polynomial's terms.
+  void check_lset_size(std::int64_t terms, std::int64_t d) const {
+    if (opt.lset_size <= terms)
+      throw Error(
+          ErrorCode::invalid_argument,
+          fmt::format("the L-set size q = {} must exceed the {} polynomial terms of degree {} "
+                      "in {} dimensions (use q >= {})",
+                      opt.lset_size, terms, degree(), d, 2 * terms + 1));
+  }
 
   double fmm_tolerance() const {
     return opt.matvec_tolerance > 0 ? opt.matvec_tolerance
@@ -360,12 +366,7 @@ void GlobalRbfInterpolant::Impl::fit(const Table<double> &points, const Table<do
   const Table<double> P = new_basis.matrix(points);
   std::unique_ptr<rbf::HeldInverse> new_held;
   im.check_unisolvent(P, d);
-  if (opt.lset_size <= P.cols())
-    throw Error(
-        ErrorCode::invalid_argument,
-        fmt::format("the L-set size q = {} must exceed the {} polynomial terms of degree {} "
-                    "in {} dimensions (use q >= {})",
-                    opt.lset_size, P.cols(), deg, d, 2 * P.cols() + 1));
+  im.check_lset_size(P.cols(), d);
 
   im.backend = resolve(opt.backend);
   if (im.backend == Backend::cuda && gpus().empty())
@@ -549,12 +550,7 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
     new_basis = basis_on_box(all, deg);
     check_unisolvent(new_basis.matrix(all), d);
     P = new_basis.matrix(points);
-    if (opt.lset_size <= P.cols())
-      throw Error(
-          ErrorCode::invalid_argument,
-          fmt::format("the L-set size q = {} must exceed the {} polynomial terms of degree {} "
-                      "in {} dimensions (use q >= {})",
-                      opt.lset_size, P.cols(), deg, d, 2 * P.cols() + 1));
+    check_lset_size(P.cols(), d);
     st.solver = opt.solver == GlobalSolver::automatic
                     ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
                     : choose_solver(total);

@@ -112,6 +112,14 @@ void move_held(HeldInverse &held, std::span<const std::int64_t> index, const Tab
 SolveResult solve_held(const HeldInverse &held, const Table<double> &f, const Table<double> *start,
                        int threads, double target, double &residual_max, double &residual_rel);
 
+// y += d x: the kernel matrix's diagonal φ(0) + σρ, which the sums (self term j = i left out)
+// do not hold.
+inline void add_diagonal(double d, const Table<double> &x, Table<double> &y) {
+  for (std::int64_t c = 0; c < x.cols(); ++c)
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      y(i, c) += d * x(i, c);
+}
+
 // x·y over n entries with nt OpenMP threads.
 inline double dot(const double *a, const double *b, std::int64_t n, int nt) {
   double s = 0;
