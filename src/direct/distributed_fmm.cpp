@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <omp.h>
@@ -223,6 +224,9 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
     return p;
   };
   std::map<std::pair<int, std::uint64_t>, std::int64_t> cell_index;
+  // Compact kernels vanish for ε r ≥ 1: the support's radius in units of the cube's side.
+  const bool compact_support = kernel_info(opt.kernel).support == Support::compact;
+  const double support = compact_support ? 1 / (opt.eps * side) : 0.0;
   items.assign(static_cast<std::size_t>(P), {});
   for (int r = 0; r < P; ++r) {
     if (r == me || n_own == 0 || domain[static_cast<std::size_t>(r)].empty())
@@ -257,9 +261,31 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
           for (std::size_t f = 0; separated && f < dom[k].fine.size(); ++f)
             separated = far_from(dom[k].fine[f], fside);
       const std::int64_t count = e - b;
-      if (separated) {
-        const int p = order_at(level);
-        if (p > 0 && count > std::int64_t{p} * p * p) {
+      if (compact_support) {
+        // A compactly supported kernel: a cell beyond the support from every cell of the domain
+        // adds nothing there; a nearer one goes as points (its kernel is not smooth at the edge
+        // of the support, which the order's estimate does not sample at every distance).
+        double d2min = std::numeric_limits<double>::infinity();
+        for (std::size_t k = 0; k < dom.size(); ++k) {
+          double d2 = 0;
+          for (int a = 0; a < 3; ++a) {
+            const double g = std::max({0.0, c[a] / cl - (dom[k].ijk[a] + 1) / dside,
+                                       dom[k].ijk[a] / dside - (c[a] + 1) / cl});
+            d2 += g * g;
+          }
+          d2min = std::min(d2min, d2);
+        }
+        if (d2min >= support * support)
+          return;
+        if (separated) {
+          out.push_back({b, e, -1});
+          return;
+        }
+      }
+      // A level where no order reaches the tolerance (p = 0) opens the cell: finer ones may.
+      const int p = separated && !compact_support ? order_at(level) : 0;
+      if (p > 0) {
+        if (count > std::int64_t{p} * p * p) {
           const auto [it, fresh] =
               cell_index.try_emplace({level, prefix}, static_cast<std::int64_t>(cells.size()));
           if (fresh) {
@@ -353,6 +379,7 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   DirectOptions o = opt;
   o.method = Method::fmm;
   o.tolerance = opt.tolerance / 2;
+  o.progress = nullptr; // a callback that throws on one rank would leave the others waiting
   local = std::make_unique<DirectSum<T>>(o);
   local->set_points(src, tgt);
 }
@@ -387,109 +414,120 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   const std::int64_t nrhs = w.cols(), n_own = im.n_own;
   auto t0 = std::chrono::steady_clock::now();
   const int nt = im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads();
-  // The weights follow the points.
-  std::vector<double> sbuf(static_cast<std::size_t>(im.n_in * nrhs));
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t k = 0; k < im.n_in; ++k)
-    for (std::int64_t c = 0; c < nrhs; ++c)
-      sbuf[static_cast<std::size_t>(k * nrhs + c)] =
-          double(w(im.send_order[static_cast<std::size_t>(k)], c));
+  // Each rank's local work runs inside capture() and is agreed before the next exchange, so a
+  // failure on one rank (memory, the local FMM) reaches every rank instead of leaving the others
+  // waiting in the exchange.
   auto scaled = [&](const std::vector<std::int64_t> &v) {
     std::vector<std::int64_t> s(v);
     for (auto &c : s)
       c *= nrhs;
     return s;
   };
-  std::vector<double> rbuf(static_cast<std::size_t>(n_own * nrhs));
-  comm.alltoallv(sbuf.data(), scaled(im.send_counts), rbuf.data(), scaled(im.recv_counts));
-  Table<double> ws(n_own, nrhs); // in key order
+  // The weights follow the points.
+  std::vector<double> sbuf, rbuf, lbuf, lrecv, back;
+  Table<double> ws;
+  std::vector<std::vector<double>> W;
+  Table<T> u, result;
+  comm.agree(capture([&] {
+    sbuf.resize(static_cast<std::size_t>(im.n_in * nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t i = 0; i < n_own; ++i)
-    for (std::int64_t c = 0; c < nrhs; ++c)
-      ws(i, c) =
-          rbuf[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)];
-  im.stats.seconds_exchange = since(t0);
-  // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j (tensor products of three 1D ones).
-  t0 = std::chrono::steady_clock::now();
-  for (const auto &pc : im.cells)
-    (void)im.chebyshev(pc.p); // made before the parallel loop
-  std::vector<std::vector<double>> W(im.cells.size());
-  const auto ncells = static_cast<std::int64_t>(im.cells.size());
+    for (std::int64_t k = 0; k < im.n_in; ++k)
+      for (std::int64_t c = 0; c < nrhs; ++c)
+        sbuf[static_cast<std::size_t>(k * nrhs + c)] =
+            double(w(im.send_order[static_cast<std::size_t>(k)], c));
+    rbuf.resize(static_cast<std::size_t>(n_own * nrhs));
+  }));
+  comm.alltoallv(sbuf.data(), scaled(im.send_counts), rbuf.data(), scaled(im.recv_counts));
+  comm.agree(capture([&] {
+    ws = Table<double>(n_own, nrhs); // in key order
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (std::int64_t i = 0; i < n_own; ++i)
+      for (std::int64_t c = 0; c < nrhs; ++c)
+        ws(i, c) = rbuf[static_cast<std::size_t>(
+            im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)];
+    im.stats.seconds_exchange = since(t0);
+    // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j (tensor products of three 1D ones).
+    t0 = std::chrono::steady_clock::now();
+    for (const auto &pc : im.cells)
+      (void)im.chebyshev(pc.p); // made before the parallel loop
+    W.resize(im.cells.size());
+    const auto ncells = static_cast<std::int64_t>(im.cells.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (std::int64_t k = 0; k < ncells; ++k) {
-    const auto &pc = im.cells[static_cast<std::size_t>(k)];
-    const auto &ch = *im.cheb[static_cast<std::size_t>(pc.p)];
-    const int p = pc.p;
-    const std::int64_t p3 = std::int64_t{p} * p * p;
-    auto &out = W[static_cast<std::size_t>(k)];
-    out.assign(static_cast<std::size_t>(p3 * nrhs), 0.0);
-    double s[3][fmm::max_chebyshev_order];
-    for (std::int64_t j = pc.begin; j < pc.end; ++j) {
-      for (int a = 0; a < 3; ++a)
-        ch.eval((im.pts[static_cast<std::size_t>(a * n_own + j)] - pc.centre[a]) / pc.half, s[a]);
-      for (std::int64_t c = 0; c < nrhs; ++c) {
-        const double wj = ws(j, c);
-        double *o = out.data() + c * p3;
-        for (int m0 = 0; m0 < p; ++m0) {
-          const double a0 = wj * s[0][m0];
-          for (int m1 = 0; m1 < p; ++m1) {
-            const double a1 = a0 * s[1][m1];
-            double *row = o + (m0 * p + m1) * p;
-            for (int m2 = 0; m2 < p; ++m2)
-              row[m2] += a1 * s[2][m2];
+    for (std::int64_t k = 0; k < ncells; ++k) {
+      const auto &pc = im.cells[static_cast<std::size_t>(k)];
+      const auto &ch = *im.cheb[static_cast<std::size_t>(pc.p)];
+      const int p = pc.p;
+      const std::int64_t p3 = std::int64_t{p} * p * p;
+      auto &out = W[static_cast<std::size_t>(k)];
+      out.assign(static_cast<std::size_t>(p3 * nrhs), 0.0);
+      double s[3][fmm::max_chebyshev_order];
+      for (std::int64_t j = pc.begin; j < pc.end; ++j) {
+        for (int a = 0; a < 3; ++a)
+          ch.eval((im.pts[static_cast<std::size_t>(a * n_own + j)] - pc.centre[a]) / pc.half, s[a]);
+        for (std::int64_t c = 0; c < nrhs; ++c) {
+          const double wj = ws(j, c);
+          double *o = out.data() + c * p3;
+          for (int m0 = 0; m0 < p; ++m0) {
+            const double a0 = wj * s[0][m0];
+            for (int m1 = 0; m1 < p; ++m1) {
+              const double a1 = a0 * s[1][m1];
+              double *row = o + (m0 * p + m1) * p;
+              for (int m2 = 0; m2 < p; ++m2)
+                row[m2] += a1 * s[2][m2];
+            }
           }
         }
       }
     }
-  }
-  im.stats.seconds_multipoles = since(t0);
-  // The essential trees' weights.
-  t0 = std::chrono::steady_clock::now();
-  std::vector<double> lbuf;
-  lbuf.reserve(static_cast<std::size_t>(
-      nrhs * std::accumulate(im.let_send.begin(), im.let_send.end(), std::int64_t{0})));
-  for (int r = 0; r < P; ++r)
-    for (const auto &it : im.items[static_cast<std::size_t>(r)]) {
-      if (it.cell < 0) {
-        for (std::int64_t j = it.begin; j < it.end; ++j)
+    im.stats.seconds_multipoles = since(t0);
+    // The essential trees' weights.
+    t0 = std::chrono::steady_clock::now();
+    lbuf.reserve(static_cast<std::size_t>(
+        nrhs * std::accumulate(im.let_send.begin(), im.let_send.end(), std::int64_t{0})));
+    for (int r = 0; r < P; ++r)
+      for (const auto &it : im.items[static_cast<std::size_t>(r)]) {
+        if (it.cell < 0) {
+          for (std::int64_t j = it.begin; j < it.end; ++j)
+            for (std::int64_t c = 0; c < nrhs; ++c)
+              lbuf.push_back(ws(j, c));
+          continue;
+        }
+        const auto &out = W[static_cast<std::size_t>(it.cell)];
+        const int p = im.cells[static_cast<std::size_t>(it.cell)].p;
+        const std::int64_t p3 = std::int64_t{p} * p * p;
+        for (std::int64_t m = 0; m < p3; ++m)
           for (std::int64_t c = 0; c < nrhs; ++c)
-            lbuf.push_back(ws(j, c));
-        continue;
+            lbuf.push_back(out[static_cast<std::size_t>(c * p3 + m)]);
       }
-      const auto &out = W[static_cast<std::size_t>(it.cell)];
-      const int p = im.cells[static_cast<std::size_t>(it.cell)].p;
-      const std::int64_t p3 = std::int64_t{p} * p * p;
-      for (std::int64_t m = 0; m < p3; ++m)
-        for (std::int64_t c = 0; c < nrhs; ++c)
-          lbuf.push_back(out[static_cast<std::size_t>(c * p3 + m)]);
-    }
-  std::vector<double> lrecv(static_cast<std::size_t>(im.n_let * nrhs));
+    lrecv.resize(static_cast<std::size_t>(im.n_let * nrhs));
+  }));
   comm.alltoallv(lbuf.data(), scaled(im.let_send), lrecv.data(), scaled(im.let_recv));
   im.stats.seconds_exchange += since(t0);
   // The local FMM.
   t0 = std::chrono::steady_clock::now();
-  Table<T> u;
-  if (n_own > 0) {
-    Table<T> lw(n_own + im.n_let, nrhs);
-    for (std::int64_t c = 0; c < nrhs; ++c) {
-      for (std::int64_t i = 0; i < n_own; ++i)
-        lw(i, c) = static_cast<T>(ws(i, c));
-      for (std::int64_t i = 0; i < im.n_let; ++i)
-        lw(n_own + i, c) = static_cast<T>(lrecv[static_cast<std::size_t>(i * nrhs + c)]);
+  comm.agree(capture([&] {
+    if (n_own > 0) {
+      Table<T> lw(n_own + im.n_let, nrhs);
+      for (std::int64_t c = 0; c < nrhs; ++c) {
+        for (std::int64_t i = 0; i < n_own; ++i)
+          lw(i, c) = static_cast<T>(ws(i, c));
+        for (std::int64_t i = 0; i < im.n_let; ++i)
+          lw(n_own + i, c) = static_cast<T>(lrecv[static_cast<std::size_t>(i * nrhs + c)]);
+      }
+      u = im.local->execute(lw);
     }
-    u = im.local->execute(lw);
-  }
-  im.stats.seconds_local = since(t0);
-  // The sums back to the caller's ranks and rows (without the self term).
-  t0 = std::chrono::steady_clock::now();
-  std::vector<double> back(static_cast<std::size_t>(n_own * nrhs));
+    im.stats.seconds_local = since(t0);
+    // The sums back to the caller's ranks and rows (without the self term).
+    t0 = std::chrono::steady_clock::now();
+    back.resize(static_cast<std::size_t>(n_own * nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t i = 0; i < n_own; ++i)
-    for (std::int64_t c = 0; c < nrhs; ++c)
-      back[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)] =
-          double(u(i, c)) - im.self_term * ws(i, c);
+    for (std::int64_t i = 0; i < n_own; ++i)
+      for (std::int64_t c = 0; c < nrhs; ++c)
+        back[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)] =
+            double(u(i, c)) - im.self_term * ws(i, c);
+    result = Table<T>(im.n_in, nrhs);
+  }));
   comm.alltoallv(back.data(), scaled(im.recv_counts), sbuf.data(), scaled(im.send_counts));
-  Table<T> result(im.n_in, nrhs);
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t k = 0; k < im.n_in; ++k)
     for (std::int64_t c = 0; c < nrhs; ++c)

@@ -270,6 +270,9 @@ int main() {
     compare_fmm(comm, "fmm laplace, uniform, 1e-6", Kernel::laplace, 1, 1e-6, false, false);
     compare_fmm(comm, "fmm laplace, clustered, 1e-4", Kernel::laplace, 1, 1e-4, true, true);
     compare_fmm(comm, "fmm gaussian eps 3, uniform, 1e-6", Kernel::gaussian, 3, 1e-6, false, false);
+    // A compactly supported kernel (support 1/3): cells beyond it from a rank's domain stay home.
+    compare_fmm(comm, "fmm wendland4 eps 3, uniform, 1e-6", Kernel::wendland4, 3, 1e-6, false,
+                false);
     DirectOptions fmm;
     fmm.method = Method::fmm;
     fmm.kernel = Kernel::laplace;

@@ -539,7 +539,8 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
   }));
 
   // Every rank's coordinates, for the checks over all points and the L-set search.
-  Table<double> all(total, d);
+  Table<double> all;
+  comm.agree(capture([&] { all = Table<double>(total, d); })); // (a rank may run out of memory)
   for (std::int64_t k = 0; k < d; ++k)
     comm.allgatherv(points.col(k).data(), n, all.col(k).data(), counts);
   GlobalRbfStats st;
@@ -588,7 +589,8 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
       st.backend, opt.threads, opt.matvec_method == Method::fmm ? Method::fmm : Method::direct,
       fmm_tolerance());
   st.matvec = A->describe();
-  const rbf::TauOperator tau = rbf::distributed_tau(comm, sets, counts, opt.threads);
+  rbf::TauOperator tau;
+  comm.agree(capture([&] { tau = rbf::distributed_tau(comm, sets, counts, opt.threads); }));
   st.seconds_setup = seconds_since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
