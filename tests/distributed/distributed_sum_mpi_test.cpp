@@ -50,19 +50,19 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 }
 
 // The distributed FMM (Method::fmm, self-sum) against the single-process direct sum over all the
-// points: N = 20,000 uniform in the unit cube, or clustered (three Gaussian blobs of different
+// points: N = 8,000 uniform in the unit cube, or clustered (three Gaussian blobs of different
 // widths, so that the Morton ranges and the essential trees are uneven), uneven slices with one
 // rank empty (P ≥ 3), two right-hand sides. The bound: relative 2-norm error ≤ the tolerance (the
 // FMM's own at half of it plus the essential tree's pseudo-particles at half of it), and the
 // single-process FMM at the same tolerance measured beside it. In the clustered case at 1e-4
 // (order 4: cells of more than 64 points go as pseudo-particles) the ranks must have sent
-// pseudo-particle cells, so that the far field really went through them; at 1e-6 and N = 20,000 the
+// pseudo-particle cells, so that the far field really went through them; at 1e-6 and N = 8,000 the
 // essential trees are points only (a cell pays as p³ = 343–512 pseudo-particles only when it
 // holds more points than that).
 void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, double eps, double tol,
                  bool clustered, bool expect_pseudo) {
   const int P = comm.size(), rank = comm.rank();
-  const std::int64_t N = 20000;
+  const std::int64_t N = 8000;
   Table<double> x(N, 3), w(N, 2);
   std::mt19937_64 rng(77);
   std::uniform_real_distribution<double> u(0, 1);
