@@ -257,7 +257,9 @@ void register_bsm(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--pivot-threshold", a.pivot_threshold,
                   "Breakdown threshold on rho_k (0: 100 u; negative: only exact zeros)");
-  cmd->add_option("--backend", a.backend, "auto, cpu or gpu (the GPU path is not built yet)")
+  cmd->add_option("--backend", a.backend,
+                  "auto or cpu (the CPU), or gpu (cuBLAS/cuSOLVER: the inverse and, with --update, "
+                  "the update with the inverse kept on the GPU)")
       ->check(CLI::IsMember({"auto", "cpu", "gpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--precision", a.precision, "f32 or f64")

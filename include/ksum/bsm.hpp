@@ -135,7 +135,10 @@ Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const
 // smaller of the two):
 // with fallback = error, update throws and leaves the state unchanged; with fallback = lu, A + XYᵀ
 // is refactored (A itself is kept when set_matrix gave it, else recovered by inverting A⁻¹).
-// options.method, block and a0 are not used.
+// options.method, block and a0 are not used. options.backend = cuda keeps A⁻¹ (and A) in GPU
+// memory (cuBLAS, cuSOLVER): an update moves only X and Y to the device and the m × m capacitance
+// matrix back (the breakdown test runs on the host, as on the CPU), solve moves b and x, and
+// inverse() copies the n × n inverse to the host only when it changed since the last call.
 template <std::floating_point T> class InverseUpdate {
 public:
   explicit InverseUpdate(BsmOptions options = {});

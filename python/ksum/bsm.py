@@ -52,8 +52,8 @@ def inv(a: ArrayLike, method: str = "bsm", *, block: int = 0, a0: str = "diagona
     (0: automatic, the library's choice, include/ksum/bsm.hpp). a0: the splitting's A0,
     'diagonal' (diag(a); a zero diagonal entry is refused) or 'identity'. fallback: 'lu' or
     'error' on a breakdown. pivot_threshold: the breakdown threshold on ρ_k (0: 100 u; negative:
-    only exact zeros). backend: 'auto' or 'cpu' ('gpu' is not built yet). threads: BLAS threads
-    (0: the library's default). precision: 'auto' (float32 stays float32, else float64),
+    only exact zeros). backend: 'auto' or 'cpu' (the CPU), or 'gpu' (cuBLAS/cuSOLVER; a build with
+    CUDA and a visible GPU). threads: BLAS threads (0: the library's default). precision: 'auto' (float32 stays float32, else float64),
     'float32' or 'float64'.
 
     Returns ``(a_inv, stats)``: a_inv a Fortran-ordered array of the computation's precision,
@@ -90,7 +90,9 @@ class InverseUpdate:
     matrix I + YᵀA⁻¹X whose pivot measure or reciprocal condition estimate is ≤
     ``pivot_threshold`` (0: 100 u) is a breakdown: with fallback='lu' A + XYᵀ is refactored
     (``stats()['fallback']`` says so), with 'error' :meth:`update` raises and leaves the inverse
-    unchanged. precision: 'auto' follows ``a`` (or ``inverse``).
+    unchanged. precision: 'auto' follows ``a`` (or ``inverse``). backend='gpu' keeps A⁻¹ in GPU
+    memory: an update moves only x and y there, :meth:`solve` only b and the solution, and
+    :attr:`inverse` brings the n × n inverse back when read.
 
     Example
     -------

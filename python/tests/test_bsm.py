@@ -119,6 +119,25 @@ def test_inverse_update_matches_refactoring(rng):
     check(up1.inverse, a1 + np.outer(x, y), U64)
 
 
+@pytest.mark.gpu
+def test_inverse_update_on_the_gpu(rng):
+    # The inverse stays on the GPU between updates; each state read back matches refactoring.
+    n = 90
+    a = dominant_matrix(rng, n)
+    up = bsm.InverseUpdate(a, backend="gpu")
+    check(up.inverse, a, U64)
+    for m in (1, 5, 2):
+        x, y = rng.standard_normal((n, m)), rng.standard_normal((n, m))
+        a = a + x @ y.T
+        up.update(x, y)
+        b = rng.standard_normal(n)
+        ref = np.linalg.solve(a, b)
+        kappa = np.linalg.cond(a, "fro")
+        assert np.linalg.norm(up.solve(b) - ref) <= C * kappa * U64 * np.linalg.norm(ref)
+    check(up.inverse, a, U64)
+    assert not up.stats()["fallback"]
+
+
 def test_singular_update_is_refused_or_refactored():
     x, y = np.zeros((4, 1)), np.zeros((4, 1))
     x[0, 0], y[0, 0] = -1.0, 1.0  # I + x yᵀ zeroes a_11

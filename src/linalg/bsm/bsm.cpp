@@ -86,10 +86,7 @@ BlasThreads::~BlasThreads() {
     openblas_set_num_threads(saved_);
 }
 
-void check_options(const BsmOptions &o, bool gpu_path) {
-  if (o.backend == Backend::cuda && !gpu_path)
-    throw Error(ErrorCode::unsupported,
-                "InverseUpdate has no GPU path yet: use backend cpu (or auto)");
+void check_options(const BsmOptions &o) {
   if (o.block < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("block size {} is negative (0: automatic)", o.block));
@@ -297,7 +294,7 @@ template <std::floating_point T>
 Table<T> inverse(const T *A, std::int64_t n, std::int64_t lda, const BsmOptions &options,
                  BsmStats *stats) {
   const auto t0 = std::chrono::steady_clock::now();
-  check_options(options, true);
+  check_options(options);
   check_matrix(A, n, lda);
   if (options.backend == Backend::cuda) // bsm_gpu.cpp: the same variants on the device
     return gpu_inverse(A, n, lda, resolve_standard_block(options.block, n), options, t0, stats);
@@ -365,7 +362,7 @@ Table<T> general(const A0Inverse<T> &a0, const Table<T> &X, const Table<T> &Y,
 template <std::floating_point T>
 Table<T> inverse_update(const Table<T> &a0_inverse, const Table<T> &X, const Table<T> &Y,
                         const BsmOptions &options, BsmStats *stats) {
-  check_options(options, true);
+  check_options(options);
   if (a0_inverse.rows() != a0_inverse.cols())
     throw Error(ErrorCode::shape_mismatch, fmt::format("A0⁻¹ is {} × {}: a square matrix is needed",
                                                        a0_inverse.rows(), a0_inverse.cols()));
@@ -382,7 +379,7 @@ Table<T> inverse_update(const Table<T> &a0_inverse, const Table<T> &X, const Tab
 template <std::floating_point T>
 Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const Table<T> &X,
                         const Table<T> &Y, const BsmOptions &options, BsmStats *stats) {
-  check_options(options, true);
+  check_options(options);
   if (!a0_inverse)
     throw Error(ErrorCode::invalid_argument, "the A0⁻¹ operator is empty");
   check_factors(n, X, Y);

@@ -7,9 +7,8 @@
 
 namespace ksum::bsm {
 
-// Backend::cuda passes only where the caller has a GPU path (gpu_path: inverse and
-// inverse_update, bsm_gpu.cpp); InverseUpdate has none.
-void check_options(const BsmOptions &o, bool gpu_path = false);
+// Block size, threads and pivot threshold in range.
+void check_options(const BsmOptions &o);
 // Error non_finite naming the first NaN/Inf (0-based row, column, value) of a rows × cols block.
 template <std::floating_point T>
 void check_finite(const T *A, std::int64_t rows, std::int64_t cols, std::int64_t ld,

@@ -105,20 +105,6 @@ template <std::floating_point T> Buffer<T> lu_inverse(GpuOps<T> &ops, T *A, std:
   return out;
 }
 
-// ‖A‖₁ (largest column sum of |a_ij|) in double on the host; +∞ when an entry is not finite.
-template <std::floating_point T> double norm1(const T *A, std::int64_t n, std::int64_t lda) {
-  double best = 0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    double s = 0;
-    for (std::int64_t i = 0; i < n; ++i)
-      s += std::abs(double(A[j * lda + i]));
-    if (!std::isfinite(s))
-      return INFINITY;
-    best = std::max(best, s);
-  }
-  return best;
-}
-
 // LAPACK's 1-norm condition estimate of an m × m matrix from its LU, on the host.
 template <std::floating_point T> double host_rcond(std::int64_t m, const T *LU, double anorm) {
   if constexpr (std::same_as<T, double>) {
@@ -146,7 +132,7 @@ Buffer<T> woodbury_lu(GpuOps<T> &ops, const DevA0<T> &a0, const T *X, const T *Y
   ops.gemm(true, false, m, m, n, T(1), Y, n, W.data(), n, T(1), C.data(), m);
   std::vector<T> hc(static_cast<std::size_t>(m * m));
   ops.download(m, m, C.data(), m, hc.data(), m);
-  const double anorm = norm1(hc.data(), m, m);
+  const double anorm = norm_1(m, hc.data(), m);
   LuFactor<T> f;
   f.zero_pivot =
       static_cast<lapack_int>(ops.lu_factor(m, C.data(), m, piv, "getrf (capacitance matrix)"));
@@ -199,7 +185,158 @@ void finish(BsmStats &st, const GpuOps<T> &ops, std::chrono::steady_clock::time_
     *stats = st;
 }
 
+// M (device, n × n) replaced by its LU and, unless M is singular, out (device) = M⁻¹ by getrs
+// with I. The LU comes to the host once for LAPACK's 1-norm condition estimate (anorm = ‖M‖₁),
+// so the singularity test is the CPU's (bsm.cpp, lu_singular).
+template <std::floating_point T>
+LuFactor<T> invert_checked(GpuOps<T> &ops, T *M, std::int64_t n, double anorm, T *out,
+                           const char *what) {
+  detail::DeviceArray<std::int64_t> piv;
+  LuFactor<T> f;
+  f.zero_pivot = static_cast<lapack_int>(ops.lu_factor(n, M, n, piv, what));
+  ops.flops += 2.0 / 3.0 * double(n) * double(n) * double(n);
+  if (f.zero_pivot > 0)
+    return f;
+  std::vector<T> lu(static_cast<std::size_t>(n * n));
+  ops.download(n, n, M, n, lu.data(), n);
+  f.rcond = host_rcond(n, lu.data(), anorm);
+  if (lu_singular(f))
+    return f;
+  ops.set_identity(n, out, n);
+  ops.lu_solve(n, n, M, n, piv.ptr, out, n, what);
+  ops.flops += 2.0 * double(n) * double(n) * double(n);
+  return f;
+}
+
 } // namespace
+
+template <std::floating_point T> struct GpuInverse<T>::Impl {
+  GpuOps<T> ops;
+  std::int64_t n = 0, m = 0;
+  Buffer<T> inv, A;     // A: empty when set_inverse gave the state
+  Buffer<T> X, Y, W, C; // the update in progress (prepare → apply or refactor)
+};
+
+template <std::floating_point T> GpuInverse<T>::GpuInverse() : impl_(std::make_unique<Impl>()) {}
+template <std::floating_point T> GpuInverse<T>::~GpuInverse() = default;
+
+template <std::floating_point T>
+LuFactor<T> GpuInverse<T>::set_matrix(const T *A, std::int64_t n, std::int64_t lda, double anorm) {
+  GpuOps<T> &ops = impl_->ops;
+  Buffer<T> dA = ops.alloc(n, n, false), lu = ops.alloc(n, n, false), inv = ops.alloc(n, n, false);
+  ops.upload(n, n, A, lda, dA.data(), n);
+  ops.copy(n, n, dA.data(), n, lu.data(), n);
+  const LuFactor<T> f =
+      invert_checked(ops, lu.data(), n, anorm, inv.data(), "getrf (the matrix A)");
+  if (lu_singular(f))
+    return f;
+  impl_->n = n;
+  impl_->inv = std::move(inv);
+  impl_->A = std::move(dA);
+  return f;
+}
+
+template <std::floating_point T> void GpuInverse<T>::set_inverse(const T *inverse, std::int64_t n) {
+  GpuOps<T> &ops = impl_->ops;
+  Buffer<T> inv = ops.alloc(n, n, false);
+  ops.upload(n, n, inverse, n, inv.data(), n);
+  impl_->n = n;
+  impl_->inv = std::move(inv);
+  impl_->A = Buffer<T>{};
+}
+
+template <std::floating_point T>
+double GpuInverse<T>::prepare(const T *X, const T *Y, std::int64_t m, std::vector<T> &C) {
+  Impl &s = *impl_;
+  GpuOps<T> &ops = s.ops;
+  const std::int64_t n = s.n;
+  if (s.m != m) {
+    s.X = ops.alloc(n, m, false);
+    s.Y = ops.alloc(n, m, false);
+    s.W = ops.alloc(n, m, false);
+    s.C = ops.alloc(m, m, false);
+    s.m = m;
+  }
+  ops.upload(n, m, X, n, s.X.data(), n);
+  ops.upload(n, m, Y, n, s.Y.data(), n);
+  ops.gemm(false, false, n, m, n, T(1), s.inv.data(), n, s.X.data(), n, T(0), s.W.data(), n);
+  ops.set_identity(m, s.C.data(), m);
+  ops.gemm(true, false, m, m, n, T(1), s.Y.data(), n, s.W.data(), n, T(1), s.C.data(), m);
+  C.resize(static_cast<std::size_t>(m * m));
+  ops.download(m, m, s.C.data(), m, C.data(), m);
+  return ops.frobenius(n, m, s.W.data(), n);
+}
+
+template <std::floating_point T> void GpuInverse<T>::apply() {
+  Impl &s = *impl_;
+  GpuOps<T> &ops = s.ops;
+  const std::int64_t n = s.n, m = s.m;
+  detail::DeviceArray<std::int64_t> piv;
+  if (ops.lu_factor(m, s.C.data(), m, piv, "getrf (capacitance matrix)") > 0)
+    throw Error(ErrorCode::internal, "cuSOLVER found the capacitance matrix singular where "
+                                     "LAPACK did not");
+  ops.flops += 2.0 / 3.0 * double(m) * double(m) * double(m);
+  // G = C⁻¹ Yᵀ A⁻¹ (m × n), then A⁻¹ −= W G.
+  Buffer<T> G = ops.alloc(m, n, false);
+  ops.gemm(true, false, m, n, n, T(1), s.Y.data(), n, s.inv.data(), n, T(0), G.data(), m);
+  ops.lu_solve(m, n, s.C.data(), m, piv.ptr, G.data(), m, "getrs (capacitance matrix)");
+  ops.flops += 2.0 * double(m) * double(m) * double(n);
+  ops.gemm(false, false, n, n, m, T(-1), s.W.data(), n, G.data(), m, T(1), s.inv.data(), n);
+  if (s.A.data())
+    ops.gemm(false, true, n, n, m, T(1), s.X.data(), n, s.Y.data(), n, T(1), s.A.data(), n);
+  ops.sync("update");
+}
+
+template <std::floating_point T> LuFactor<T> GpuInverse<T>::refactor() {
+  Impl &s = *impl_;
+  GpuOps<T> &ops = s.ops;
+  const std::int64_t n = s.n, m = s.m;
+  std::vector<T> host(static_cast<std::size_t>(n * n));
+  Buffer<T> A = ops.alloc(n, n, false), lu = ops.alloc(n, n, false), inv = ops.alloc(n, n, false);
+  if (s.A.data()) {
+    ops.copy(n, n, s.A.data(), n, A.data(), n);
+  } else { // A from the stored A⁻¹
+    ops.copy(n, n, s.inv.data(), n, lu.data(), n);
+    ops.download(n, n, s.inv.data(), n, host.data(), n);
+    const LuFactor<T> f = invert_checked(ops, lu.data(), n, norm_1(n, host.data(), n), A.data(),
+                                         "getrf (the stored A⁻¹)");
+    if (lu_singular(f))
+      throw_singular("the stored A⁻¹", f);
+  }
+  ops.gemm(false, true, n, n, m, T(1), s.X.data(), n, s.Y.data(), n, T(1), A.data(), n);
+  ops.download(n, n, A.data(), n, host.data(), n);
+  ops.copy(n, n, A.data(), n, lu.data(), n);
+  const LuFactor<T> f = invert_checked(ops, lu.data(), n, norm_1(n, host.data(), n), inv.data(),
+                                       "getrf (the updated matrix A + X Yᵀ)");
+  if (lu_singular(f))
+    return f;
+  s.inv = std::move(inv);
+  if (s.A.data())
+    s.A = std::move(A);
+  return f;
+}
+
+template <std::floating_point T> void GpuInverse<T>::solve(const T *b, std::int64_t nrhs, T *x) {
+  GpuOps<T> &ops = impl_->ops;
+  const std::int64_t n = impl_->n;
+  Buffer<T> db = ops.alloc(n, nrhs, false), dx = ops.alloc(n, nrhs, false);
+  ops.upload(n, nrhs, b, n, db.data(), n);
+  ops.gemm(false, false, n, nrhs, n, T(1), impl_->inv.data(), n, db.data(), n, T(0), dx.data(), n);
+  ops.download(n, nrhs, dx.data(), n, x, n);
+}
+
+template <std::floating_point T> void GpuInverse<T>::download(T *inverse) {
+  impl_->ops.download(impl_->n, impl_->n, impl_->inv.data(), impl_->n, inverse, impl_->n);
+}
+
+template <std::floating_point T> double GpuInverse<T>::take_flops() {
+  const double f = impl_->ops.flops;
+  impl_->ops.flops = 0;
+  return f;
+}
+
+template class GpuInverse<float>;
+template class GpuInverse<double>;
 
 template <std::floating_point T>
 Table<T> gpu_inverse(const T *A, std::int64_t n, std::int64_t lda, std::int64_t block,
@@ -241,7 +378,7 @@ Table<T> gpu_inverse(const T *A, std::int64_t n, std::int64_t lda, std::int64_t 
     // 1 / (‖A‖₁ ‖A⁻¹‖₁): the exact reciprocal condition number where the CPU has LAPACK's
     // estimate of it; the same test of singularity to working precision.
     LuFactor<T> f;
-    const double norms = norm1(A, n, lda) * norm1(inv.data(), n, n);
+    const double norms = norm_1(n, A, lda) * norm_1(n, inv.data(), n);
     f.rcond = std::isfinite(norms) && norms > 0 ? 1 / norms : 0.0;
     if (lu_singular(f))
       throw_singular("the matrix A", f);

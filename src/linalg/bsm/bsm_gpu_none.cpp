@@ -25,6 +25,40 @@ Table<T> gpu_inverse_update(const A0Inverse<T> &, const T *, const T *, std::int
   no_gpu();
 }
 
+template <std::floating_point T> struct GpuInverse<T>::Impl {};
+template <std::floating_point T> GpuInverse<T>::GpuInverse() {
+  no_gpu();
+}
+template <std::floating_point T> GpuInverse<T>::~GpuInverse() = default;
+template <std::floating_point T>
+LuFactor<T> GpuInverse<T>::set_matrix(const T *, std::int64_t, std::int64_t, double) {
+  no_gpu();
+}
+template <std::floating_point T> void GpuInverse<T>::set_inverse(const T *, std::int64_t) {
+  no_gpu();
+}
+template <std::floating_point T>
+double GpuInverse<T>::prepare(const T *, const T *, std::int64_t, std::vector<T> &) {
+  no_gpu();
+}
+template <std::floating_point T> void GpuInverse<T>::apply() {
+  no_gpu();
+}
+template <std::floating_point T> LuFactor<T> GpuInverse<T>::refactor() {
+  no_gpu();
+}
+template <std::floating_point T> void GpuInverse<T>::solve(const T *, std::int64_t, T *) {
+  no_gpu();
+}
+template <std::floating_point T> void GpuInverse<T>::download(T *) {
+  no_gpu();
+}
+template <std::floating_point T> double GpuInverse<T>::take_flops() {
+  no_gpu();
+}
+template class GpuInverse<float>;
+template class GpuInverse<double>;
+
 #define KSUM_BSM_GPU_INSTANTIATE(T)                                                                \
   template Table<T> gpu_inverse(const T *, std::int64_t, std::int64_t, std::int64_t,               \
                                 const BsmOptions &, std::chrono::steady_clock::time_point,         \

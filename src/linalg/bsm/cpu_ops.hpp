@@ -248,6 +248,14 @@ template <std::floating_point T> struct LuFactor {
   double rcond = 0;
 };
 
+// ‖A‖₁ (the largest column sum of |a_ij|) of an n × n matrix, by LAPACK's lange.
+template <std::floating_point T> double norm_1(std::int64_t n, const T *A, std::int64_t lda) {
+  if constexpr (std::same_as<T, double>)
+    return LAPACKE_dlange(LAPACK_COL_MAJOR, '1', blas_int(n), blas_int(n), A, blas_int(lda));
+  else
+    return LAPACKE_slange(LAPACK_COL_MAJOR, '1', blas_int(n), blas_int(n), A, blas_int(lda));
+}
+
 template <std::floating_point T> LuFactor<T> lu_factor(std::int64_t n, T *A, std::int64_t lda) {
   LuFactor<T> f;
   f.ipiv.resize(static_cast<std::size_t>(n));

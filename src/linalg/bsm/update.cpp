@@ -2,6 +2,7 @@
 // Paper III eq. (2)), (A + XYᵀ)⁻¹ = A⁻¹ − A⁻¹X (I + YᵀA⁻¹X)⁻¹ YᵀA⁻¹, in O(n²m) instead of the
 // O(n³) of refactoring; the m × m capacitance matrix is LU-factored with partial pivoting.
 #include "linalg/bsm/bsm_common.hpp"
+#include "linalg/bsm/bsm_gpu.hpp"
 
 #include <ksum/bsm.hpp>
 
@@ -17,8 +18,12 @@ using namespace bsm;
 template <std::floating_point T> struct InverseUpdate<T>::Impl {
   BsmOptions options;
   std::int64_t n = 0;
-  Table<T> inv;
+  // The CPU's A⁻¹; with Backend::cuda a copy of the device's, brought over by inverse() when
+  // `stale` (an update or a new matrix since).
+  mutable Table<T> inv;
+  mutable bool stale = false;
   Table<T> A; // kept when set_matrix gave it (empty otherwise): the lu fallback refactors it
+  std::unique_ptr<GpuInverse<T>> gpu; // Backend::cuda: the state on the device
   BsmStats stats;
 
   void require_set(std::string_view what) const {
@@ -46,6 +51,8 @@ template <std::floating_point T>
 InverseUpdate<T>::InverseUpdate(BsmOptions options) : impl_(std::make_unique<Impl>()) {
   check_options(options);
   impl_->options = options;
+  if (options.backend == Backend::cuda)
+    impl_->gpu = std::make_unique<GpuInverse<T>>();
 }
 template <std::floating_point T> InverseUpdate<T>::~InverseUpdate() = default;
 template <std::floating_point T>
@@ -63,6 +70,20 @@ void InverseUpdate<T>::set_matrix(const T *A, std::int64_t n, std::int64_t lda) 
     std::memcpy(copy.data() + j * n, A + j * lda, sizeof(T) * static_cast<std::size_t>(n));
   BsmStats st;
   st.method = st.requested = BsmMethod::lu;
+  if (impl_->gpu) {
+    const LuFactor<T> f = impl_->gpu->set_matrix(copy.data(), n, n, norm_1(n, copy.data(), n));
+    st.flops = impl_->gpu->take_flops();
+    if (lu_singular(f))
+      throw_singular("the matrix A", f);
+    st.min_pivot = f.rcond;
+    impl_->n = n;
+    impl_->inv = Table<T>();
+    impl_->stale = true;
+    impl_->A = Table<T>();
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    impl_->stats = st;
+    return;
+  }
   Table<T> inv = Impl::lu_invert(copy, "the matrix A", st);
   impl_->n = n;
   impl_->inv = std::move(inv);
@@ -85,8 +106,11 @@ template <std::floating_point T> void InverseUpdate<T>::set_inverse(const Table<
   if (A_inverse.rows() <= 0)
     throw Error(ErrorCode::invalid_argument, "A⁻¹ is empty (n = 0)");
   check_finite(A_inverse.data(), A_inverse.rows(), A_inverse.cols(), A_inverse.rows(), "A⁻¹");
+  if (impl_->gpu)
+    impl_->gpu->set_inverse(A_inverse.data(), A_inverse.rows());
   impl_->n = A_inverse.rows();
   impl_->inv = A_inverse;
+  impl_->stale = false;
   impl_->A = Table<T>();
   impl_->stats = BsmStats{};
   impl_->stats.method = impl_->stats.requested = BsmMethod::lu;
@@ -112,16 +136,23 @@ void InverseUpdate<T>::update(const Table<T> &X, const Table<T> &Y) {
   st.method = BsmMethod::lu;
   st.requested = s.options.method;
   st.block = m;
-  // W = A⁻¹X (n × m), C = I + YᵀW (m × m), G = YᵀA⁻¹ (m × n).
-  std::vector<T> W(static_cast<std::size_t>(n * m)), C(static_cast<std::size_t>(m * m), T(0)),
-      G(static_cast<std::size_t>(m * n));
-  ops.gemm(false, false, n, m, n, T(1), s.inv.data(), n, X.data(), n, T(0), W.data(), n);
-  for (std::int64_t i = 0; i < m; ++i)
-    C[static_cast<std::size_t>(i * m + i)] = T(1);
-  ops.gemm(true, false, m, m, n, T(1), Y.data(), n, W.data(), n, T(1), C.data(), m);
+  // W = A⁻¹X (n × m), C = I + YᵀW (m × m), G = YᵀA⁻¹ (m × n); on the GPU W stays there and C
+  // comes to the host, so what follows decides as the CPU does.
+  std::vector<T> W, C(static_cast<std::size_t>(m * m), T(0)), G;
+  double w_norm = 0;
+  if (s.gpu) {
+    w_norm = s.gpu->prepare(X.data(), Y.data(), m, C);
+  } else {
+    W.resize(static_cast<std::size_t>(n * m));
+    ops.gemm(false, false, n, m, n, T(1), s.inv.data(), n, X.data(), n, T(0), W.data(), n);
+    for (std::int64_t i = 0; i < m; ++i)
+      C[static_cast<std::size_t>(i * m + i)] = T(1);
+    ops.gemm(true, false, m, m, n, T(1), Y.data(), n, W.data(), n, T(1), C.data(), m);
+    w_norm = ops.frobenius(n, m, W.data(), n);
+  }
   // Two measures of trouble: the condition of C, and the cancellation that produced its pivots
   // (the pivot measure of bsm.hpp with F = Y, G = A⁻¹X; an ill-conditioned 1 × 1 C has rcond 1).
-  const double scale = 1 + ops.frobenius(n, m, Y.data(), n) * ops.frobenius(n, m, W.data(), n);
+  const double scale = 1 + ops.frobenius(n, m, Y.data(), n) * w_norm;
   const LuFactor<T> f = lu_factor(m, C.data(), m);
   ops.flops += 2.0 / 3.0 * double(m) * double(m) * double(m);
   double min_pivot = INFINITY;
@@ -138,6 +169,18 @@ void InverseUpdate<T>::update(const Table<T> &X, const Table<T> &Y) {
                               "is unchanged",
                               m, f.zero_pivot > 0 ? "singular" : "nearly singular", st.min_pivot,
                               f.rcond, threshold));
+    if (s.gpu) { // A + XYᵀ refactored on the device
+      const LuFactor<T> g = s.gpu->refactor();
+      st.flops += ops.flops + s.gpu->take_flops();
+      if (lu_singular(g))
+        throw_singular("the updated matrix A + X Yᵀ", g);
+      s.stale = true;
+      st.fallback = true;
+      st.fallback_step = 1;
+      st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      s.stats = st;
+      return;
+    }
     // Refactor A + XYᵀ; A itself comes from inverting A⁻¹ when only the inverse was given.
     Table<T> A = s.A.rows() == n ? s.A : Impl::lu_invert(s.inv, "the stored A⁻¹", st);
     ops.gemm(false, true, n, n, m, T(1), X.data(), n, Y.data(), n, T(1), A.data(), n);
@@ -152,6 +195,15 @@ void InverseUpdate<T>::update(const Table<T> &X, const Table<T> &Y) {
     s.stats = st;
     return;
   }
+  if (s.gpu) {
+    s.gpu->apply();
+    s.stale = true;
+    st.flops = ops.flops + s.gpu->take_flops();
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.stats = st;
+    return;
+  }
+  G.resize(static_cast<std::size_t>(m * n));
   ops.gemm(true, false, m, n, n, T(1), Y.data(), n, s.inv.data(), n, T(0), G.data(), m);
   lu_solve(m, n, C.data(), m, f, G.data(), m); // G ← C⁻¹ Yᵀ A⁻¹
   ops.flops += 2.0 * double(m) * double(m) * double(n);
@@ -170,17 +222,27 @@ template <std::floating_point T> Table<T> InverseUpdate<T>::solve(const Table<T>
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("b has {} rows; the matrix has n = {}", b.rows(), s.n));
   check_finite(b.data(), b.rows(), b.cols(), b.rows(), "b");
+  Table<T> x(s.n, b.cols());
+  if (s.gpu) {
+    s.gpu->solve(b.data(), b.cols(), x.data());
+    return x;
+  }
   BlasThreads threads(s.options.threads);
   CpuOps<T> ops;
-  Table<T> x(s.n, b.cols());
   ops.gemm(false, false, s.n, b.cols(), s.n, T(1), s.inv.data(), s.n, b.data(), s.n, T(0), x.data(),
            s.n);
   return x;
 }
 
 template <std::floating_point T> const Table<T> &InverseUpdate<T>::inverse() const {
-  impl_->require_set("inverse");
-  return impl_->inv;
+  const Impl &s = *impl_;
+  s.require_set("inverse");
+  if (s.stale) {
+    s.inv = Table<T>(s.n, s.n, Uninitialized{});
+    s.gpu->download(s.inv.data());
+    s.stale = false;
+  }
+  return s.inv;
 }
 template <std::floating_point T> std::int64_t InverseUpdate<T>::size() const {
   return impl_->n;
