@@ -10,6 +10,7 @@
 //                                 [--gpus-per-rank 1] [--rbf-n N] [--rbf-n-per-rank N_r]
 //                                 [--rbf-solver krylov|fgp] [--rbf-tol 1e-8]
 //                                 [--fmm-n N] [--fmm-n-per-rank N_r] [--fmm-tol 1e-6]
+//                                 [--fmm-points uniform|plummer] [--fmm-rebalance]
 // On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
 // (default 1, so one rank alone is measured on one GPU, the baseline of the multi-GPU scaling;
 // DirectSum alone would take every GPU of the host).
@@ -49,6 +50,8 @@ struct Args {
   int gpus_per_rank = 1;
   std::int64_t rbf_n = 0, rbf_n_per_rank = 0, fmm_n = 0, fmm_n_per_rank = 0;
   double fmm_tol = 1e-6;
+  std::string fmm_points = "uniform";
+  bool fmm_rebalance = false;
   std::string rbf_solver = "krylov";
   double rbf_tol = 1e-8;
 };
@@ -64,10 +67,13 @@ std::vector<int> rank_devices(const ksum::Communicator &comm, const Args &a) {
   return ids;
 }
 
-// The distributed FMM: Laplace self-sum to fmm_tol on uniform points in the unit cube (each rank
-// its own draws); set-up and execute times (the slowest rank's, execute best of reps), the sources
-// received in the essential trees, and the error at each rank's first 64 points against the
-// distributed direct sum at those points (relative 2-norm over all ranks' samples).
+// The distributed FMM: Laplace self-sum to fmm_tol on uniform points in the unit cube or on the
+// Plummer sphere (--fmm-points; each rank its own draws); set-up and execute times (the slowest
+// rank's, execute best of reps), the imbalance (the slowest rank's compute over the ranks' mean),
+// the sources received in the essential trees, and the error at each rank's first 64 points
+// against the distributed direct sum at those points (relative 2-norm over all ranks' samples).
+// --fmm-rebalance: then DistributedSum::rebalance() (the partition by measured cost), its time,
+// and the execute and imbalance again.
 nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char *kind,
                        std::int64_t total) {
   const int P = comm.size(), r = comm.rank();
@@ -75,8 +81,11 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   std::mt19937_64 rng(9000 + static_cast<std::uint64_t>(r));
   std::uniform_real_distribution<double> u(0, 1);
   ksum::Table<double> x(n, 3), w(n, 1);
-  for (std::int64_t k = 0; k < 3 * n; ++k)
-    x.data()[k] = u(rng);
+  if (a.fmm_points == "plummer")
+    x = ksum::datasets::plummer(n, 9000 + static_cast<std::uint64_t>(r));
+  else
+    for (std::int64_t k = 0; k < 3 * n; ++k)
+      x.data()[k] = u(rng);
   for (std::int64_t i = 0; i < n; ++i)
     w(i, 0) = u(rng) - 0.5;
   ksum::DirectOptions o;
@@ -95,11 +104,30 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   plan.set_points(x);
   const double setup = comm.allreduce_max(secs(t0));
   ksum::Table<double> got = plan.execute(w);
-  double best = 1e300;
-  for (int k = 0; k < a.reps; ++k) {
+  // The fastest of reps executes, and that execute's imbalance of compute over the ranks.
+  const auto timed = [&](double &imbalance) {
+    double best = 1e300;
+    for (int k = 0; k < a.reps; ++k) {
+      t0 = now();
+      got = plan.execute(w);
+      const double t = comm.allreduce_max(secs(t0)); // the same on every rank
+      if (t < best) {
+        best = t;
+        const double c = plan.stats().seconds_compute;
+        const double mean = comm.allreduce_sum(c) / P;
+        imbalance = mean > 0 ? comm.allreduce_max(c) / mean : 1.0;
+      }
+    }
+    return best;
+  };
+  double imbalance = 1, imbalance_after = 0, seconds_rebalance = 0, best_after = 0;
+  const double best = timed(imbalance);
+  if (a.fmm_rebalance && P > 1) { // one rank: nothing to move
     t0 = now();
-    got = plan.execute(w);
-    best = std::min(best, comm.allreduce_max(secs(t0)));
+    (void)plan.rebalance();
+    seconds_rebalance = comm.allreduce_max(secs(t0));
+    got = plan.execute(w); // the first execute of the new partition (the local plans' learning)
+    best_after = timed(imbalance_after);
   }
   const auto &st = plan.stats();
   // The last execute's parts on the slowest rank: exchanges and packing, and the computation
@@ -129,24 +157,36 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   comm.allreduce_sum(e, 2);
   const double rel = e[1] > 0 ? std::sqrt(e[0] / e[1]) : 0.0;
   if (r == 0)
-    fmt::print("| fmm {} | {} | {} | {} | {:.4g} | {:.4g} | {:.3g} | {:.0f} | {:.0f} | {:.2g} |\n",
-               kind, P, total, total / P, setup, best, double(total) / best, recv[0], recv[1], rel);
-  return {{"kind", std::string("fmm-") + kind},
-          {"ranks", P},
-          {"n", total},
-          {"n_per_rank", total / P},
-          {"tolerance", a.fmm_tol},
-          {"seconds_setup", setup},
-          {"seconds", best},
-          {"points_per_second", double(total) / best},
-          {"received", recv[0]},
-          {"pseudo_cells", recv[1]},
-          {"sampled_error", rel},
-          {"seconds_exchange", exchange},
-          {"seconds_compute", compute},
-          {"backend", a.backend},
-          {"gpus_per_rank", o.backend == ksum::Backend::cuda ? a.gpus_per_rank : 0},
-          {"threads_per_rank", omp_get_max_threads()}};
+    fmt::print("| fmm {} {} | {} | {} | {} | {:.4g} | {:.4g} | {:.3g} | {:.0f} | {:.0f} | {:.2g} | "
+               "{:.2f} | {} |\n",
+               a.fmm_points, kind, P, total, total / P, setup, best, double(total) / best, recv[0],
+               recv[1], rel, imbalance,
+               a.fmm_rebalance && P > 1
+                   ? fmt::format("{:.4g} s ({:.2f}; rebalance {:.3g} s)", best_after,
+                                 imbalance_after, seconds_rebalance)
+                   : std::string("—"));
+  return {
+      {"kind", std::string("fmm-") + kind + (a.fmm_points == "uniform" ? "" : "-" + a.fmm_points)},
+      {"ranks", P},
+      {"n", total},
+      {"n_per_rank", total / P},
+      {"tolerance", a.fmm_tol},
+      {"seconds_setup", setup},
+      {"seconds", best},
+      {"points_per_second", double(total) / best},
+      {"received", recv[0]},
+      {"pseudo_cells", recv[1]},
+      {"sampled_error", rel},
+      {"seconds_exchange", exchange},
+      {"seconds_compute", compute},
+      {"points", a.fmm_points},
+      {"imbalance", imbalance},
+      {"rebalanced_seconds", best_after},
+      {"rebalanced_imbalance", imbalance_after},
+      {"seconds_rebalance", seconds_rebalance},
+      {"backend", a.backend},
+      {"gpus_per_rank", o.backend == ksum::Backend::cuda ? a.gpus_per_rank : 0},
+      {"threads_per_rank", omp_get_max_threads()}};
 }
 
 nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char *kind,
@@ -282,6 +322,13 @@ int main(int argc, char **argv) {
         a.fmm_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--fmm-tol")
         a.fmm_tol = std::stod(value());
+      else if (k == "--fmm-points") {
+        a.fmm_points = value();
+        if (a.fmm_points != "uniform" && a.fmm_points != "plummer")
+          throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                            fmt::format("--fmm-points {}: uniform or plummer", a.fmm_points));
+      } else if (k == "--fmm-rebalance")
+        a.fmm_rebalance = true;
       else if (k == "--rbf-solver")
         a.rbf_solver = value();
       else if (k == "--rbf-tol")
@@ -314,8 +361,8 @@ int main(int argc, char **argv) {
     if ((a.fmm_n > 0 || a.fmm_n_per_rank > 0) && comm.rank() == 0)
       fmt::print(
           "\n| FMM | ranks | N | N per rank | set-up [s] | execute [s] | points/s | "
-          "received | pseudo cells | sampled error |\n|---|---|---|---|---|---|---|---|---|---|"
-          "\n");
+          "received | pseudo cells | sampled error | imbalance | rebalanced: execute (imbalance) "
+          "|\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     if (a.fmm_n > 0)
       out.push_back(run_fmm(comm, a, "strong", a.fmm_n));
     if (a.fmm_n_per_rank > 0)

@@ -57,7 +57,8 @@
 #          cores as 16 OpenMP threads; on the GPU N = 2^22: 1 rank × 1 GPU, 1 × all, 1 rank per
 #          GPU) and the global RBF fit by GMRES to 1e-8 (strong N = 4e4, weak 5e3 per rank; GPU
 #          N = 5e5) and the FMM to 1e-6 (strong N = 1e6, weak 1e5 per rank; GPU N = 1e7);
-#          efficiency tables; KSUM_DISTRIBUTED_CASES=sum,fmm,rbf picks cases; distributed_bench;
+#          efficiency tables; KSUM_DISTRIBUTED_CASES=sum,fmm,rbf picks cases (fmmlb, not in the
+#          default: the FMM on 1e6 Plummer points before and after DistributedSum::rebalance);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -650,6 +651,16 @@ if want distributed; then
       --reps 1 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 || rc=1
   fi
   fi
+  if [[ ,$cases, == *,fmmlb,* ]]; then
+  # The FMM's load balance: 1e6 Plummer points (1e-6), CPU ranks of one thread; the execute on the
+  # count partition, then after DistributedSum::rebalance (the partition by measured cost).
+  for P in 1 2 4 8 16; do
+    OMP_NUM_THREADS=1 timeout 300 mpirun -n $P --oversubscribe --bind-to core \
+      $build/bench/distributed_bench --n 0 --n-per-rank 0 --fmm-n 1000000 --fmm-points plummer \
+      --fmm-rebalance --reps 1 --json "$dj" >> "$OUT/distributed/fmm_plummer_cpu.md" 2>&1 ||
+      { echo "mpirun -n $P (fmm plummer) failed" >> "$OUT/distributed/fmm_plummer_cpu.md"; rc=1; }
+  done
+  fi
   if [[ ,$cases, == *,rbf,* ]]; then
   # The global RBF fit (GMRES to 1e-8): on the CPU one thread per rank, strong N = 40000 and weak
   # 5000 per rank; on the GPU one GPU per rank (one rank alone sees one GPU), strong N = 5e5.
@@ -686,6 +697,16 @@ for backend in ("cpu", "gpu"):
             eff = f"{r['points_per_second'] / (r['ranks'] * t1['points_per_second']):.2f}" if t1 else ""
             print(f"| | {r['ranks']} | {r['n']} | {r['seconds_setup']:.3g} | {r['seconds']:.4g} | {r['points_per_second']:.3g} | {eff} | {r['received']:.0f} | {r['pseudo_cells']:.0f} | {r['sampled_error']:.2g} |")
         print()
+rs = sorted((r for r in rows if r["kind"] == "fmm-strong-plummer"), key=lambda r: r["ranks"])
+if rs:
+    t1 = next((r for r in rs if r["ranks"] == 1), None)
+    print("| cpu fmm-strong-plummer | ranks | N | execute [s] | efficiency | imbalance | rebalance [s] | execute after [s] | efficiency after | imbalance after | sampled error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rs:
+        e0 = f"{t1['seconds'] / (r['ranks'] * r['seconds']):.2f}" if t1 else ""
+        e1 = f"{t1['seconds'] / (r['ranks'] * r['rebalanced_seconds']):.2f}" if t1 and r["rebalanced_seconds"] > 0 else ""
+        print(f"| | {r['ranks']} | {r['n']} | {r['seconds']:.4g} | {e0} | {r['imbalance']:.2f} | {r['seconds_rebalance']:.3g} | {r['rebalanced_seconds']:.4g} | {e1} | {r['rebalanced_imbalance']:.2f} | {r['sampled_error']:.2g} |")
+    print()
 for backend in ("cpu", "gpu"):
     for kind in ("rbf-strong", "rbf-weak"):
         rs = sorted((r for r in rows if r["kind"] == kind and r["backend"] == backend),

@@ -149,6 +149,7 @@ struct DistributedStats {
   // Method::fmm: the points this rank owns after the Morton partition, the sources it received
   // (the others' points and pseudo-particles), and the cells it sent as pseudo-particles.
   std::int64_t fmm_owned = 0, fmm_received = 0, fmm_pseudo_cells_sent = 0;
+  double fmm_imbalance = 0; // the last rebalance's measured imbalance (0: none yet)
 };
 
 // The direct sum u(x_i) = Σ_j w_j K(|x_i − y_j|) over points spread over the ranks of a
@@ -180,6 +181,16 @@ public:
   // local_weights: one row per local source, the same number of columns on every rank. Returns one
   // row per local target, the columns of DirectSum::execute.
   Table<T> execute(const Table<T> &local_weights);
+  // Method::fmm, after an execute: when that execute's measured imbalance (the slowest rank's
+  // cost, its pseudo-particle weights and local FMM, over the ranks' mean) exceeds `threshold`,
+  // the points are partitioned again by the measured cost (each rank's seconds per owned point
+  // given to every point it owns; the Morton order cut into ranges of equal cost) and the
+  // essential trees rebuilt, so that a region whose points cost more is spread over more ranks.
+  // Results stay within the tolerance (not bit-identical: the partition changes). Returns the
+  // measured imbalance (also stats().fmm_imbalance), or 0, doing nothing, before the first execute
+  // and for Method::direct (whose ring has no partition to move). Collective; one rank: nothing
+  // moves.
+  double rebalance(double threshold = 1.0);
 
   const DistributedStats &stats() const;
   const Communicator &communicator() const;

@@ -135,6 +135,13 @@ class DistributedSum:
         self._d = src.shape[1]
         return self
 
+    def rebalance(self, threshold: float = 1.0) -> float:
+        """method='fmm', after a sum: when the last sum's measured imbalance (the slowest
+        process's cost over the mean) exceeds ``threshold``, partition the points again by the
+        cost each process measured, so that costly regions spread over more processes. Returns
+        that imbalance (0 before the first sum and for method='direct'). Collective."""
+        return self._plan.rebalance(float(threshold))
+
     def __call__(self, weights: ArrayLike):
         """This process's weights (n_r,) or (n_r, r). Returns u (m_r,) or (m_r, r); with the
         gradient the pair (u, grad), grad (m_r, d) or (m_r, r, d)."""

@@ -43,6 +43,7 @@ nb::dict stats_dict(const DistributedStats &s) {
   d["fmm_owned"] = s.fmm_owned;
   d["fmm_received"] = s.fmm_received;
   d["fmm_pseudo_cells_sent"] = s.fmm_pseudo_cells_sent;
+  d["fmm_imbalance"] = s.fmm_imbalance;
   return d;
 }
 
@@ -92,6 +93,13 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
             return to_numpy(std::move(out));
           },
           nb::arg("weights").noconvert())
+      .def(
+          "rebalance",
+          [](Plan &p, double threshold) {
+            nb::gil_scoped_release release; // collective
+            return p.rebalance(threshold);
+          },
+          nb::arg("threshold") = 1.0)
       .def(
           "fail",
           [](const Plan &p, const std::string &message) {

@@ -132,6 +132,10 @@ _SCRIPT = textwrap.dedent("""
     uf = fmm.set_points(xs)(w[sc[r]:sc[r + 1], 0])
     ref = ksum.DirectSum("laplace", backend="cpu").set_points(x)(w[:, 0])
     assert np.linalg.norm(uf - ref[sc[r]:sc[r + 1]]) <= 1e-6 * np.linalg.norm(ref), r
+    # Repartitioned by the measured cost: the next sum meets the same bound.
+    assert fmm.rebalance(0.0) >= 1 and fmm.stats["fmm_imbalance"] >= 1
+    uf = fmm(w[sc[r]:sc[r + 1], 0])
+    assert np.linalg.norm(uf - ref[sc[r]:sc[r + 1]]) <= 1e-6 * np.linalg.norm(ref), r
     if use_mpi4py:  # a sub-communicator: ranks 0 and 2 together, rank 1 alone
         sub = comm.Split(r % 2, r)
         part = ksum.DistributedSum("laplace", comm=sub, backend="cpu")

@@ -54,8 +54,9 @@ template <class T> struct DistributedFmm<T>::Impl {
   // counts both ways, and this rank's points sorted by key with their slot in the received order.
   std::int64_t n_in = 0, n_own = 0;
   std::vector<std::int64_t> send_order, send_counts, recv_counts, sorted_to_recv;
-  std::vector<std::uint64_t> keys; // sorted
-  std::vector<double> pts;         // n_own × 3, column-major, in key order
+  std::vector<std::uint64_t> keys;  // sorted
+  std::vector<std::uint64_t> split; // rank r owns the keys in [split[r − 1], split[r])
+  std::vector<double> pts;          // n_own × 3, column-major, in key order
   // The essential trees this rank sends: per receiver, items (a range of points or a pseudo cell).
   struct PseudoCell {
     int level, p;
@@ -73,7 +74,8 @@ template <class T> struct DistributedFmm<T>::Impl {
   std::int64_t n_let = 0;
   std::vector<std::unique_ptr<fmm::Chebyshev>> cheb; // by order
   std::unique_ptr<DirectSum<T>> local;
-  double self_term = 0; // K(0) of a non-singular kernel, taken off each point's own term
+  bool executed = false; // an execute since the last partition (its times are the costs)
+  double self_term = 0;  // K(0) of a non-singular kernel, taken off each point's own term
 
   const fmm::Chebyshev &chebyshev(int p) {
     if (cheb.size() <= static_cast<std::size_t>(p))
@@ -94,11 +96,21 @@ template <class T> struct DistributedFmm<T>::Impl {
     return k;
   }
 
-  void partition(const Table<T> &x);
+  void partition(const Table<T> &x, const std::vector<double> &cost);
   void build_let();
+  // partition (each point's cost; empty: 1 each) and build_let, every failure agreed.
+  void setup(const Table<T> &x, const std::vector<double> &cost) {
+    auto t0 = std::chrono::steady_clock::now();
+    comm.agree(capture([&] { partition(x, cost); }));
+    stats.seconds_partition = since(t0);
+    t0 = std::chrono::steady_clock::now();
+    comm.agree(capture([&] { build_let(); }));
+    stats.seconds_let = since(t0);
+  }
 };
 
-template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
+template <class T>
+void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<double> &cost) {
   const int P = comm.size();
   n_in = x.rows();
   // The bounding cube of all ranks' points: (−min, max) per axis over the ranks.
@@ -117,7 +129,8 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
     side = std::max(side, std::isfinite(b[3 + a]) ? b[3 + a] - lo[a] : 0.0);
   }
   side = side > 0 ? side * (1 + 1e-12) : 1.0;
-  // The histogram of every rank's keys at hist_level, cut into ranges of equal counts.
+  // The histogram of every rank's keys at hist_level: the occupied cells, from which every rank
+  // learns every other's domain.
   const std::int64_t bins = std::int64_t{1} << (3 * hist_level);
   const int shift = 3 * (key_bits - hist_level);
   std::vector<std::uint64_t> mine(static_cast<std::size_t>(n_in));
@@ -128,19 +141,57 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
     hist[mine[static_cast<std::size_t>(i)] >> shift] += 1;
   }
   comm.allreduce_sum(hist.data(), bins);
-  const double total = std::accumulate(hist.begin(), hist.end(), 0.0);
-  std::vector<int> owner(static_cast<std::size_t>(bins));
-  double before = 0;
-  for (std::int64_t k = 0; k < bins; ++k) {
-    const double mid = before + hist[static_cast<std::size_t>(k)] / 2;
-    owner[static_cast<std::size_t>(k)] =
-        total > 0 ? std::min(P - 1, static_cast<int>(mid * P / total)) : 0;
-    before += hist[static_cast<std::size_t>(k)];
+  // The splitters: rank r owns the keys in [split[r − 1], split[r]), ranges of equal count (or
+  // cost), found by bisection of every splitter at once over the key space, one allreduce of the
+  // P − 1 weights below the probes per step: a cut falls between any two distinct keys, so a
+  // dense cell is split where a histogram could not split it.
+  std::vector<std::size_t> by_key(static_cast<std::size_t>(n_in));
+  std::iota(by_key.begin(), by_key.end(), std::size_t{0});
+  std::sort(by_key.begin(), by_key.end(),
+            [&](std::size_t i, std::size_t j) { return mine[i] < mine[j]; });
+  std::vector<std::uint64_t> sorted_keys(static_cast<std::size_t>(n_in));
+  std::vector<double> below(static_cast<std::size_t>(n_in) + 1, 0.0); // weight of the first k
+  for (std::size_t k = 0; k < by_key.size(); ++k) {
+    sorted_keys[k] = mine[by_key[k]];
+    below[k + 1] = below[k] + (cost.empty() ? 1.0 : cost[by_key[k]]);
   }
+  const auto weight_below = [&](std::uint64_t key) {
+    return below[static_cast<std::size_t>(
+        std::lower_bound(sorted_keys.begin(), sorted_keys.end(), key) - sorted_keys.begin())];
+  };
+  const double total = comm.allreduce_sum(below.back());
+  const std::size_t cuts = static_cast<std::size_t>(P - 1);
+  std::vector<std::uint64_t> split_lo(cuts, 0), split_hi(cuts, std::uint64_t{1} << (3 * key_bits));
+  std::vector<double> probe(cuts);
+  for (int step = 0; step <= 3 * key_bits; ++step) {
+    bool open = false;
+    for (std::size_t k = 0; k < cuts; ++k) {
+      const std::uint64_t mid = split_lo[k] + (split_hi[k] - split_lo[k]) / 2;
+      open = open || split_hi[k] - split_lo[k] > 1;
+      probe[k] = weight_below(mid);
+    }
+    if (!open) // the same answer on every rank: the intervals are the same everywhere
+      break;
+    comm.allreduce_sum(probe.data(), static_cast<std::int64_t>(cuts));
+    for (std::size_t k = 0; k < cuts; ++k) {
+      const std::uint64_t mid = split_lo[k] + (split_hi[k] - split_lo[k]) / 2;
+      // The first key whose weight below reaches the k-th share: in (lo, hi].
+      if (probe[k] < total * double(k + 1) / P)
+        split_lo[k] = mid;
+      else
+        split_hi[k] = mid;
+    }
+  }
+  split.assign(split_hi.begin(), split_hi.end());
+  const auto owner_of = [&](std::uint64_t key) {
+    return static_cast<int>(std::upper_bound(split.begin(), split.end(), key) - split.begin());
+  };
   // Each point to its range's rank.
   send_counts.assign(static_cast<std::size_t>(P), 0);
+  std::vector<int> dest(static_cast<std::size_t>(n_in));
   for (std::int64_t i = 0; i < n_in; ++i)
-    ++send_counts[static_cast<std::size_t>(owner[mine[static_cast<std::size_t>(i)] >> shift])];
+    ++send_counts[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)] =
+                                               owner_of(mine[static_cast<std::size_t>(i)]))];
   std::vector<std::int64_t> at(static_cast<std::size_t>(P), 0);
   for (int r = 1; r < P; ++r)
     at[static_cast<std::size_t>(r)] =
@@ -148,7 +199,7 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
   send_order.resize(static_cast<std::size_t>(n_in));
   for (std::int64_t i = 0; i < n_in; ++i)
     send_order[static_cast<std::size_t>(
-        at[static_cast<std::size_t>(owner[mine[static_cast<std::size_t>(i)] >> shift])]++)] = i;
+        at[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])]++)] = i;
   std::vector<double> sbuf(static_cast<std::size_t>(3 * n_in));
   for (std::int64_t k = 0; k < n_in; ++k)
     for (int a = 0; a < 3; ++a)
@@ -198,14 +249,19 @@ template <class T> void DistributedFmm<T>::Impl::partition(const Table<T> &x) {
                                        static_cast<std::int64_t>(compact(c >> 1)),
                                        static_cast<std::int64_t>(compact(c >> 2))};
   };
+  // An occupied cell belongs to the domain of every rank whose key range meets its keys (a cell
+  // cut by a splitter to both sides: a domain may be larger than the rank's points, never smaller).
   for (std::int64_t k = 0; k < bins; ++k) {
     if (hist[static_cast<std::size_t>(k)] == 0)
       continue;
-    auto &dom = domain[static_cast<std::size_t>(owner[static_cast<std::size_t>(k)])];
+    const auto first = static_cast<std::uint64_t>(k) << shift;
     const auto ijk = coords(static_cast<std::uint64_t>(k) >> dshift);
-    if (dom.empty() || dom.back().ijk != ijk)
-      dom.push_back({ijk, {}});
-    dom.back().fine.push_back(coords(static_cast<std::uint64_t>(k)));
+    for (int r = owner_of(first); r <= owner_of(first + ((std::uint64_t{1} << shift) - 1)); ++r) {
+      auto &dom = domain[static_cast<std::size_t>(r)];
+      if (dom.empty() || dom.back().ijk != ijk)
+        dom.push_back({ijk, {}});
+      dom.back().fine.push_back(coords(static_cast<std::uint64_t>(k)));
+    }
   }
   // The essential tree for every other rank.
   const double coord = kdef::coord_scale(opt.kernel, opt.eps);
@@ -393,12 +449,55 @@ DistributedFmm<T>::DistributedFmm(const Communicator &comm, const DirectOptions 
   im.opt = opt;
   if (!kernel_info(opt.kernel).singular)
     im.self_term = kernel_value(opt.kernel, opt.eps, 0.0);
-  auto t0 = std::chrono::steady_clock::now();
-  comm.agree(capture([&] { im.partition(local_points); }));
-  im.stats.seconds_partition = since(t0);
-  t0 = std::chrono::steady_clock::now();
-  comm.agree(capture([&] { im.build_let(); }));
-  im.stats.seconds_let = since(t0);
+  im.setup(local_points, {});
+}
+
+template <class T>
+double DistributedFmm<T>::rebalance(const Table<T> &local_points, double threshold) {
+  Impl &im = *impl_;
+  const int P = im.comm.size();
+  // This rank's cost per owned point in the last execute; every rank's.
+  const double mine =
+      im.n_own > 0 && im.executed
+          ? (im.stats.seconds_multipoles + im.stats.seconds_local) / double(im.n_own)
+          : 0.0;
+  std::vector<double> per_point(static_cast<std::size_t>(P));
+  im.comm.allgatherv(&mine, 1, per_point.data(), std::vector<std::int64_t>(P, 1));
+  const std::vector<std::int64_t> owned = im.comm.allgather(im.n_own);
+  double total = 0, biggest = 0;
+  std::int64_t points = 0;
+  for (int r = 0; r < P; ++r) {
+    const double c =
+        per_point[static_cast<std::size_t>(r)] * double(owned[static_cast<std::size_t>(r)]);
+    total += c;
+    biggest = std::max(biggest, c);
+    points += owned[static_cast<std::size_t>(r)];
+  }
+  if (!(total > 0) || !std::isfinite(total))
+    return 0; // no execute measured yet (or nothing to measure)
+  const double mean_per_point = total / double(points);
+  // Each of the caller's points costs what its owner measured per point (a rank's points that
+  // cost nothing measurable get a thousandth of the mean, so the histogram keeps them).
+  std::vector<double> cost(static_cast<std::size_t>(im.n_in));
+  std::int64_t k = 0;
+  for (int r = 0; r < P; ++r) {
+    const double c = std::max(per_point[static_cast<std::size_t>(r)], 1e-3 * mean_per_point);
+    for (std::int64_t e = k + im.send_counts[static_cast<std::size_t>(r)]; k < e; ++k)
+      cost[static_cast<std::size_t>(im.send_order[static_cast<std::size_t>(k)])] = c;
+  }
+  const double imbalance = biggest / (total / P);
+  if (P == 1 || !(imbalance > threshold)) { // nothing to move, or not worth a new partition
+    im.stats.imbalance = imbalance;
+    return imbalance;
+  }
+  im.cells.clear();
+  im.items.clear();
+  im.local.reset();
+  im.executed = false;
+  im.stats = DistributedFmmStats{};
+  im.setup(local_points, cost);
+  im.stats.imbalance = imbalance;
+  return imbalance;
 }
 
 template <class T> DistributedFmm<T>::~DistributedFmm() = default;
@@ -534,6 +633,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
       result(im.send_order[static_cast<std::size_t>(k)], c) =
           static_cast<T>(sbuf[static_cast<std::size_t>(k * nrhs + c)]);
   im.stats.seconds_exchange += since(t0);
+  im.executed = true;
   return result;
 }
 

@@ -3,9 +3,12 @@
 // self-sum u_i = Σ_{j≠i} w_j K(|x_i − x_j|) over the points of every rank.
 //
 // set_points (collective):
-//  1. The points' Morton keys in the bounding cube of all ranks' points; a global histogram of
-//     the keys at level 6 (64³ cells, MPI_Allreduce) cut into contiguous key ranges of equal
-//     point counts, one per rank; every point goes to its range's rank (MPI_Alltoallv).
+//  1. The points' Morton keys in the bounding cube of all ranks' points; P − 1 splitter keys cut
+//     the Morton order into ranges of equal point counts, found by bisecting every splitter at
+//     once over the key space (one MPI_Allreduce of the P − 1 counts below the probes per step,
+//     at most 63 steps), so a cut may fall inside any cell; every point goes to its range's rank
+//     (MPI_Alltoallv). A global histogram of the keys at level 6 (64³ cells, MPI_Allreduce) tells
+//     every rank the others' domains: the occupied cells each key range meets.
 //  2. The locally essential tree: each rank walks its own octree (its points sorted by key, a
 //     cell being a key range) once per other rank, against that rank's domain (its level-4 cells,
 //     known from the histogram). A cell well separated from the whole domain (a gap of at least
@@ -17,6 +20,11 @@
 //     as its points; other cells are opened. The coordinates travel once (MPI_Alltoallv).
 //  3. Each rank's single-process FMM (DirectSum, Method::fmm, half the tolerance) over sources =
 //     its points and everything it received, targets = its points.
+// rebalance (collective, after an execute): each rank's measured cost per owned point in that
+// execute (its pseudo-particle weights and local FMM seconds over its points) is given to each of
+// its points, and steps 1–3 run again with the splitters cutting ranges of equal cost instead of
+// equal counts. Where one region's points cost more (deeper trees, more received sources), its
+// rank keeps fewer of them.
 // execute (collective): the weights follow the points (one MPI_Alltoallv), the pseudo-particles'
 // weights are formed, the essential tree's weights travel (one MPI_Alltoallv), the local FMM
 // runs, the self term K(0) w_i of a non-singular kernel comes off, and the sums return to the
@@ -37,6 +45,8 @@ struct DistributedFmmStats {
   int order_min = 0, order_max = 0; // Chebyshev orders of the pseudo-particle cells sent
   double seconds_partition = 0, seconds_let = 0, seconds_local_setup = 0;
   double seconds_exchange = 0, seconds_multipoles = 0, seconds_local = 0; // last execute
+  // rebalance: the largest rank cost of the execute it acted on over the ranks' mean (1: even).
+  double imbalance = 0;
 };
 
 template <class T> class DistributedFmm {
@@ -46,6 +56,10 @@ public:
   ~DistributedFmm();
   // local_weights: one row per local point; returns one row per local point.
   Table<T> execute(const Table<T> &local_weights);
+  // Repartitions local_points (the constructor's) by the cost measured in the last execute when
+  // its imbalance exceeds threshold (and there are several ranks); returns that imbalance
+  // (stats().imbalance), or 0, doing nothing, before the first execute.
+  double rebalance(const Table<T> &local_points, double threshold);
   const DistributedFmmStats &stats() const;
 
 private:

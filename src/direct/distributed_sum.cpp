@@ -285,6 +285,28 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
   return out;
 }
 
+template <std::floating_point T> double DistributedSum<T>::rebalance(double threshold) {
+  Impl &im = *impl_;
+  if (!im.ready)
+    throw Error(ErrorCode::invalid_argument, "DistributedSum::rebalance before set_points");
+  if (!im.fmm)
+    return 0;
+  im.comm.agree(capture([&] {
+    if (!std::isfinite(threshold))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("DistributedSum::rebalance: threshold {} is not finite", threshold));
+  }));
+  const double imbalance = im.fmm->rebalance(im.src, threshold); // collective, agreed inside
+  if (imbalance > 0) {
+    const auto &fs = im.fmm->stats();
+    im.stats.fmm_owned = fs.owned;
+    im.stats.fmm_received = fs.received;
+    im.stats.fmm_pseudo_cells_sent = fs.sent_cells;
+    im.stats.fmm_imbalance = imbalance;
+  }
+  return imbalance;
+}
+
 template <std::floating_point T> const DistributedStats &DistributedSum<T>::stats() const {
   return impl_->stats;
 }

@@ -59,8 +59,11 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 // pseudo-particle cells, so that the far field really went through them; at 1e-6 and N = 8,000 the
 // essential trees are points only (a cell pays as p³ = 343–512 pseudo-particles only when it
 // holds more points than that).
+// With `rebalance`: rebalance() before any execute does nothing (0); after the executes it
+// repartitions by the measured cost (an imbalance ≥ 1, the points all still owned by some rank)
+// and the next execute meets the same bound.
 void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, double eps, double tol,
-                 bool clustered, bool expect_pseudo) {
+                 bool clustered, bool expect_pseudo, bool rebalance = false) {
   const int P = comm.size(), rank = comm.rank();
   const std::int64_t N = 8000;
   Table<double> x(N, 3), w(N, 2);
@@ -93,8 +96,36 @@ void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, doub
                      r1 = at[static_cast<std::size_t>(rank) + 1];
   DistributedSum<double> d(comm, o);
   d.set_points(rows_of<double>(x, r0, r1));
+  if (rebalance)
+    test::mpi_check(d.rebalance() == 0.0, fmt::format("{}: rebalance before an execute", name),
+                    rank);
   Table<double> got = d.execute(rows_of<double>(w, r0, r1));
   got = d.execute(rows_of<double>(w, r0, r1)); // a second execute reuses the plan
+  if (rebalance) {
+    const double owned_before = double(d.stats().fmm_owned);
+    // Above any measured imbalance: nothing moves.
+    const double kept = d.rebalance(1e300);
+    test::mpi_check(kept >= 1 && d.stats().fmm_owned == owned_before,
+                    fmt::format("{}: rebalance(1e300) measured {} and moved points", name, kept),
+                    rank);
+    test::expect_agreed_error(comm, "rebalance with a NaN threshold on the last rank",
+                              ErrorCode::invalid_argument, "threshold nan is not finite",
+                              [&] { (void)d.rebalance(rank == comm.size() - 1 ? NAN : 1.0); });
+    const double imbalance = d.rebalance(comm.size() > 1 ? 0.0 : 1.0);
+    test::mpi_check(imbalance >= 1 && d.stats().fmm_imbalance == imbalance &&
+                        (comm.size() > 1 || d.stats().fmm_owned == owned_before),
+                    fmt::format("{}: rebalance measured an imbalance of {}", name, imbalance),
+                    rank);
+    test::mpi_check(comm.allreduce_sum(double(d.stats().fmm_owned)) == double(N),
+                    fmt::format("{}: after rebalance the ranks own {} points", name,
+                                comm.allreduce_sum(double(d.stats().fmm_owned))),
+                    rank);
+    got = d.execute(rows_of<double>(w, r0, r1));
+    if (rank == 0)
+      std::printf("%s: rebalanced at a measured imbalance of %.3g (rank 0 owned %g points, now "
+                  "%g)\n",
+                  name, imbalance, owned_before, double(d.stats().fmm_owned));
+  }
   double e2 = 0, e2_alone = 0, n2 = 0;
   bool finite = got.rows() == r1 - r0 && got.cols() == 2;
   for (std::int64_t c = 0; c < 2 && finite; ++c)
@@ -268,7 +299,7 @@ int main() {
                                 [&] { (void)d.execute(Table<double>(20, 1, 1.0)); });
     }
     compare_fmm(comm, "fmm laplace, uniform, 1e-6", Kernel::laplace, 1, 1e-6, false, false);
-    compare_fmm(comm, "fmm laplace, clustered, 1e-4", Kernel::laplace, 1, 1e-4, true, true);
+    compare_fmm(comm, "fmm laplace, clustered, 1e-4", Kernel::laplace, 1, 1e-4, true, true, true);
     compare_fmm(comm, "fmm gaussian eps 3, uniform, 1e-6", Kernel::gaussian, 3, 1e-6, false, false);
     // A compactly supported kernel (support 1/3): cells beyond it from a rank's domain stay home.
     compare_fmm(comm, "fmm wendland4 eps 3, uniform, 1e-6", Kernel::wendland4, 3, 1e-6, false,
