@@ -128,7 +128,8 @@ Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const
                         const Table<T> &Y, const BsmOptions &options = {},
                         BsmStats *stats = nullptr);
 
-// A⁻¹ kept up to date under low-rank changes: set_matrix (LU: getrf + getri) or set_inverse, then
+// A⁻¹ kept up to date under low-rank changes: set_matrix (LU: getrf + getri; on the GPU getrf +
+// getrs with I) or set_inverse, then
 // update(X, Y) replaces A by A + X Yᵀ and A⁻¹ by the Woodbury formula in O(n²m) (m = X.cols()).
 // A capacitance matrix C whose pivot measure (min |LU pivot of C| / (1 + ‖Y‖_F ‖A⁻¹X‖_F)) or
 // reciprocal condition estimate is ≤ pivot_threshold is a breakdown (stats().min_pivot: the
@@ -138,7 +139,9 @@ Table<T> inverse_update(const ApplyInverse<T> &a0_inverse, std::int64_t n, const
 // options.method, block and a0 are not used. options.backend = cuda keeps A⁻¹ (and A) in GPU
 // memory (cuBLAS, cuSOLVER): an update moves only X and Y to the device and the m × m capacitance
 // matrix back (the breakdown test runs on the host, as on the CPU), solve moves b and x, and
-// inverse() copies the n × n inverse to the host only when it changed since the last call.
+// inverse() copies the n × n inverse to the host only when it changed since the last call. The
+// reference inverse() returns is valid until the next set_matrix, set_inverse or update (call it
+// again after those); solve and inverse may be called from several threads at once.
 template <std::floating_point T> class InverseUpdate {
 public:
   explicit InverseUpdate(BsmOptions options = {});

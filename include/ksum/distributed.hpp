@@ -187,10 +187,12 @@ public:
   // given to every point it owns; the Morton order cut into ranges of equal cost) and the
   // essential trees rebuilt, so that a region whose points cost more is spread over more ranks.
   // Results stay within the tolerance (not bit-identical: the partition changes). Returns the
-  // measured imbalance (also stats().fmm_imbalance), or 0, doing nothing, before the first execute
-  // and for Method::direct (whose ring has no partition to move). Collective; one rank: nothing
-  // moves.
-  double rebalance(double threshold = 1.0);
+  // measured imbalance (also stats().fmm_imbalance), or 0, doing nothing, when no execute ran
+  // since set_points or the last repartition, and for Method::direct (whose ring has no partition
+  // to move). Collective (the ranks' largest threshold is used); one rank: nothing moves. The first
+  // execute of a plan includes one-off work (its task sizes are learnt), so call it after the
+  // second. If the repartition fails (agreed on every rank), set_points must be called again.
+  double rebalance(double threshold = 1.1);
 
   const DistributedStats &stats() const;
   const Communicator &communicator() const;

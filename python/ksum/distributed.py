@@ -135,11 +135,12 @@ class DistributedSum:
         self._d = src.shape[1]
         return self
 
-    def rebalance(self, threshold: float = 1.0) -> float:
+    def rebalance(self, threshold: float = 1.1) -> float:
         """method='fmm', after a sum: when the last sum's measured imbalance (the slowest
         process's cost over the mean) exceeds ``threshold``, partition the points again by the
         cost each process measured, so that costly regions spread over more processes. Returns
-        that imbalance (0 before the first sum and for method='direct'). Collective."""
+        that imbalance (0 when no sum ran since the points were set or last repartitioned, and for
+        method='direct'). Collective; call it after the second sum (the first learns task sizes)."""
         return self._plan.rebalance(float(threshold))
 
     def __call__(self, weights: ArrayLike):

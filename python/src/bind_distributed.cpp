@@ -99,7 +99,7 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
             nb::gil_scoped_release release; // collective
             return p.rebalance(threshold);
           },
-          nb::arg("threshold") = 1.0)
+          nb::arg("threshold") = 1.1)
       .def(
           "fail",
           [](const Plan &p, const std::string &message) {

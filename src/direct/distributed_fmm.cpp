@@ -257,6 +257,10 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
     const auto first = static_cast<std::uint64_t>(k) << shift;
     const auto ijk = coords(static_cast<std::uint64_t>(k) >> dshift);
     for (int r = owner_of(first); r <= owner_of(first + ((std::uint64_t{1} << shift) - 1)); ++r) {
+      const std::uint64_t from = r == 0 ? 0 : split[static_cast<std::size_t>(r - 1)],
+                          to = r == P - 1 ? ~std::uint64_t{0} : split[static_cast<std::size_t>(r)];
+      if (from == to)
+        continue; // an empty key range: no points there
       auto &dom = domain[static_cast<std::size_t>(r)];
       if (dom.empty() || dom.back().ijk != ijk)
         dom.push_back({ijk, {}});
@@ -476,12 +480,14 @@ double DistributedFmm<T>::rebalance(const Table<T> &local_points, double thresho
   if (!(total > 0) || !std::isfinite(total))
     return 0; // no execute measured yet (or nothing to measure)
   const double mean_per_point = total / double(points);
-  // Each of the caller's points costs what its owner measured per point (a rank's points that
-  // cost nothing measurable get a thousandth of the mean, so the histogram keeps them).
+  // Each of the caller's points costs what its owner measured per point, in whole thousandths of
+  // the mean (at least one), so that the splitters' sums are exact integers and every rank takes
+  // the same decisions whatever order MPI adds them in.
   std::vector<double> cost(static_cast<std::size_t>(im.n_in));
   std::int64_t k = 0;
   for (int r = 0; r < P; ++r) {
-    const double c = std::max(per_point[static_cast<std::size_t>(r)], 1e-3 * mean_per_point);
+    const double c =
+        std::max(1.0, std::round(1e3 * per_point[static_cast<std::size_t>(r)] / mean_per_point));
     for (std::int64_t e = k + im.send_counts[static_cast<std::size_t>(r)]; k < e; ++k)
       cost[static_cast<std::size_t>(im.send_order[static_cast<std::size_t>(k)])] = c;
   }

@@ -152,7 +152,9 @@ template <std::floating_point T>
 Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
   Impl &im = *impl_;
   if (!im.ready)
-    throw Error(ErrorCode::invalid_argument, "DistributedSum::execute before set_points");
+    throw Error(ErrorCode::invalid_argument,
+                "DistributedSum::execute before set_points (or after a failed rebalance: call "
+                "set_points again)");
   const auto t0 = std::chrono::steady_clock::now();
   const Communicator &comm = im.comm;
   const int P = comm.size(), rank = comm.rank();
@@ -296,7 +298,15 @@ template <std::floating_point T> double DistributedSum<T>::rebalance(double thre
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("DistributedSum::rebalance: threshold {} is not finite", threshold));
   }));
-  const double imbalance = im.fmm->rebalance(im.src, threshold); // collective, agreed inside
+  threshold = im.comm.allreduce_max(threshold); // one decision for all ranks
+  double imbalance = 0;
+  try {
+    imbalance = im.fmm->rebalance(im.src, threshold); // collective, agreed inside
+  } catch (...) { // agreed on every rank; the plan is half rebuilt
+    im.fmm.reset();
+    im.ready = false;
+    throw;
+  }
   if (imbalance > 0) {
     const auto &fs = im.fmm->stats();
     im.stats.fmm_owned = fs.owned;

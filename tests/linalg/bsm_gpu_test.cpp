@@ -397,6 +397,31 @@ TEST(BsmGpu, ResidentInverseUpdateMatchesCpuInDouble) {
   resident_update_matches_cpu<double>();
 }
 
+// One GPU object through matrices of different sizes (its work buffers follow n), and the flops
+// of an update counted as on the CPU whatever solves came before.
+TEST(BsmGpu, ResidentInverseUpdateReusedAcrossSizes) {
+  KSUM_REQUIRE_GPU();
+  const double u = unit_roundoff<double>();
+  BsmOptions co, go;
+  co.backend = Backend::cpu;
+  go.backend = Backend::cuda;
+  ksum::InverseUpdate<double> gpu(go);
+  for (std::int64_t n : {37, 300, 5}) {
+    const Table<double> A = make_matrix(false, n, 70 + unsigned(n));
+    ksum::InverseUpdate<double> cpu(co);
+    cpu.set_matrix(A);
+    gpu.set_matrix(A);
+    const Table<double> b = factor(n, 2, 5, 1.0);
+    (void)gpu.solve(b); // counted nowhere
+    const Table<double> X = factor(n, 4, 6, 0.1), Y = factor(n, 4, 7, 0.1);
+    cpu.update(X, Y);
+    gpu.update(X, Y);
+    EXPECT_LE(rel_diff(gpu.inverse(), cpu.inverse()), 2 * kC * kappa(plus_outer(A, X, Y)) * u)
+        << "n=" << n;
+    EXPECT_NEAR(gpu.stats().flops, cpu.stats().flops, 1e-12 * cpu.stats().flops) << "n=" << n;
+  }
+}
+
 TEST(BsmGpu, ResidentInverseUpdateMatchesCpuInFloat) {
   KSUM_REQUIRE_GPU();
   resident_update_matches_cpu<float>();

@@ -205,6 +205,7 @@ LuFactor<T> invert_checked(GpuOps<T> &ops, T *M, std::int64_t n, double anorm, T
   ops.set_identity(n, out, n);
   ops.lu_solve(n, n, M, n, piv.ptr, out, n, what);
   ops.flops += 2.0 * double(n) * double(n) * double(n);
+  ops.sync(what); // M and piv are freed by the callers
   return f;
 }
 
@@ -213,8 +214,9 @@ LuFactor<T> invert_checked(GpuOps<T> &ops, T *M, std::int64_t n, double anorm, T
 template <std::floating_point T> struct GpuInverse<T>::Impl {
   GpuOps<T> ops;
   std::int64_t n = 0, m = 0;
-  Buffer<T> inv, A;     // A: empty when set_inverse gave the state
-  Buffer<T> X, Y, W, C; // the update in progress (prepare → apply or refactor)
+  Buffer<T> inv, A;        // A: empty when set_inverse gave the state
+  Buffer<T> X, Y, W, C, G; // the update in progress (prepare → apply or refactor), n × m work
+  detail::DeviceArray<std::int64_t> piv; // the capacitance matrix's pivots
 };
 
 template <std::floating_point T> GpuInverse<T>::GpuInverse() : impl_(std::make_unique<Impl>()) {}
@@ -231,6 +233,7 @@ LuFactor<T> GpuInverse<T>::set_matrix(const T *A, std::int64_t n, std::int64_t l
   if (lu_singular(f))
     return f;
   impl_->n = n;
+  impl_->m = 0; // the work buffers are sized for the old n
   impl_->inv = std::move(inv);
   impl_->A = std::move(dA);
   return f;
@@ -241,6 +244,7 @@ template <std::floating_point T> void GpuInverse<T>::set_inverse(const T *invers
   Buffer<T> inv = ops.alloc(n, n, false);
   ops.upload(n, n, inverse, n, inv.data(), n);
   impl_->n = n;
+  impl_->m = 0;
   impl_->inv = std::move(inv);
   impl_->A = Buffer<T>{};
 }
@@ -251,10 +255,12 @@ double GpuInverse<T>::prepare(const T *X, const T *Y, std::int64_t m, std::vecto
   GpuOps<T> &ops = s.ops;
   const std::int64_t n = s.n;
   if (s.m != m) {
+    s.m = 0; // until every buffer has its new size
     s.X = ops.alloc(n, m, false);
     s.Y = ops.alloc(n, m, false);
     s.W = ops.alloc(n, m, false);
     s.C = ops.alloc(m, m, false);
+    s.G = ops.alloc(m, n, false);
     s.m = m;
   }
   ops.upload(n, m, X, n, s.X.data(), n);
@@ -267,24 +273,21 @@ double GpuInverse<T>::prepare(const T *X, const T *Y, std::int64_t m, std::vecto
   return ops.frobenius(n, m, s.W.data(), n);
 }
 
-template <std::floating_point T> void GpuInverse<T>::apply() {
+template <std::floating_point T> void GpuInverse<T>::apply(const T *LU, const lapack_int *ipiv) {
   Impl &s = *impl_;
   GpuOps<T> &ops = s.ops;
   const std::int64_t n = s.n, m = s.m;
-  detail::DeviceArray<std::int64_t> piv;
-  if (ops.lu_factor(m, s.C.data(), m, piv, "getrf (capacitance matrix)") > 0)
-    throw Error(ErrorCode::internal, "cuSOLVER found the capacitance matrix singular where "
-                                     "LAPACK did not");
-  ops.flops += 2.0 / 3.0 * double(m) * double(m) * double(m);
-  // G = C⁻¹ Yᵀ A⁻¹ (m × n), then A⁻¹ −= W G.
-  Buffer<T> G = ops.alloc(m, n, false);
-  ops.gemm(true, false, m, n, n, T(1), s.Y.data(), n, s.inv.data(), n, T(0), G.data(), m);
-  ops.lu_solve(m, n, s.C.data(), m, piv.ptr, G.data(), m, "getrs (capacitance matrix)");
+  // The host's LU of C (the one the breakdown test factored), then G = C⁻¹ Yᵀ A⁻¹ (m × n) and
+  // A⁻¹ −= W G.
+  ops.upload(m, m, LU, m, s.C.data(), m);
+  ops.upload_pivots(m, ipiv, s.piv);
+  ops.gemm(true, false, m, n, n, T(1), s.Y.data(), n, s.inv.data(), n, T(0), s.G.data(), m);
+  ops.lu_solve(m, n, s.C.data(), m, s.piv.ptr, s.G.data(), m, "getrs (capacitance matrix)");
   ops.flops += 2.0 * double(m) * double(m) * double(n);
-  ops.gemm(false, false, n, n, m, T(-1), s.W.data(), n, G.data(), m, T(1), s.inv.data(), n);
+  ops.gemm(false, false, n, n, m, T(-1), s.W.data(), n, s.G.data(), m, T(1), s.inv.data(), n);
   if (s.A.data())
     ops.gemm(false, true, n, n, m, T(1), s.X.data(), n, s.Y.data(), n, T(1), s.A.data(), n);
-  ops.sync("update");
+  ops.download(0, 0, nullptr, 1, nullptr, 1); // waits, and checks getrs's info
 }
 
 template <std::floating_point T> LuFactor<T> GpuInverse<T>::refactor() {

@@ -48,8 +48,9 @@ public:
   void set_inverse(const T *inverse, std::int64_t n); // host, n × n, leading dimension n
   // W = A⁻¹X and C = I + Yᵀ W (X, Y host n × m): C (m × m) to the host; returns ‖W‖_F.
   double prepare(const T *X, const T *Y, std::int64_t m, std::vector<T> &C);
-  // After prepare: A⁻¹ ← A⁻¹ − W C⁻¹ Yᵀ A⁻¹ (C factored by getrf on the device), A ← A + X Yᵀ.
-  void apply();
+  // After prepare, with the host's LU of C (m × m, LAPACK's pivots): A⁻¹ ← A⁻¹ − W C⁻¹ Yᵀ A⁻¹,
+  // A ← A + X Yᵀ.
+  void apply(const T *LU, const lapack_int *ipiv);
   // After prepare: A + X Yᵀ refactored (A recovered by inverting A⁻¹ when it was not kept). The
   // LU's zero pivot and condition estimate; on a singular result the state is left as it was.
   LuFactor<T> refactor();

@@ -41,7 +41,7 @@ template <std::floating_point T>
 double GpuInverse<T>::prepare(const T *, const T *, std::int64_t, std::vector<T> &) {
   no_gpu();
 }
-template <std::floating_point T> void GpuInverse<T>::apply() {
+template <std::floating_point T> void GpuInverse<T>::apply(const T *, const lapack_int *) {
   no_gpu();
 }
 template <std::floating_point T> LuFactor<T> GpuInverse<T>::refactor() {

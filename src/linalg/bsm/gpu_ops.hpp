@@ -281,6 +281,18 @@ public:
     getrs(n, nrhs, LU, lda, piv, B, ldb, what);
   }
 
+  // A host LU's pivots (LAPACK's, 1-based: row i was swapped with row ipiv[i]) to the device, in
+  // the form getrs takes (cuSOLVER's getrf writes the same 1-based swaps).
+  void upload_pivots(std::int64_t n, const lapack_int *ipiv,
+                     detail::DeviceArray<std::int64_t> &piv) {
+    grow(piv, n);
+    const std::vector<std::int64_t> h(ipiv, ipiv + n);
+    cuda(cudaMemcpyAsync(piv.ptr, h.data(), static_cast<std::size_t>(n) * sizeof(std::int64_t),
+                         cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync (pivots to the GPU)");
+    sync("pivots");
+  }
+
   // dst = src for a rows × cols block (device to device, on the stream).
   void copy(std::int64_t rows, std::int64_t cols, const T *src, std::int64_t lds, T *dst,
             std::int64_t ldd) {

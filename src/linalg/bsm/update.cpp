@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 namespace ksum {
 
@@ -24,6 +25,8 @@ template <std::floating_point T> struct InverseUpdate<T>::Impl {
   mutable bool stale = false;
   Table<T> A; // kept when set_matrix gave it (empty otherwise): the lu fallback refactors it
   std::unique_ptr<GpuInverse<T>> gpu; // Backend::cuda: the state on the device
+  // Backend::cuda: the const members (solve, inverse) use the device's one stream and the cache.
+  mutable std::mutex gpu_mutex;
   BsmStats stats;
 
   void require_set(std::string_view what) const {
@@ -71,6 +74,7 @@ void InverseUpdate<T>::set_matrix(const T *A, std::int64_t n, std::int64_t lda) 
   BsmStats st;
   st.method = st.requested = BsmMethod::lu;
   if (impl_->gpu) {
+    (void)impl_->gpu->take_flops(); // the counts of solves since
     const LuFactor<T> f = impl_->gpu->set_matrix(copy.data(), n, n, norm_1(n, copy.data(), n));
     st.flops = impl_->gpu->take_flops();
     if (lu_singular(f))
@@ -141,6 +145,7 @@ void InverseUpdate<T>::update(const Table<T> &X, const Table<T> &Y) {
   std::vector<T> W, C(static_cast<std::size_t>(m * m), T(0)), G;
   double w_norm = 0;
   if (s.gpu) {
+    (void)s.gpu->take_flops(); // the counts of solves (or a refused update) since
     w_norm = s.gpu->prepare(X.data(), Y.data(), m, C);
   } else {
     W.resize(static_cast<std::size_t>(n * m));
@@ -174,6 +179,7 @@ void InverseUpdate<T>::update(const Table<T> &X, const Table<T> &Y) {
       st.flops += ops.flops + s.gpu->take_flops();
       if (lu_singular(g))
         throw_singular("the updated matrix A + X Yᵀ", g);
+      st.min_pivot = g.rcond; // as the CPU's refactoring reports it
       s.stale = true;
       st.fallback = true;
       st.fallback_step = 1;
@@ -196,7 +202,7 @@ void InverseUpdate<T>::update(const Table<T> &X, const Table<T> &Y) {
     return;
   }
   if (s.gpu) {
-    s.gpu->apply();
+    s.gpu->apply(C.data(), f.ipiv.data()); // C holds its LU (lu_factor above)
     s.stale = true;
     st.flops = ops.flops + s.gpu->take_flops();
     st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -224,6 +230,7 @@ template <std::floating_point T> Table<T> InverseUpdate<T>::solve(const Table<T>
   check_finite(b.data(), b.rows(), b.cols(), b.rows(), "b");
   Table<T> x(s.n, b.cols());
   if (s.gpu) {
+    const std::lock_guard lock(s.gpu_mutex);
     s.gpu->solve(b.data(), b.cols(), x.data());
     return x;
   }
@@ -237,6 +244,7 @@ template <std::floating_point T> Table<T> InverseUpdate<T>::solve(const Table<T>
 template <std::floating_point T> const Table<T> &InverseUpdate<T>::inverse() const {
   const Impl &s = *impl_;
   s.require_set("inverse");
+  const std::lock_guard lock(s.gpu_mutex);
   if (s.stale) {
     s.inv = Table<T>(s.n, s.n, Uninitialized{});
     s.gpu->download(s.inv.data());
