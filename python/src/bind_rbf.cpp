@@ -16,21 +16,27 @@
 namespace ksum::py {
 namespace {
 
-void bind_global(nb::module_ &m) {
-  using Plan = GlobalRbfInterpolant;
-  nb::class_<Plan> c(m, "GlobalRbf");
-  def_interpolant(c);
+// `name`(points, values, comm, handle): Plan::set_data(points, values, communicator), collective,
+// so the GIL is released while other ranks may be waiting.
+template <class Plan> void def_set_data_over(nb::class_<Plan> &c, const char *name) {
   c.def(
-      "set_data_distributed",
+      name,
       [](Plan &p, HostMatrix<double> points, HostMatrix<double> values, const std::string &which,
          int handle) {
         const Table<double> x = view(points), f = view(values);
         const Communicator comm = make_comm(which, handle);
-        nb::gil_scoped_release release; // collective: other ranks may be waiting
+        nb::gil_scoped_release release;
         p.set_data(x, f, comm);
       },
       nb::arg("points").noconvert(), nb::arg("values").noconvert(), nb::arg("comm"),
       nb::arg("handle"));
+}
+
+void bind_global(nb::module_ &m) {
+  using Plan = GlobalRbfInterpolant;
+  nb::class_<Plan> c(m, "GlobalRbf");
+  def_interpolant(c);
+  def_set_data_over(c, "set_data_distributed");
   c.def(
       "fail",
       [](const Plan &p, const std::string &message) {
@@ -115,17 +121,7 @@ void bind_pum(nb::module_ &m) {
   using Plan = PumInterpolant;
   nb::class_<Plan> c(m, "Pum");
   def_interpolant(c);
-  c.def(
-      "set_data_shared",
-      [](Plan &p, HostMatrix<double> points, HostMatrix<double> values, const std::string &which,
-         int handle) {
-        const Table<double> x = view(points), f = view(values);
-        const Communicator comm = make_comm(which, handle);
-        nb::gil_scoped_release release;
-        p.set_data(x, f, comm);
-      },
-      nb::arg("points").noconvert(), nb::arg("values").noconvert(), nb::arg("comm"),
-      nb::arg("handle"));
+  def_set_data_over(c, "set_data_shared");
   c.def(
        "__init__",
        [](Plan *self, const std::string &kernel, int degree, double eps, bool loocv, double eps_min,

@@ -39,6 +39,13 @@ std::uint64_t compact(std::uint64_t v) { // the inverse of fmm::morton_spread3
   return v;
 }
 
+// Per-rank counts of items, as counts of the k values each item travels as.
+std::vector<std::int64_t> scaled(std::vector<std::int64_t> counts, std::int64_t k) {
+  for (auto &c : counts)
+    c *= k;
+  return counts;
+}
+
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -207,13 +214,8 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
           double(x(send_order[static_cast<std::size_t>(k)], a));
   recv_counts = comm.alltoall(send_counts);
   n_own = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
-  std::vector<std::int64_t> sc3(send_counts), rc3(recv_counts);
-  for (auto &c : sc3)
-    c *= 3;
-  for (auto &c : rc3)
-    c *= 3;
   std::vector<double> rbuf(static_cast<std::size_t>(3 * n_own));
-  comm.alltoallv(sbuf.data(), sc3, rbuf.data(), rc3);
+  comm.alltoallv(sbuf.data(), scaled(send_counts, 3), rbuf.data(), scaled(recv_counts, 3));
   // This rank's points in key order.
   std::vector<std::uint64_t> rk(static_cast<std::size_t>(n_own));
   for (std::int64_t i = 0; i < n_own; ++i)
@@ -419,13 +421,8 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   let_recv = comm.alltoall(let_send);
   n_let = std::accumulate(let_recv.begin(), let_recv.end(), std::int64_t{0});
   stats.received = n_let;
-  std::vector<std::int64_t> s3(let_send), r3(let_recv);
-  for (auto &c : s3)
-    c *= 3;
-  for (auto &c : r3)
-    c *= 3;
   std::vector<double> rbuf(static_cast<std::size_t>(3 * n_let));
-  comm.alltoallv(sbuf.data(), s3, rbuf.data(), r3);
+  comm.alltoallv(sbuf.data(), scaled(let_send, 3), rbuf.data(), scaled(let_recv, 3));
   // The local FMM: sources = this rank's points, then the received ones; targets = its points.
   if (n_own == 0)
     return;
@@ -522,12 +519,6 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   // Each rank's local work runs inside capture() and is agreed before the next exchange, so a
   // failure on one rank (memory, the local FMM) reaches every rank instead of leaving the others
   // waiting in the exchange.
-  auto scaled = [&](const std::vector<std::int64_t> &v) {
-    std::vector<std::int64_t> s(v);
-    for (auto &c : s)
-      c *= nrhs;
-    return s;
-  };
   // The weights follow the points.
   std::vector<double> sbuf, rbuf, lbuf, lrecv, back;
   Table<double> ws;
@@ -542,7 +533,8 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
             double(w(im.send_order[static_cast<std::size_t>(k)], c));
     rbuf.resize(static_cast<std::size_t>(n_own * nrhs));
   }));
-  comm.alltoallv(sbuf.data(), scaled(im.send_counts), rbuf.data(), scaled(im.recv_counts));
+  comm.alltoallv(sbuf.data(), scaled(im.send_counts, nrhs), rbuf.data(),
+                 scaled(im.recv_counts, nrhs));
   comm.agree(capture([&] {
     ws = Table<double>(n_own, nrhs); // in key order
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -606,7 +598,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
       }
     lrecv.resize(static_cast<std::size_t>(im.n_let * nrhs));
   }));
-  comm.alltoallv(lbuf.data(), scaled(im.let_send), lrecv.data(), scaled(im.let_recv));
+  comm.alltoallv(lbuf.data(), scaled(im.let_send, nrhs), lrecv.data(), scaled(im.let_recv, nrhs));
   im.stats.seconds_exchange += since(t0);
   // The local FMM.
   t0 = std::chrono::steady_clock::now();
@@ -632,7 +624,8 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
             double(u(i, c)) - im.self_term * ws(i, c);
     result = Table<T>(im.n_in, nrhs);
   }));
-  comm.alltoallv(back.data(), scaled(im.recv_counts), sbuf.data(), scaled(im.send_counts));
+  comm.alltoallv(back.data(), scaled(im.recv_counts, nrhs), sbuf.data(),
+                 scaled(im.send_counts, nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t k = 0; k < im.n_in; ++k)
     for (std::int64_t c = 0; c < nrhs; ++c)

@@ -20,6 +20,13 @@ namespace ksum {
 
 namespace {
 
+// The FMM's partition and essential-tree counts into the plan's stats.
+void copy_fmm_counts(const detail::DistributedFmmStats &fs, DistributedStats &st) {
+  st.fmm_owned = fs.owned;
+  st.fmm_received = fs.received;
+  st.fmm_pseudo_cells_sent = fs.sent_cells;
+}
+
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -187,9 +194,7 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
     st.seconds_wait = fs.seconds_exchange;
     st.seconds_execute = since(t0);
     st.bytes_sent = 0;
-    st.fmm_owned = fs.owned;
-    st.fmm_received = fs.received;
-    st.fmm_pseudo_cells_sent = fs.sent_cells;
+    copy_fmm_counts(fs, st);
     im.stats = st;
     return u;
   }
@@ -308,10 +313,7 @@ template <std::floating_point T> double DistributedSum<T>::rebalance(double thre
     throw;
   }
   if (imbalance > 0) {
-    const auto &fs = im.fmm->stats();
-    im.stats.fmm_owned = fs.owned;
-    im.stats.fmm_received = fs.received;
-    im.stats.fmm_pseudo_cells_sent = fs.sent_cells;
+    copy_fmm_counts(im.fmm->stats(), im.stats);
     im.stats.fmm_imbalance = imbalance;
   }
   return imbalance;
