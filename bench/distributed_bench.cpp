@@ -134,6 +134,13 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   // (the pseudo-particles' weights and the local FMM).
   const double exchange = comm.allreduce_max(st.seconds_wait),
                compute = comm.allreduce_max(st.seconds_compute);
+  // The slowest rank's part of each kind (not one rank's parts: each part's largest).
+  const auto &ls = st.fmm_local;
+  double parts[7] = {
+      st.seconds_wait, st.fmm_seconds_multipoles, st.fmm_seconds_local, ls.seconds_upward,
+      ls.seconds_m2l,  ls.seconds_downward,       ls.seconds_near};
+  for (double &v : parts)
+    v = comm.allreduce_max(v);
   double recv[2] = {double(st.fmm_received), double(st.fmm_pseudo_cells_sent)};
   comm.allreduce_sum(recv, 2);
   // The check: each rank's first 64 points against the direct sum over all sources.
@@ -158,13 +165,14 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   const double rel = e[1] > 0 ? std::sqrt(e[0] / e[1]) : 0.0;
   if (r == 0)
     fmt::print("| fmm {} {} | {} | {} | {} | {:.4g} | {:.4g} | {:.3g} | {:.0f} | {:.0f} | {:.2g} | "
-               "{:.2f} | {} |\n",
+               "{:.2f} | {} | {:.3g} / {:.3g} / {:.3g} ({:.3g} / {:.3g} / {:.3g} / {:.3g}) |\n",
                a.fmm_points, kind, P, total, total / P, setup, best, double(total) / best, recv[0],
                recv[1], rel, imbalance,
                a.fmm_rebalance && P > 1
                    ? fmt::format("{:.4g} s ({:.2f}; rebalance {:.3g} s)", best_after,
                                  imbalance_after, seconds_rebalance)
-                   : std::string("—"));
+                   : std::string("—"),
+               parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6]);
   return {
       {"kind", std::string("fmm-") + kind + (a.fmm_points == "uniform" ? "" : "-" + a.fmm_points)},
       {"ranks", P},
@@ -179,6 +187,12 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
       {"sampled_error", rel},
       {"seconds_exchange", exchange},
       {"seconds_compute", compute},
+      {"seconds_multipoles", parts[1]},
+      {"seconds_local", parts[2]},
+      {"seconds_local_upward", parts[3]},
+      {"seconds_local_m2l", parts[4]},
+      {"seconds_local_downward", parts[5]},
+      {"seconds_local_near", parts[6]},
       {"points", a.fmm_points},
       {"imbalance", imbalance},
       {"rebalanced_seconds", best_after},
@@ -362,7 +376,8 @@ int main(int argc, char **argv) {
       fmt::print(
           "\n| FMM | ranks | N | N per rank | set-up [s] | execute [s] | points/s | "
           "received | pseudo cells | sampled error | imbalance | rebalanced: execute (imbalance) "
-          "|\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+          "| slowest rank: exchange / multipoles / local FMM (its upward / M2L / downward / near) "
+          "[s] |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     if (a.fmm_n > 0)
       out.push_back(run_fmm(comm, a, "strong", a.fmm_n));
     if (a.fmm_n_per_rank > 0)

@@ -58,7 +58,9 @@
 #          GPU) and the global RBF fit by GMRES to 1e-8 (strong N = 4e4, weak 5e3 per rank; GPU
 #          N = 5e5) and the FMM to 1e-6 (strong N = 1e6, weak 1e5 per rank; GPU N = 1e7);
 #          efficiency tables; KSUM_DISTRIBUTED_CASES=sum,fmm,rbf picks cases (fmmlb, not in the
-#          default: the FMM on 1e6 Plummer points before and after DistributedSum::rebalance);
+#          default: the FMM on 1e6 Plummer points before and after DistributedSum::rebalance;
+#          fmmgpu, not in the default: the FMM on 1 GPU and one rank per GPU at KSUM_FMM_GPU_N,
+#          default 1e7 and 1e8, with the slowest rank's parts);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -650,6 +652,22 @@ if want distributed; then
       $build/bench/distributed_bench --backend gpu --n 0 --n-per-rank 0 --fmm-n 10000000 \
       --reps 1 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 || rc=1
   fi
+  fi
+  if [[ ,$cases, == *,fmmgpu,* ]]; then
+  # The FMM on the GPUs at the sizes (Laplace, 1e-6): sizes in KSUM_FMM_GPU_N (default
+  # 1e7 and 1e8), one rank on one GPU, then one rank per GPU; best of 2 executes, with the slowest
+  # rank's parts (exchange, pseudo-particle weights, local FMM and its phases).
+  for n in ${KSUM_FMM_GPU_N:-10000000 100000000}; do
+    CUDA_VISIBLE_DEVICES=0 timeout 300 $build/bench/distributed_bench --backend gpu --n 0 \
+      --n-per-rank 0 --fmm-n $n --reps 2 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 ||
+      { echo "1 rank (fmm gpu, N = $n) failed" >> "$OUT/distributed/fmm_gpu.md"; rc=1; }
+    if [ "${ngpu:-0}" -ge 2 ]; then
+      OMP_NUM_THREADS=$(( jobs / ngpu )) timeout 300 mpirun -n $ngpu --oversubscribe --bind-to none \
+        $build/bench/distributed_bench --backend gpu --n 0 --n-per-rank 0 --fmm-n $n \
+        --reps 2 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 ||
+        { echo "mpirun -n $ngpu (fmm gpu, N = $n) failed" >> "$OUT/distributed/fmm_gpu.md"; rc=1; }
+    fi
+  done
   fi
   if [[ ,$cases, == *,fmmlb,* ]]; then
   # The FMM's load balance: 1e6 Plummer points (1e-6), CPU ranks of one thread; the execute on the

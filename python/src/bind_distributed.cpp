@@ -44,6 +44,8 @@ nb::dict stats_dict(const DistributedStats &s) {
   d["fmm_received"] = s.fmm_received;
   d["fmm_pseudo_cells_sent"] = s.fmm_pseudo_cells_sent;
   d["fmm_imbalance"] = s.fmm_imbalance;
+  d["fmm_seconds_multipoles"] = s.fmm_seconds_multipoles;
+  d["fmm_seconds_local"] = s.fmm_seconds_local;
   return d;
 }
 

@@ -612,6 +612,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
           lw(n_own + i, c) = static_cast<T>(lrecv[static_cast<std::size_t>(i * nrhs + c)]);
       }
       u = im.local->execute(lw);
+      im.stats.local = im.local->stats();
     }
     im.stats.seconds_local = since(t0);
     // The sums back to the caller's ranks and rows (without the self term).

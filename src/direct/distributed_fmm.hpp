@@ -47,6 +47,7 @@ struct DistributedFmmStats {
   double seconds_exchange = 0, seconds_multipoles = 0, seconds_local = 0; // last execute
   // rebalance: the largest rank cost of the execute it acted on over the ranks' mean (1: even).
   double imbalance = 0;
+  SumStats local{}; // the local FMM plan's stats after the last execute
 };
 
 template <class T> class DistributedFmm {

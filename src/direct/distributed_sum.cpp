@@ -192,6 +192,9 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
     // with their packing.
     st.seconds_compute = fs.seconds_multipoles + fs.seconds_local;
     st.seconds_wait = fs.seconds_exchange;
+    st.fmm_seconds_multipoles = fs.seconds_multipoles;
+    st.fmm_seconds_local = fs.seconds_local;
+    st.fmm_local = fs.local;
     st.seconds_execute = since(t0);
     st.bytes_sent = 0;
     copy_fmm_counts(fs, st);
