@@ -4,8 +4,10 @@
 
 #include "fmm/fmm3d/bbfmm.hpp"
 #include "fmm/fmm3d/chebyshev.hpp"
+#include "fmm/fmm3d/fmm_gpu.hpp"
 #include "fmm/fmm3d/octree.hpp"
 #include "kernels/kernel_defs.hpp"
+#include "linalg/bsm/cpu_ops.hpp" // cblas_dgemm and BlasThreads
 
 #include <ksum/error.hpp>
 #include <ksum/kernels.hpp>
@@ -74,6 +76,7 @@ template <class T> struct DistributedFmm<T>::Impl {
   struct Item {
     std::int64_t begin, end; // points [begin, end), or …
     std::int64_t cell;       // … pseudo cell (≥ 0)
+    std::int64_t offset = 0; // its first source in this rank's send buffer (set by build_let)
   };
   std::vector<PseudoCell> cells;
   std::vector<std::vector<Item>> items;
@@ -81,6 +84,14 @@ template <class T> struct DistributedFmm<T>::Impl {
   std::int64_t n_let = 0;
   std::vector<std::unique_ptr<fmm::Chebyshev>> cheb; // by order
   std::unique_ptr<DirectSum<T>> local;
+  // execute's buffers, kept between executes (a solver's many products reuse them; at 10⁸ points
+  // allocating and first touching them cost more than the exchanges).
+  detail::uninit_vector<double> sbuf, rbuf, lbuf, lrecv, back;
+  Table<double> ws;
+  Table<T> lw;
+  std::vector<std::vector<double>> W;
+  // The pseudo cells' weights on the GPU when the local FMM runs there (null: on the CPU).
+  std::unique_ptr<fmm::GpuCellMultipoles> gpu_cells;
   bool executed = false; // an execute since the last partition (its times are the costs)
   double self_term = 0;  // K(0) of a non-singular kernel, taken off each point's own term
 
@@ -119,15 +130,19 @@ template <class T> struct DistributedFmm<T>::Impl {
 template <class T>
 void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<double> &cost) {
   const int P = comm.size();
+  const int nt = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   n_in = x.rows();
   // The bounding cube of all ranks' points: (−min, max) per axis over the ranks.
   double b[6];
   for (int a = 0; a < 3; ++a) {
-    b[a] = b[3 + a] = -std::numeric_limits<double>::infinity();
+    double nlo = -std::numeric_limits<double>::infinity(), hi = nlo;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(max : nlo, hi)
     for (std::int64_t i = 0; i < n_in; ++i) {
-      b[a] = std::max(b[a], -double(x(i, a)));
-      b[3 + a] = std::max(b[3 + a], double(x(i, a)));
+      nlo = std::max(nlo, -double(x(i, a)));
+      hi = std::max(hi, double(x(i, a)));
     }
+    b[a] = nlo;
+    b[3 + a] = hi;
   }
   comm.allreduce_max(b, 6);
   side = 0;
@@ -142,26 +157,26 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
   const int shift = 3 * (key_bits - hist_level);
   std::vector<std::uint64_t> mine(static_cast<std::size_t>(n_in));
   std::vector<double> hist(static_cast<std::size_t>(bins), 0.0);
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t i = 0; i < n_in; ++i) {
     const double p[3] = {double(x(i, 0)), double(x(i, 1)), double(x(i, 2))};
     mine[static_cast<std::size_t>(i)] = key_of(p);
-    hist[mine[static_cast<std::size_t>(i)] >> shift] += 1;
   }
+  for (std::int64_t i = 0; i < n_in; ++i)
+    hist[mine[static_cast<std::size_t>(i)] >> shift] += 1;
   comm.allreduce_sum(hist.data(), bins);
   // The splitters: rank r owns the keys in [split[r − 1], split[r]), ranges of equal count (or
   // cost), found by bisection of every splitter at once over the key space, one allreduce of the
   // P − 1 weights below the probes per step: a cut falls between any two distinct keys, so a
   // dense cell is split where a histogram could not split it.
-  std::vector<std::size_t> by_key(static_cast<std::size_t>(n_in));
-  std::iota(by_key.begin(), by_key.end(), std::size_t{0});
-  std::sort(by_key.begin(), by_key.end(),
-            [&](std::size_t i, std::size_t j) { return mine[i] < mine[j]; });
-  std::vector<std::uint64_t> sorted_keys(static_cast<std::size_t>(n_in));
+  // (A stable LSD radix sort on the threads, as the octree's: at 10⁸ points a comparison sort
+  // of indices took most of the set-up.)
+  std::vector<std::uint64_t> sorted_keys = mine;
+  std::vector<std::int64_t> by_key;
+  fmm::radix_sort(sorted_keys, by_key);
   std::vector<double> below(static_cast<std::size_t>(n_in) + 1, 0.0); // weight of the first k
-  for (std::size_t k = 0; k < by_key.size(); ++k) {
-    sorted_keys[k] = mine[by_key[k]];
-    below[k + 1] = below[k] + (cost.empty() ? 1.0 : cost[by_key[k]]);
-  }
+  for (std::size_t k = 0; k < by_key.size(); ++k)
+    below[k + 1] = below[k] + (cost.empty() ? 1.0 : cost[static_cast<std::size_t>(by_key[k])]);
   const auto weight_below = [&](std::uint64_t key) {
     return below[static_cast<std::size_t>(
         std::lower_bound(sorted_keys.begin(), sorted_keys.end(), key) - sorted_keys.begin())];
@@ -196,9 +211,11 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
   // Each point to its range's rank.
   send_counts.assign(static_cast<std::size_t>(P), 0);
   std::vector<int> dest(static_cast<std::size_t>(n_in));
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t i = 0; i < n_in; ++i)
-    ++send_counts[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)] =
-                                               owner_of(mine[static_cast<std::size_t>(i)]))];
+    dest[static_cast<std::size_t>(i)] = owner_of(mine[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < n_in; ++i)
+    ++send_counts[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])];
   std::vector<std::int64_t> at(static_cast<std::size_t>(P), 0);
   for (int r = 1; r < P; ++r)
     at[static_cast<std::size_t>(r)] =
@@ -208,6 +225,7 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
     send_order[static_cast<std::size_t>(
         at[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])]++)] = i;
   std::vector<double> sbuf(static_cast<std::size_t>(3 * n_in));
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t k = 0; k < n_in; ++k)
     for (int a = 0; a < 3; ++a)
       sbuf[static_cast<std::size_t>(3 * k + a)] =
@@ -217,20 +235,15 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
   std::vector<double> rbuf(static_cast<std::size_t>(3 * n_own));
   comm.alltoallv(sbuf.data(), scaled(send_counts, 3), rbuf.data(), scaled(recv_counts, 3));
   // This rank's points in key order.
-  std::vector<std::uint64_t> rk(static_cast<std::size_t>(n_own));
-  for (std::int64_t i = 0; i < n_own; ++i)
-    rk[static_cast<std::size_t>(i)] = key_of(&rbuf[static_cast<std::size_t>(3 * i)]);
-  sorted_to_recv.resize(static_cast<std::size_t>(n_own));
-  std::iota(sorted_to_recv.begin(), sorted_to_recv.end(), std::int64_t{0});
-  std::stable_sort(sorted_to_recv.begin(), sorted_to_recv.end(),
-                   [&](std::int64_t a, std::int64_t b2) {
-                     return rk[static_cast<std::size_t>(a)] < rk[static_cast<std::size_t>(b2)];
-                   });
   keys.resize(static_cast<std::size_t>(n_own));
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (std::int64_t i = 0; i < n_own; ++i)
+    keys[static_cast<std::size_t>(i)] = key_of(&rbuf[static_cast<std::size_t>(3 * i)]);
+  fmm::radix_sort(keys, sorted_to_recv); // stable: equal keys keep their received order
   pts.resize(static_cast<std::size_t>(3 * n_own));
+#pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t i = 0; i < n_own; ++i) {
     const auto s = static_cast<std::size_t>(sorted_to_recv[static_cast<std::size_t>(i)]);
-    keys[static_cast<std::size_t>(i)] = rk[s];
     for (int a = 0; a < 3; ++a)
       pts[static_cast<std::size_t>(a * n_own + i)] = rbuf[3 * s + static_cast<std::size_t>(a)];
   }
@@ -381,9 +394,16 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
 
 template <class T> void DistributedFmm<T>::Impl::build_let() {
   const int P = comm.size();
+  gpu_cells.reset();
   let_send.assign(static_cast<std::size_t>(P), 0);
+  std::int64_t offset = 0;
   for (int r = 0; r < P; ++r)
-    for (const Item &it : items[static_cast<std::size_t>(r)]) {
+    for (Item &it : items[static_cast<std::size_t>(r)]) {
+      it.offset = offset;
+      offset += it.cell >= 0 ? std::int64_t{cells[static_cast<std::size_t>(it.cell)].p} *
+                                   cells[static_cast<std::size_t>(it.cell)].p *
+                                   cells[static_cast<std::size_t>(it.cell)].p
+                             : it.end - it.begin;
       if (it.cell >= 0) {
         const int p = cells[static_cast<std::size_t>(it.cell)].p;
         let_send[static_cast<std::size_t>(r)] += std::int64_t{p} * p * p;
@@ -426,10 +446,13 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   // The local FMM: sources = this rank's points, then the received ones; targets = its points.
   if (n_own == 0)
     return;
-  Table<T> src(n_own + n_let, 3), tgt(n_own, 3);
+  const int nt = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  Table<T> src(n_own + n_let, 3, Uninitialized{}), tgt(n_own, 3, Uninitialized{});
   for (int a = 0; a < 3; ++a) {
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_own; ++i)
       src(i, a) = tgt(i, a) = static_cast<T>(pts[static_cast<std::size_t>(a * n_own + i)]);
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_let; ++i)
       src(n_own + i, a) = static_cast<T>(rbuf[static_cast<std::size_t>(3 * i + a)]);
   }
@@ -439,6 +462,17 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   o.progress = nullptr; // a callback that throws on one rank would leave the others waiting
   local = std::make_unique<DirectSum<T>>(o);
   local->set_points(src, tgt);
+  // With the local FMM on a GPU, the pseudo cells' weights are formed there too (the FMM's P2M
+  // kernel): on the CPU they cost as much as the local FMM at 10⁸ points over 2 GPUs.
+  if (local->backend() == Backend::cuda && !cells.empty()) {
+    std::vector<fmm::CellRange> cr(cells.size());
+    for (std::size_t k = 0; k < cells.size(); ++k) {
+      const PseudoCell &pc = cells[k];
+      cr[k] = {{pc.centre[0], pc.centre[1], pc.centre[2]}, pc.half, pc.begin, pc.end, pc.p};
+    }
+    gpu_cells = fmm::make_gpu_cell_multipoles(pts.data(), n_own, cr,
+                                              opt.devices.empty() ? 0 : opt.devices.front());
+  }
 }
 
 template <class T>
@@ -516,100 +550,129 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   const std::int64_t nrhs = w.cols(), n_own = im.n_own;
   auto t0 = std::chrono::steady_clock::now();
   const int nt = im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads();
+  const auto sz = [](std::int64_t v) { return static_cast<std::size_t>(v); };
   // Each rank's local work runs inside capture() and is agreed before the next exchange, so a
   // failure on one rank (memory, the local FMM) reaches every rank instead of leaving the others
-  // waiting in the exchange.
+  // waiting in the exchange. Every copy loop is parallel, into buffers kept between executes.
   // The weights follow the points.
-  std::vector<double> sbuf, rbuf, lbuf, lrecv, back;
-  Table<double> ws;
-  std::vector<std::vector<double>> W;
   Table<T> u, result;
   comm.agree(capture([&] {
-    sbuf.resize(static_cast<std::size_t>(im.n_in * nrhs));
+    im.sbuf.resize(sz(im.n_in * nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t k = 0; k < im.n_in; ++k)
       for (std::int64_t c = 0; c < nrhs; ++c)
-        sbuf[static_cast<std::size_t>(k * nrhs + c)] =
-            double(w(im.send_order[static_cast<std::size_t>(k)], c));
-    rbuf.resize(static_cast<std::size_t>(n_own * nrhs));
+        im.sbuf[sz(k * nrhs + c)] = double(w(im.send_order[sz(k)], c));
+    im.rbuf.resize(sz(n_own * nrhs));
   }));
-  comm.alltoallv(sbuf.data(), scaled(im.send_counts, nrhs), rbuf.data(),
+  comm.alltoallv(im.sbuf.data(), scaled(im.send_counts, nrhs), im.rbuf.data(),
                  scaled(im.recv_counts, nrhs));
   comm.agree(capture([&] {
-    ws = Table<double>(n_own, nrhs); // in key order
+    if (im.ws.rows() != n_own || im.ws.cols() != nrhs)
+      im.ws = Table<double>(n_own, nrhs, Uninitialized{}); // in key order
+    Table<double> &ws = im.ws;
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_own; ++i)
       for (std::int64_t c = 0; c < nrhs; ++c)
-        ws(i, c) = rbuf[static_cast<std::size_t>(
-            im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)];
+        ws(i, c) = im.rbuf[sz(im.sorted_to_recv[sz(i)] * nrhs + c)];
     im.stats.seconds_exchange = since(t0);
-    // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j (tensor products of three 1D ones).
+    // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j, S_p the tensor product of three
+    // 1D Chebyshev interpolants. For the order m = (m0, m1, m2) stored m2 fastest, per chunk of
+    // points j: W[(m1, m2), (c, m0)] += Σ_j A[(m1, m2), j] B[j, (c, m0)] with
+    // A = S(m1, y_j1) S(m2, y_j2) and B = w_jc S(m0, y_j0): one dgemm of 2 p³ flops per point
+    // and right-hand side (the same flops as a loop, at the BLAS's rate).
     t0 = std::chrono::steady_clock::now();
     for (const auto &pc : im.cells)
       (void)im.chebyshev(pc.p); // made before the parallel loop
-    W.resize(im.cells.size());
+    im.W.resize(im.cells.size());
     const auto ncells = static_cast<std::int64_t>(im.cells.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (std::int64_t k = 0; k < ncells; ++k) {
-      const auto &pc = im.cells[static_cast<std::size_t>(k)];
-      const auto &ch = *im.cheb[static_cast<std::size_t>(pc.p)];
-      const int p = pc.p;
-      const std::int64_t p3 = std::int64_t{p} * p * p;
-      auto &out = W[static_cast<std::size_t>(k)];
-      out.assign(static_cast<std::size_t>(p3 * nrhs), 0.0);
-      double s[3][fmm::max_chebyshev_order];
-      for (std::int64_t j = pc.begin; j < pc.end; ++j) {
-        for (int a = 0; a < 3; ++a)
-          ch.eval((im.pts[static_cast<std::size_t>(a * n_own + j)] - pc.centre[a]) / pc.half, s[a]);
-        for (std::int64_t c = 0; c < nrhs; ++c) {
-          const double wj = ws(j, c);
-          double *o = out.data() + c * p3;
-          for (int m0 = 0; m0 < p; ++m0) {
-            const double a0 = wj * s[0][m0];
-            for (int m1 = 0; m1 < p; ++m1) {
-              const double a1 = a0 * s[1][m1];
-              double *row = o + (m0 * p + m1) * p;
-              for (int m2 = 0; m2 < p; ++m2)
-                row[m2] += a1 * s[2][m2];
+    constexpr std::int64_t chunk = 128;
+    if (im.gpu_cells) {
+      im.gpu_cells->compute(ws.data(), nrhs, im.W);
+    } else {
+      bsm::BlasThreads one(1); // the cells are the parallel loop
+#pragma omp parallel num_threads(nt)
+      {
+        std::vector<double> A, B;
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t k = 0; k < ncells; ++k) {
+          const auto &pc = im.cells[sz(k)];
+          const auto &ch = *im.cheb[sz(pc.p)];
+          const int p = pc.p;
+          const std::int64_t p2 = std::int64_t{p} * p, pn = p * nrhs;
+          auto &out = im.W[sz(k)];
+          out.assign(sz(p2 * pn), 0.0); // column-major p² × (p · nrhs): c p³ + m0 p² + m1 p + m2
+          A.resize(sz(p2 * chunk));
+          B.resize(sz(chunk * pn));
+          double s[3][fmm::max_chebyshev_order];
+          for (std::int64_t j0 = pc.begin; j0 < pc.end; j0 += chunk) {
+            const std::int64_t kc = std::min(chunk, pc.end - j0);
+            for (std::int64_t l = 0; l < kc; ++l) {
+              const std::int64_t j = j0 + l;
+              for (int a = 0; a < 3; ++a)
+                ch.eval((im.pts[sz(a * n_own + j)] - pc.centre[a]) / pc.half, s[a]);
+              double *col = A.data() + l * p2;
+              for (int m1 = 0; m1 < p; ++m1)
+                for (int m2 = 0; m2 < p; ++m2)
+                  col[m1 * p + m2] = s[1][m1] * s[2][m2];
+              for (std::int64_t c = 0; c < nrhs; ++c)
+                for (int m0 = 0; m0 < p; ++m0)
+                  B[sz(l + kc * (c * p + m0))] = ws(j, c) * s[0][m0];
             }
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p2),
+                        static_cast<int>(pn), static_cast<int>(kc), 1.0, A.data(),
+                        static_cast<int>(p2), B.data(), static_cast<int>(kc), 1.0, out.data(),
+                        static_cast<int>(p2));
           }
         }
       }
     }
     im.stats.seconds_multipoles = since(t0);
-    // The essential trees' weights.
+    // The essential trees' weights, each item at its offset (set by build_let).
     t0 = std::chrono::steady_clock::now();
-    lbuf.reserve(static_cast<std::size_t>(
-        nrhs * std::accumulate(im.let_send.begin(), im.let_send.end(), std::int64_t{0})));
-    for (int r = 0; r < P; ++r)
-      for (const auto &it : im.items[static_cast<std::size_t>(r)]) {
+    im.lbuf.resize(
+        sz(nrhs * std::accumulate(im.let_send.begin(), im.let_send.end(), std::int64_t{0})));
+    for (int r = 0; r < P; ++r) {
+      const auto &its = im.items[sz(r)];
+      const auto nits = static_cast<std::int64_t>(its.size());
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
+      for (std::int64_t k = 0; k < nits; ++k) {
+        const auto &it = its[sz(k)];
+        double *dst = im.lbuf.data() + it.offset * nrhs;
         if (it.cell < 0) {
           for (std::int64_t j = it.begin; j < it.end; ++j)
             for (std::int64_t c = 0; c < nrhs; ++c)
-              lbuf.push_back(ws(j, c));
+              *dst++ = ws(j, c);
           continue;
         }
-        const auto &out = W[static_cast<std::size_t>(it.cell)];
-        const int p = im.cells[static_cast<std::size_t>(it.cell)].p;
+        const auto &out = im.W[sz(it.cell)];
+        const int p = im.cells[sz(it.cell)].p;
         const std::int64_t p3 = std::int64_t{p} * p * p;
         for (std::int64_t m = 0; m < p3; ++m)
           for (std::int64_t c = 0; c < nrhs; ++c)
-            lbuf.push_back(out[static_cast<std::size_t>(c * p3 + m)]);
+            *dst++ = out[sz(c * p3 + m)];
       }
-    lrecv.resize(static_cast<std::size_t>(im.n_let * nrhs));
+    }
+    im.lrecv.resize(sz(im.n_let * nrhs));
   }));
-  comm.alltoallv(lbuf.data(), scaled(im.let_send, nrhs), lrecv.data(), scaled(im.let_recv, nrhs));
+  comm.alltoallv(im.lbuf.data(), scaled(im.let_send, nrhs), im.lrecv.data(),
+                 scaled(im.let_recv, nrhs));
   im.stats.seconds_exchange += since(t0);
   // The local FMM.
   t0 = std::chrono::steady_clock::now();
   comm.agree(capture([&] {
     if (n_own > 0) {
-      Table<T> lw(n_own + im.n_let, nrhs);
+      const std::int64_t ns = n_own + im.n_let;
+      if (im.lw.rows() != ns || im.lw.cols() != nrhs)
+        im.lw = Table<T>(ns, nrhs, Uninitialized{});
+      Table<T> &lw = im.lw;
+      const Table<double> &ws = im.ws;
       for (std::int64_t c = 0; c < nrhs; ++c) {
+#pragma omp parallel for schedule(static) num_threads(nt)
         for (std::int64_t i = 0; i < n_own; ++i)
           lw(i, c) = static_cast<T>(ws(i, c));
+#pragma omp parallel for schedule(static) num_threads(nt)
         for (std::int64_t i = 0; i < im.n_let; ++i)
-          lw(n_own + i, c) = static_cast<T>(lrecv[static_cast<std::size_t>(i * nrhs + c)]);
+          lw(n_own + i, c) = static_cast<T>(im.lrecv[sz(i * nrhs + c)]);
       }
       u = im.local->execute(lw);
       im.stats.local = im.local->stats();
@@ -617,21 +680,20 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
     im.stats.seconds_local = since(t0);
     // The sums back to the caller's ranks and rows (without the self term).
     t0 = std::chrono::steady_clock::now();
-    back.resize(static_cast<std::size_t>(n_own * nrhs));
+    im.back.resize(sz(n_own * nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_own; ++i)
       for (std::int64_t c = 0; c < nrhs; ++c)
-        back[static_cast<std::size_t>(im.sorted_to_recv[static_cast<std::size_t>(i)] * nrhs + c)] =
-            double(u(i, c)) - im.self_term * ws(i, c);
-    result = Table<T>(im.n_in, nrhs);
+        im.back[sz(im.sorted_to_recv[sz(i)] * nrhs + c)] =
+            double(u(i, c)) - im.self_term * im.ws(i, c);
+    result = Table<T>(im.n_in, nrhs, Uninitialized{}); // every row is written below
   }));
-  comm.alltoallv(back.data(), scaled(im.recv_counts, nrhs), sbuf.data(),
+  comm.alltoallv(im.back.data(), scaled(im.recv_counts, nrhs), im.sbuf.data(),
                  scaled(im.send_counts, nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (std::int64_t k = 0; k < im.n_in; ++k)
     for (std::int64_t c = 0; c < nrhs; ++c)
-      result(im.send_order[static_cast<std::size_t>(k)], c) =
-          static_cast<T>(sbuf[static_cast<std::size_t>(k * nrhs + c)]);
+      result(im.send_order[sz(k)], c) = static_cast<T>(im.sbuf[sz(k * nrhs + c)]);
   im.stats.seconds_exchange += since(t0);
   im.executed = true;
   return result;

@@ -9,6 +9,7 @@
 #include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
 
+#include <ksum/device.hpp>
 #include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 
@@ -61,9 +62,12 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 // holds more points than that).
 // With `rebalance`: rebalance() before any execute does nothing (0); after the executes it
 // repartitions by the measured cost (an imbalance ≥ 1, the points all still owned by some rank)
-// and the next execute meets the same bound.
+// and the next execute meets the same bound. `backend` runs the FMMs (one process's and the
+// distributed one, whose pseudo-particle weights are then formed on the GPU too); the reference
+// is the CPU's direct sum.
 void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, double eps, double tol,
-                 bool clustered, bool expect_pseudo, bool rebalance = false) {
+                 bool clustered, bool expect_pseudo, bool rebalance = false,
+                 Backend backend = Backend::cpu) {
   const int P = comm.size(), rank = comm.rank();
   const std::int64_t N = 8000;
   Table<double> x(N, 3), w(N, 2);
@@ -88,6 +92,7 @@ void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, doub
   const Table<double> want = ref.execute(w);
   o.method = Method::fmm;
   o.tolerance = tol;
+  o.backend = backend;
   DirectSum<double> one(o);
   one.set_points(x);
   const Table<double> alone = one.execute(w);
@@ -300,6 +305,13 @@ int main() {
     }
     compare_fmm(comm, "fmm laplace, uniform, 1e-6", Kernel::laplace, 1, 1e-6, false, false);
     compare_fmm(comm, "fmm laplace, clustered, 1e-4", Kernel::laplace, 1, 1e-4, true, true, true);
+    // Where a GPU is visible (the device check): the local FMMs and the pseudo-particle weights
+    // on it (ranks sharing one GPU, or one each), with a rebalance that rebuilds them.
+    if (!gpus().empty())
+      compare_fmm(comm, "fmm laplace, clustered, 1e-4, GPU", Kernel::laplace, 1, 1e-4, true, true,
+                  true, Backend::cuda);
+    else if (rank == 0)
+      std::printf("fmm on the GPU: skipped (no GPU visible)\n");
     compare_fmm(comm, "fmm gaussian eps 3, uniform, 1e-6", Kernel::gaussian, 3, 1e-6, false, false);
     // A compactly supported kernel (support 1/3): cells beyond it from a rank's domain stay home.
     compare_fmm(comm, "fmm wendland4 eps 3, uniform, 1e-6", Kernel::wendland4, 3, 1e-6, false,

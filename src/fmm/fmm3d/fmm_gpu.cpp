@@ -2,6 +2,7 @@
 // stream; M2L per level and symmetry class as gather → cuBLAS GEMM → scatter, in column chunks that
 // fit the GPU's free memory.
 #include "fmm/fmm3d/fmm_gpu.hpp"
+#include "fmm/fmm3d/chebyshev.hpp"
 #include "fmm/fmm3d/fmm_launch.hpp"
 #include "fmm/fmm3d/octree.hpp"
 #include "runtime/cuda_array.hpp"
@@ -379,6 +380,120 @@ std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int dev
   if (single)
     return std::make_unique<FmmGpuImpl<float>>(setup, device);
   return std::make_unique<FmmGpuImpl<double>>(setup, device);
+}
+
+namespace {
+
+class CellMultipolesImpl final : public GpuCellMultipoles {
+public:
+  CellMultipolesImpl(const double *pts, std::int64_t n, const std::vector<CellRange> &cells,
+                     int device)
+      : dev_(device), n_(n), ncells_(static_cast<std::int64_t>(cells.size())) {
+    cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
+    pts_.reserve(std::max<std::int64_t>(3 * n, 1), dev_);
+    pts_.upload(pts, 3 * n);
+    // One group per order; each cell cut into chunks of at most `chunk` points (boxes of the P2M
+    // kernel, which gives a box one thread block).
+    constexpr std::int64_t chunk = 8192;
+    for (std::int64_t c = 0; c < ncells_; ++c) {
+      const CellRange &cr = cells[static_cast<std::size_t>(c)];
+      if (cr.p < 2 || cr.p > 16)
+        throw Error(ErrorCode::unsupported,
+                    fmt::format("the GPU multipoles handle orders 2 to 16, not {}", cr.p));
+      auto it =
+          std::find_if(groups_.begin(), groups_.end(), [&](const auto &g) { return g->p == cr.p; });
+      if (it == groups_.end()) {
+        groups_.push_back(std::make_unique<Group>());
+        it = groups_.end() - 1;
+        (*it)->p = cr.p;
+      }
+      for (std::int64_t b = cr.begin; b < cr.end; b += chunk) {
+        detail::GpuBox<double> box{};
+        for (int a = 0; a < 3; ++a)
+          box.centre[a] = cr.centre[a];
+        box.half = cr.half;
+        box.sb = b;
+        box.se = std::min(cr.end, b + chunk);
+        (*it)->host_boxes.push_back(box);
+        (*it)->chunk_cell.push_back(c);
+      }
+    }
+    for (auto &gp : groups_) {
+      Group &g = *gp;
+      const Chebyshev ch(g.p);
+      g.tn.upload(ch.tn.data(), std::ssize(ch.tn));
+      const auto nb = std::ssize(g.host_boxes);
+      g.boxes.upload(g.host_boxes.data(), nb);
+      std::vector<std::int32_t> ids(static_cast<std::size_t>(nb));
+      for (std::int64_t k = 0; k < nb; ++k)
+        ids[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(k);
+      g.ids.upload(ids.data(), nb);
+    }
+  }
+
+  void compute(const double *w, std::int64_t nrhs, std::vector<std::vector<double>> &out) override {
+    cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
+    w_.upload(w, std::max<std::int64_t>(n_ * nrhs, 0));
+    out.resize(static_cast<std::size_t>(ncells_));
+    std::vector<char> fresh(static_cast<std::size_t>(ncells_), 1);
+    std::vector<double> host;
+    for (auto &gp : groups_) {
+      Group &g = *gp;
+      const std::int64_t P = std::int64_t{g.p} * g.p * g.p, nb = std::ssize(g.host_boxes);
+      detail::GpuTree<double> t;
+      t.boxes = g.boxes.ptr;
+      t.src = pts_.ptr;
+      t.n = t.m = n_;
+      t.p = g.p;
+      t.P = static_cast<int>(P);
+      t.nrhs = static_cast<int>(nrhs);
+      t.tn = g.tn.ptr;
+      mult_.reserve(std::max<std::int64_t>(nb * nrhs * P, 1), dev_);
+      detail::launch_p2m<double>(t, g.ids.ptr, nb, w_.ptr, mult_.ptr, nullptr);
+      host.resize(static_cast<std::size_t>(nb * nrhs * P));
+      mult_.download(host.data(), nb * nrhs * P); // synchronises with the default stream
+      // The chunks' partial sums into their cells, in chunk order.
+      for (std::int64_t k = 0; k < nb; ++k) {
+        auto &o = out[static_cast<std::size_t>(g.chunk_cell[static_cast<std::size_t>(k)])];
+        const double *part = host.data() + k * nrhs * P;
+        char &f = fresh[static_cast<std::size_t>(g.chunk_cell[static_cast<std::size_t>(k)])];
+        if (f) {
+          o.assign(part, part + nrhs * P);
+          f = 0;
+        } else
+          for (std::int64_t q = 0; q < nrhs * P; ++q)
+            o[static_cast<std::size_t>(q)] += part[q];
+      }
+    }
+  }
+
+private:
+  struct Group {
+    int p = 0;
+    std::vector<detail::GpuBox<double>> host_boxes;
+    std::vector<std::int64_t> chunk_cell;
+    DeviceArray<detail::GpuBox<double>> boxes;
+    DeviceArray<std::int32_t> ids;
+    DeviceArray<double> tn;
+  };
+  int dev_;
+  std::int64_t n_, ncells_;
+  DeviceArray<double> pts_, w_, mult_;
+  std::vector<std::unique_ptr<Group>> groups_;
+};
+
+} // namespace
+
+std::unique_ptr<GpuCellMultipoles> make_gpu_cell_multipoles(const double *pts, std::int64_t n,
+                                                            const std::vector<CellRange> &cells,
+                                                            int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw Error(ErrorCode::unsupported, "no GPU is visible: the multipoles are formed on the CPU");
+  if (device < 0 || device >= count)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("GPU {} does not exist ({} visible)", device, count));
+  return std::make_unique<CellMultipolesImpl>(pts, n, cells, device);
 }
 
 void gpu_radix_sort(std::vector<std::uint64_t> &keys, std::vector<std::int64_t> &order,

@@ -39,6 +39,28 @@ public:
   virtual void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) = 0;
 };
 
+// The multipole weights of point ranges, on the GPU (the distributed FMM's pseudo-particle
+// cells): for cell c (points [begin, end) of pts, its centre, half side and order p),
+// out[c][r p³ + q] = Σ_j S_p(x̄_q, y_j) w(j, r), in double, by the FMM's P2M kernel. The points
+// stay on the GPU between calls; a cell is summed in chunks whose partial sums the host adds in
+// order, so the results do not depend on the GPU's scheduling.
+struct CellRange {
+  double centre[3], half;
+  std::int64_t begin, end;
+  int p;
+};
+class GpuCellMultipoles {
+public:
+  virtual ~GpuCellMultipoles() = default;
+  // w: n × nrhs, column-major (w[r n + j]).
+  virtual void compute(const double *w, std::int64_t nrhs,
+                       std::vector<std::vector<double>> &out) = 0;
+};
+// pts: n × 3, column-major. Throws as make_fmm_gpu does.
+std::unique_ptr<GpuCellMultipoles> make_gpu_cell_multipoles(const double *pts, std::int64_t n,
+                                                            const std::vector<CellRange> &cells,
+                                                            int device);
+
 // single: float arithmetic on the GPU. device: the CUDA device. Throws Error(unsupported) in a
 // build without CUDA or when no GPU is visible, Error(device) when the GPU runs out of memory.
 std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device);

@@ -12,6 +12,12 @@ std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &, bool, int) {
               "this ksum was built without CUDA: the FMM runs on the CPU (backend cpu)");
 }
 
+std::unique_ptr<GpuCellMultipoles> make_gpu_cell_multipoles(const double *, std::int64_t,
+                                                            const std::vector<CellRange> &, int) {
+  throw Error(ErrorCode::unsupported,
+              "this ksum was built without CUDA: the multipole weights are formed on the CPU");
+}
+
 void gpu_radix_sort(std::vector<std::uint64_t> &, std::vector<std::int64_t> &, int) {
   throw Error(ErrorCode::unsupported,
               "this ksum was built without CUDA: the octree is sorted on the CPU");
