@@ -9,6 +9,7 @@
 //                                 [--precision f64|f32] [--reps 3] [--json FILE]
 //                                 [--gpus-per-rank 1] [--rbf-n N] [--rbf-n-per-rank N_r]
 //                                 [--rbf-solver krylov|fgp] [--rbf-tol 1e-8]
+//                                 [--rbf-matvec direct|fmm]
 //                                 [--fmm-n N] [--fmm-n-per-rank N_r] [--fmm-tol 1e-6]
 //                                 [--fmm-points uniform|plummer] [--fmm-rebalance]
 // On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
@@ -54,6 +55,7 @@ struct Args {
   bool fmm_rebalance = false;
   std::string rbf_solver = "krylov";
   double rbf_tol = 1e-8;
+  std::string rbf_matvec = "direct"; // the fit's products: direct (the ring) or fmm
 };
 
 std::vector<int> rank_devices(const ksum::Communicator &comm, const Args &a) {
@@ -242,6 +244,7 @@ nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char
   o.eps = 0.5 * std::cbrt(static_cast<double>(total));
   o.solver = ksum::parse_global_solver(a.rbf_solver);
   o.tolerance = a.rbf_tol;
+  o.matvec_method = ksum::parse_method(a.rbf_matvec); // fmm: its tolerance coupled, tol / 10
   o.max_iterations = 1000;
   o.backend = ksum::parse_backend(a.backend);
   ksum::GlobalRbfInterpolant rbf(o);
@@ -255,8 +258,9 @@ nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char
                solve = comm.allreduce_max(st.seconds_solve);
   if (r == 0)
     fmt::print("| rbf {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} | {:.4g} | {:.3g} |\n", kind, P,
-               total, total / P, ksum::to_string(st.solver), setup, solve, st.iterations,
-               solve / std::max(1, st.matvecs), st.residual_rel);
+               total, total / P,
+               fmt::format("{} ({} products)", ksum::to_string(st.solver), a.rbf_matvec), setup,
+               solve, st.iterations, solve / std::max(1, st.matvecs), st.residual_rel);
   return {{"kind", std::string("rbf-") + kind},
           {"ranks", P},
           {"n", total},
@@ -264,6 +268,7 @@ nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char
           {"solver", std::string(ksum::to_string(st.solver))},
           {"eps", o.eps},
           {"tolerance", a.rbf_tol},
+          {"matvec", a.rbf_matvec},
           {"iterations", st.iterations},
           {"matvecs", st.matvecs},
           {"seconds_setup", setup},
@@ -370,6 +375,8 @@ int main(int argc, char **argv) {
         a.rbf_solver = value();
       else if (k == "--rbf-tol")
         a.rbf_tol = std::stod(value());
+      else if (k == "--rbf-matvec")
+        a.rbf_matvec = value();
       else if (k == "--gpus-per-rank") {
         a.gpus_per_rank = std::stoi(value());
         if (a.gpus_per_rank < 1)

@@ -60,7 +60,8 @@
 #          efficiency tables; KSUM_DISTRIBUTED_CASES=sum,fmm,rbf picks cases (fmmlb, not in the
 #          default: the FMM on 1e6 Plummer points before and after DistributedSum::rebalance;
 #          fmmgpu, not in the default: the FMM on 1 GPU and one rank per GPU at KSUM_FMM_GPU_N,
-#          default 1e7 and 1e8, with the slowest rank's parts);
+#          default 1e7 and 1e8, with the slowest rank's parts; rbffmm, not in the default: GMRES
+#          with distributed FMM products, 1e6 per GPU and 2e4 per CPU rank);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -667,6 +668,25 @@ if want distributed; then
         --reps 2 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 ||
         { echo "mpirun -n $ngpu (fmm gpu, N = $n) failed" >> "$OUT/distributed/fmm_gpu.md"; rc=1; }
     fi
+  done
+  fi
+  if [[ ,$cases, == *,rbffmm,* ]]; then
+  # The global RBF fit (GMRES to 1e-8, multiquadric) with distributed FMM products: one GPU at
+  # N = 1e6, then one rank per GPU at 1e6 per rank; CPU ranks of one thread at 2e4 per rank.
+  CUDA_VISIBLE_DEVICES=0 timeout 240 $build/bench/distributed_bench --backend gpu --n 0 \
+    --n-per-rank 0 --rbf-n-per-rank 1000000 --rbf-matvec fmm --json "$dj" \
+    >> "$OUT/distributed/rbf_fmm_gpu.md" 2>&1 || { echo "1 rank (rbf fmm gpu) failed" >> "$OUT/distributed/rbf_fmm_gpu.md"; rc=1; }
+  if [ "${ngpu:-0}" -ge 2 ]; then
+    OMP_NUM_THREADS=$(( jobs / ngpu )) timeout 300 mpirun -n $ngpu --oversubscribe --bind-to none \
+      $build/bench/distributed_bench --backend gpu --n 0 --n-per-rank 0 --rbf-n-per-rank 1000000 \
+      --rbf-matvec fmm --json "$dj" >> "$OUT/distributed/rbf_fmm_gpu.md" 2>&1 ||
+      { echo "mpirun -n $ngpu (rbf fmm gpu) failed" >> "$OUT/distributed/rbf_fmm_gpu.md"; rc=1; }
+  fi
+  for P in 1 2 4 8 16; do
+    OMP_NUM_THREADS=1 timeout 150 mpirun -n $P --oversubscribe --bind-to core \
+      $build/bench/distributed_bench --n 0 --n-per-rank 0 --rbf-n-per-rank 20000 --rbf-matvec fmm \
+      --json "$dj" >> "$OUT/distributed/rbf_fmm_cpu.md" 2>&1 ||
+      { echo "mpirun -n $P (rbf fmm) failed" >> "$OUT/distributed/rbf_fmm_cpu.md"; rc=1; }
   done
   fi
   if [[ ,$cases, == *,fmmlb,* ]]; then
