@@ -165,27 +165,6 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   }
   comm.allreduce_sum(e, 2);
   const double rel = e[1] > 0 ? std::sqrt(e[0] / e[1]) : 0.0;
-  // One rank: also the single-process FMM (DirectSum, no partition or exchange), the baseline the
-  // ranks are to be compared with; best of reps after a first execute.
-  double single_setup = 0, single_best = 0;
-  if (P == 1) {
-    ksum::DirectSum<double> one(o);
-    t0 = now();
-    one.set_points(x);
-    single_setup = secs(t0);
-    (void)one.execute(w);
-    single_best = 1e300;
-    for (int k = 0; k < a.reps; ++k) {
-      t0 = now();
-      (void)one.execute(w);
-      single_best = std::min(single_best, secs(t0));
-    }
-  }
-  if (r == 0 && P == 1)
-    fmt::print(
-        "| fmm {} {}, one process (DirectSum) | 1 | {} | {} | {:.4g} | {:.4g} | {:.3g} | 0 | 0 "
-        "| | | | |\n",
-        a.fmm_points, kind, total, total, single_setup, single_best, double(total) / single_best);
   if (r == 0)
     fmt::print("| fmm {} {} | {} | {} | {} | {:.4g} | {:.4g} | {:.3g} | {:.0f} | {:.0f} | {:.2g} | "
                "{:.2f} | {} | {:.3g} / {:.3g} / {:.3g} ({:.3g} / {:.3g} / {:.3g} / {:.3g}) |\n",
@@ -210,8 +189,6 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
       {"sampled_error", rel},
       {"seconds_exchange", exchange},
       {"seconds_compute", compute},
-      {"single_process_seconds_setup", single_setup},
-      {"single_process_seconds", single_best},
       {"seconds_multipoles", parts[1]},
       {"seconds_local", parts[2]},
       {"seconds_local_upward", parts[3]},

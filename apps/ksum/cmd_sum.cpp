@@ -19,7 +19,7 @@ struct SumArgs {
   std::string backend = "auto", precision = "f64", method = "direct";
   double eps = 1.0, tol = 1e-6;
   int fmm_order = 0;
-  bool gradient = false, force = false;
+  bool gradient = false, force = false, force_method = false;
   int threads = 0;
   std::vector<int> devices;
   std::int64_t device_memory = 0;
@@ -243,6 +243,7 @@ template <class T> void run_sum(const SumArgs &a) {
   opt.method = parse_method(a.method);
   opt.tolerance = a.tol;
   opt.fmm_order = a.fmm_order;
+  opt.force_method = a.force_method;
   ProgressLine progress("ksum sum");
   opt.progress = progress.callback();
 
@@ -264,6 +265,8 @@ template <class T> void run_sum(const SumArgs &a) {
   const double pairs = static_cast<double>(plan.num_targets()) *
                        static_cast<double>(plan.num_sources() - (a.targets.empty() ? 1 : 0));
   const auto &st = plan.stats();
+  if (!st.note.empty())
+    note("ksum sum: " + st.note);
   std::string how = "direct";
   if (st.method == Method::fmm)
     how = fmt::format("fmm tol={} order={} depth={} boxes={}, setup {:.3f} s", a.tol, st.fmm_order,
@@ -322,6 +325,9 @@ void register_sum(CLI::App &app) {
                   "where a cost model timed on this machine predicts it faster; never fgt)")
       ->check(CLI::IsMember({"direct", "fmm", "fgt", "auto"}))
       ->capture_default_str();
+  cmd->add_flag("--force-method", a.force_method,
+                "fgt: run the fast Gauss transform even where its cost model predicts the direct "
+                "sum cheaper (without it such a run hands over to the direct sum and says so)");
   cmd->add_option("--tol", a.tol,
                   "fmm: relative error wanted (3D f64: 1e-11 .. 0.1; 2D f64: 1e-13 .. 0.1; f32: "
                   "1e-6 .. 0.1). fgt: absolute error per target relative to sum_j |w_j|, "

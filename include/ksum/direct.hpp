@@ -48,6 +48,9 @@ struct SumStats {
   // blocks of 16 target boxes per task and the upward pass's boxes per task, both at the deepest
   // level.
   std::int64_t fmm_near_chunk = 0, fmm_m2l_chunk = 0, fmm_pass_chunk = 0;
+  // Why the plan runs another method than the options asked for (empty: it runs that method):
+  // method fgt where the Gauss transform's cost model predicts the direct sum cheaper.
+  std::string note{};
 };
 
 struct DirectOptions {
@@ -69,6 +72,10 @@ struct DirectOptions {
   // for every target and right-hand side (the fast Gauss transform's guarantee; 1e-12 … 0.5 in
   // double precision, 1e-6 … 0.5 in float).
   double tolerance = 1e-6;
+  // method fgt: where the Gauss transform's cost model (its plan's real boxes against the direct
+  // sum on this backend) predicts the direct sum cheaper, the plan runs the direct sum instead and
+  // says so in stats().note; true runs the FGT regardless.
+  bool force_method = false;
   int fmm_order = 0;              // FMM: Chebyshev order p (2 … 16); 0: from the tolerance
   std::int64_t fmm_leaf_size = 0; // FMM: most points of either kind per leaf box; 0: from p
   // CPU direct sum: targets per task (a block of targets against all sources, one OpenMP dynamic

@@ -54,6 +54,9 @@ class DirectSum:
         model predicts it faster (3D).
     tol : float
         FMM: relative l2 error of u; fgt: absolute error relative to sum |w|.
+    force_method : bool
+        fgt: run the fast Gauss transform even where its cost model predicts the direct sum
+        cheaper; otherwise such a plan runs the direct sum and ``stats['note']`` says why.
     threads : int
         CPU threads (0: OpenMP's default).
 
@@ -80,7 +83,8 @@ class DirectSum:
     def __init__(self, kernel: str = "laplace", eps: float = 1.0, *, backend: str = "auto",
                  precision: str = "auto", method: str | None = None, tol: float = 1e-6,
                  threads: int = 0, devices: list[int] | None = None, fmm_order: int = 0,
-                 leaf_size: int = 0, device_memory_limit: int = 0) -> None:
+                 leaf_size: int = 0, device_memory_limit: int = 0,
+                 force_method: bool = False) -> None:
         self.kernel = str(kernel)
         self.eps = float(eps)
         self.backend = str(backend)
@@ -90,6 +94,7 @@ class DirectSum:
         self.threads = int(threads)
         self.devices = list(devices or [])
         self._extra = (int(fmm_order), int(leaf_size), int(device_memory_limit))
+        self.force_method = bool(force_method)
         self._lock = threading.Lock()
         self._plan = None
         self._points = None
@@ -99,7 +104,7 @@ class DirectSum:
     def _make(self, dtype):
         cls = _ksum.DirectSumF32 if dtype == np.float32 else _ksum.DirectSumF64
         return cls(self.kernel, self.eps, False, self.backend, self.method, self.tol,
-                   self.threads, self.devices, *self._extra)
+                   self.threads, self.devices, *self._extra, force_method=self.force_method)
 
     def set_points(self, sources: ArrayLike, targets: ArrayLike | None = None) -> "DirectSum":
         """Sets the sources (n, d) and the targets (m, d); without targets the targets are the
@@ -128,7 +133,8 @@ class DirectSum:
                           "place)", A.CopyWarning, stacklevel=3)
             host = DirectSum(self.kernel, self.eps, backend=self.backend,
                              precision=self.precision, method=self.method, tol=self.tol,
-                             threads=self.threads, devices=self.devices)
+                             threads=self.threads, devices=self.devices,
+                             force_method=self.force_method)
             host.set_points(A.to_host(sources), None if targets is None else A.to_host(targets))
             self._points = ("device-staged", host)
             return

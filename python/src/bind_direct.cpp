@@ -34,6 +34,7 @@ nb::dict stats_dict(const SumStats &s) {
   d["seconds_m2l"] = s.seconds_m2l;
   d["seconds_downward"] = s.seconds_downward;
   d["seconds_near"] = s.seconds_near;
+  d["note"] = s.note;
   return d;
 }
 
@@ -46,7 +47,7 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
        [](Plan *self, const std::string &kernel, double eps, bool gradient,
           const std::string &backend, const std::string &method, double tolerance, int threads,
           std::vector<int> devices, int fmm_order, std::int64_t fmm_leaf_size,
-          std::int64_t device_memory_limit) {
+          std::int64_t device_memory_limit, bool force_method) {
          DirectOptions o;
          o.kernel = parse_kernel(kernel);
          o.eps = eps;
@@ -59,11 +60,13 @@ template <class T> void bind_plan(nb::module_ &m, const char *name) {
          o.fmm_order = fmm_order;
          o.fmm_leaf_size = fmm_leaf_size;
          o.device_memory_limit = device_memory_limit;
+         o.force_method = force_method;
          new (self) Plan(std::move(o));
        },
        nb::arg("kernel"), nb::arg("eps"), nb::arg("gradient"), nb::arg("backend"),
        nb::arg("method"), nb::arg("tolerance"), nb::arg("threads"), nb::arg("devices"),
-       nb::arg("fmm_order"), nb::arg("fmm_leaf_size"), nb::arg("device_memory_limit"))
+       nb::arg("fmm_order"), nb::arg("fmm_leaf_size"), nb::arg("device_memory_limit"),
+       nb::arg("force_method") = false)
       .def(
           "execute",
           [](Plan &p, HostMatrix<T> weights, std::optional<bool> gradient) {

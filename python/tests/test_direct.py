@@ -217,3 +217,20 @@ def test_lfmm3d_rejects_what_it_cannot_do(rng):
         ksum.lfmm3d(eps=1e-6, sources=src.T, charges=np.ones(100))
     with pytest.raises(ValueError, match="100 sources"):
         ksum.lfmm3d(eps=1e-6, sources=src, charges=np.ones(99))
+
+
+def test_fgt_hands_over_to_the_direct_sum_where_it_is_predicted_cheaper():
+    """method='fgt' on 1,500 3D points at h = 0.1: the cost model predicts the direct sum
+    cheaper, so it runs (same sums as method 'direct') and stats['note'] says why;
+    force_method=True keeps the FGT, to its tolerance."""
+    x = np.random.default_rng(5).random((1500, 3))
+    w = np.random.default_rng(6).uniform(-1, 1, 1500)
+    exact = ksum.DirectSum("gaussian", 10.0, backend="cpu").set_points(x)(w)
+    plan = ksum.DirectSum("gaussian", 10.0, backend="cpu", method="fgt", tol=1e-6).set_points(x)
+    assert plan.stats["method"] == "direct"
+    assert "predicts the direct sum cheaper" in plan.stats["note"]
+    np.testing.assert_allclose(plan(w), exact, rtol=0, atol=1e-13 * np.abs(w).sum())
+    forced = ksum.DirectSum("gaussian", 10.0, backend="cpu", method="fgt", tol=1e-6,
+                            force_method=True).set_points(x)
+    assert forced.stats["method"] == "fgt" and forced.stats["note"] == ""
+    assert np.max(np.abs(forced(w) - exact)) <= 1e-6 * np.abs(w).sum()

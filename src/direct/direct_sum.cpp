@@ -169,13 +169,26 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     return g;
   }
 
-  void set_fgt(const Table<T> &sources, const Table<T> *targets,
-               std::chrono::steady_clock::time_point t_setup) {
+  // The FGT plan, or (returning false, with `note` set) nothing when its cost model predicts the
+  // direct sum cheaper and force_method is off.
+  bool set_fgt(const Table<T> &sources, const Table<T> *targets,
+               std::chrono::steady_clock::time_point t_setup, std::string &note) {
     auto g = std::make_unique<GaussTransform<T>>(gauss_options(opt));
     if (targets)
       g->set_points(sources, *targets);
     else
       g->set_points(sources);
+    {
+      const auto &gs = g->stats();
+      if (!opt.force_method && gs.predicted_fgt > gs.predicted_direct) {
+        note = fmt::format("method fgt: at h = {:.3g}, tol {:.1e} and these points the fast Gauss "
+                           "transform's cost model predicts the direct sum cheaper ({:.3g} "
+                           "against {:.3g}, in the model's units), so the direct sum ran "
+                           "(force_method / --force-method runs the FGT)",
+                           1 / opt.eps, opt.tolerance, gs.predicted_fgt, gs.predicted_direct);
+        return false;
+      }
+    }
     self = targets == nullptr;
     n = sources.rows();
     d = sources.cols();
@@ -192,6 +205,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                      .tree_boxes = gs.boxes,
                      .estimated_error = gs.error_bound,
                      .seconds_setup = seconds_since(t_setup)};
+    return true;
   }
 
   // Validates and prepares everything in locals and commits only when nothing has thrown, so a
@@ -208,10 +222,10 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     check_finite(sources, "sources");
     if (targets)
       check_finite(*targets, "targets");
-    if (opt.method == Method::fgt) {
-      set_fgt(sources, targets, std::chrono::steady_clock::now());
+    std::string note; // a handover from the method asked for
+    if (opt.method == Method::fgt &&
+        set_fgt(sources, targets, std::chrono::steady_clock::now(), note))
       return;
-    }
     const std::int64_t dim = sources.cols();
     Backend chosen = opt.backend;
     if (chosen == Backend::automatic)
@@ -223,7 +237,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                               detail::gpu_max_dim, dim));
     const auto t_setup = std::chrono::steady_clock::now();
     const std::int64_t nt = targets ? targets->rows() : sources.rows();
-    Method method = opt.method;
+    Method method = opt.method == Method::fgt ? Method::direct : opt.method;
     if (method == Method::automatic)
       method = (dim == 3 && !opt.gradient &&
                 detail::fmm_predicted_faster(opt, chosen, sizeof(T) == 4, sources.rows(), nt))
@@ -318,6 +332,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       }
     }
     stats = SumStats{.method = Method::direct, .seconds_setup = seconds_since(t_setup)};
+    stats.note = std::move(note);
   }
 };
 

@@ -3,11 +3,11 @@
 #include "direct/distributed_fmm.hpp"
 
 #include "fmm/fmm3d/bbfmm.hpp"
+#include "fmm/fmm3d/cell_multipoles.hpp"
 #include "fmm/fmm3d/chebyshev.hpp"
 #include "fmm/fmm3d/fmm_gpu.hpp"
 #include "fmm/fmm3d/octree.hpp"
 #include "kernels/kernel_defs.hpp"
-#include "linalg/bsm/cpu_ops.hpp" // cblas_dgemm and BlasThreads
 
 #include <ksum/error.hpp>
 #include <ksum/kernels.hpp>
@@ -96,6 +96,7 @@ template <class T> struct DistributedFmm<T>::Impl {
   std::vector<std::vector<double>> W;
   // The pseudo cells' weights on the GPU when the local FMM runs there (null: on the CPU).
   std::unique_ptr<fmm::GpuCellMultipoles> gpu_cells;
+  std::vector<fmm::CellRange> cell_ranges; // the pseudo cells as the multipole routines take them
   bool executed = false; // an execute since the last partition (its times are the costs)
   double self_term = 0;  // K(0) of a non-singular kernel, taken off each point's own term
 
@@ -468,14 +469,20 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   local->set_points(src, tgt);
   // With the local FMM on a GPU, the pseudo cells' weights are formed there too (the FMM's P2M
   // kernel): on the CPU they cost as much as the local FMM at 10⁸ points over 2 GPUs.
+  cell_ranges.resize(cells.size());
+  for (std::size_t k = 0; k < cells.size(); ++k) {
+    const PseudoCell &pc = cells[k];
+    cell_ranges[k] = {{pc.centre[0], pc.centre[1], pc.centre[2]}, pc.half, pc.begin, pc.end, pc.p};
+  }
   if (local->backend() == Backend::cuda && !cells.empty()) {
-    std::vector<fmm::CellRange> cr(cells.size());
-    for (std::size_t k = 0; k < cells.size(); ++k) {
-      const PseudoCell &pc = cells[k];
-      cr[k] = {{pc.centre[0], pc.centre[1], pc.centre[2]}, pc.half, pc.begin, pc.end, pc.p};
+    try {
+      gpu_cells = fmm::make_gpu_cell_multipoles(pts.data(), n_own, cell_ranges,
+                                                opt.devices.empty() ? 0 : opt.devices.front());
+    } catch (const Error &e) {
+      if (e.code() != ErrorCode::device)
+        throw;
+      gpu_cells.reset(); // no room for the points on the GPU: the CPU forms the weights
     }
-    gpu_cells = fmm::make_gpu_cell_multipoles(pts.data(), n_own, cr,
-                                              opt.devices.empty() ? 0 : opt.devices.front());
   }
 }
 
@@ -490,11 +497,14 @@ DistributedFmm<T>::DistributedFmm(const Communicator &comm, const DirectOptions 
     im.self_term = kernel_value(opt.kernel, opt.eps, 0.0);
   if (comm.size() == 1) {
     const auto t0 = std::chrono::steady_clock::now();
-    DirectOptions o = opt;
-    o.method = Method::fmm;
-    o.progress = nullptr;
-    im.alone = std::make_unique<DirectSum<T>>(o);
-    im.alone->set_points(local_points);
+    // agree(): the same AgreedError as the ranks' path gives (a no-op exchange on one rank).
+    comm.agree(capture([&] {
+      DirectOptions o = opt;
+      o.method = Method::fmm;
+      o.progress = nullptr;
+      im.alone = std::make_unique<DirectSum<T>>(o);
+      im.alone->set_points(local_points);
+    }));
     im.n_in = im.n_own = im.stats.owned = local_points.rows();
     im.stats.seconds_local_setup = since(t0);
     return;
@@ -506,6 +516,10 @@ template <class T>
 double DistributedFmm<T>::rebalance(const Table<T> &local_points, double threshold) {
   Impl &im = *impl_;
   const int P = im.comm.size();
+  if (im.alone) { // one rank: nothing to move; its imbalance is 1 once an execute was measured
+    im.stats.imbalance = im.executed && im.n_own > 0 ? 1.0 : 0.0;
+    return im.stats.imbalance;
+  }
   // This rank's cost per owned point in the last execute; every rank's.
   const double mine =
       im.n_own > 0 && im.executed
@@ -563,7 +577,8 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   Impl &im = *impl_;
   if (im.alone) {
     const auto t0 = std::chrono::steady_clock::now();
-    Table<T> u = im.alone->execute(w);
+    Table<T> u;
+    im.comm.agree(capture([&] { u = im.alone->execute(w); }));
     im.stats.local = im.alone->stats();
     im.stats.seconds_exchange = im.stats.seconds_multipoles = 0;
     im.stats.seconds_local = since(t0);
@@ -600,57 +615,13 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
       for (std::int64_t c = 0; c < nrhs; ++c)
         ws(i, c) = im.rbuf[sz(im.sorted_to_recv[sz(i)] * nrhs + c)];
     im.stats.seconds_exchange = since(t0);
-    // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j, S_p the tensor product of three
-    // 1D Chebyshev interpolants. For the order m = (m0, m1, m2) stored m2 fastest, per chunk of
-    // points j: W[(m1, m2), (c, m0)] += Σ_j A[(m1, m2), j] B[j, (c, m0)] with
-    // A = S(m1, y_j1) S(m2, y_j2) and B = w_jc S(m0, y_j0): one dgemm of 2 p³ flops per point
-    // and right-hand side (the same flops as a loop, at the BLAS's rate).
+    // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j (fmm/fmm3d/cell_multipoles.hpp), on
+    // the GPU when the local FMM runs there.
     t0 = std::chrono::steady_clock::now();
-    for (const auto &pc : im.cells)
-      (void)im.chebyshev(pc.p); // made before the parallel loop
-    im.W.resize(im.cells.size());
-    const auto ncells = static_cast<std::int64_t>(im.cells.size());
-    constexpr std::int64_t chunk = 128;
-    if (im.gpu_cells) {
+    if (im.gpu_cells)
       im.gpu_cells->compute(ws.data(), nrhs, im.W);
-    } else {
-      bsm::BlasThreads one(1); // the cells are the parallel loop
-#pragma omp parallel num_threads(nt)
-      {
-        std::vector<double> A, B;
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t k = 0; k < ncells; ++k) {
-          const auto &pc = im.cells[sz(k)];
-          const auto &ch = *im.cheb[sz(pc.p)];
-          const int p = pc.p;
-          const std::int64_t p2 = std::int64_t{p} * p, pn = p * nrhs;
-          auto &out = im.W[sz(k)];
-          out.assign(sz(p2 * pn), 0.0); // column-major p² × (p · nrhs): c p³ + m0 p² + m1 p + m2
-          A.resize(sz(p2 * chunk));
-          B.resize(sz(chunk * pn));
-          double s[3][fmm::max_chebyshev_order];
-          for (std::int64_t j0 = pc.begin; j0 < pc.end; j0 += chunk) {
-            const std::int64_t kc = std::min(chunk, pc.end - j0);
-            for (std::int64_t l = 0; l < kc; ++l) {
-              const std::int64_t j = j0 + l;
-              for (int a = 0; a < 3; ++a)
-                ch.eval((im.pts[sz(a * n_own + j)] - pc.centre[a]) / pc.half, s[a]);
-              double *col = A.data() + l * p2;
-              for (int m1 = 0; m1 < p; ++m1)
-                for (int m2 = 0; m2 < p; ++m2)
-                  col[m1 * p + m2] = s[1][m1] * s[2][m2];
-              for (std::int64_t c = 0; c < nrhs; ++c)
-                for (int m0 = 0; m0 < p; ++m0)
-                  B[sz(l + kc * (c * p + m0))] = ws(j, c) * s[0][m0];
-            }
-            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p2),
-                        static_cast<int>(pn), static_cast<int>(kc), 1.0, A.data(),
-                        static_cast<int>(p2), B.data(), static_cast<int>(kc), 1.0, out.data(),
-                        static_cast<int>(p2));
-          }
-        }
-      }
-    }
+    else
+      fmm::cell_multipoles(im.pts.data(), n_own, im.cell_ranges, ws.data(), nrhs, nt, im.W);
     im.stats.seconds_multipoles = since(t0);
     // The essential trees' weights, each item at its offset (set by build_let).
     t0 = std::chrono::steady_clock::now();

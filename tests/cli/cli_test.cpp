@@ -112,20 +112,29 @@ TEST_F(Cli, SumByTheFastGaussTransformMeetsItsToleranceAndRefusesOtherKernels) {
     }
     return worst;
   };
-  auto r = ksum("sum --kernel gaussian --eps 6 --method fgt --tol 1e-7 --sources " + path("p.npy") +
-                " --weights " + path("w.npy") + " --backend cpu -o " + path("u.npy"));
+  auto r =
+      ksum("sum --kernel gaussian --eps 6 --method fgt --force-method --tol 1e-7 --sources " +
+           path("p.npy") + " --weights " + path("w.npy") + " --backend cpu -o " + path("u.npy"));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("fgt h=0.166667 tol=1e-07 p="), std::string::npos) << r.output;
   const auto u = ksum::io::read_table(path("u.npy"));
   ASSERT_EQ(u.rows(), n);
   EXPECT_LE(max_error(p, u, true), tol);
-  r = ksum("sum --kernel gaussian --eps 6 --method fgt --tol 1e-7 --sources " + path("p.npy") +
-           " --targets " + path("t.npy") + " --weights " + path("w.npy") + " --backend cpu -o " +
-           path("ut.npy"));
+  r = ksum("sum --kernel gaussian --eps 6 --method fgt --force-method --tol 1e-7 --sources " +
+           path("p.npy") + " --targets " + path("t.npy") + " --weights " + path("w.npy") +
+           " --backend cpu -o " + path("ut.npy"));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto ut = ksum::io::read_table(path("ut.npy"));
   ASSERT_EQ(ut.rows(), 700);
   EXPECT_LE(max_error(t, ut, false), tol);
+  // Without --force-method, 2,000 points at h = 1/6 in 3D: the cost model predicts the direct sum
+  // cheaper, so it runs and the note says why.
+  r = ksum("sum --kernel gaussian --eps 6 --method fgt --tol 1e-7 --sources " + path("p.npy") +
+           " --weights " + path("w.npy") + " --backend cpu -o " + path("ud.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("predicts the direct sum cheaper"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(f64), direct: sum"), std::string::npos) << r.output;
+  EXPECT_LE(max_error(p, ksum::io::read_table(path("ud.npy")), true), 1e-13);
 
   expect_failure("sum --kernel laplace --method fgt --sources " + path("p.npy") + " --weights " +
                      path("w.npy") + " -o " + path("v.npy"),

@@ -51,12 +51,14 @@ double max_difference(const Table<double> &a, const Table<double> &b, const Tabl
   return worst;
 }
 
+// force_method: these tests check the FGT itself, also where the direct sum would be cheaper.
 DirectOptions fgt_options(double eps, double tol, Backend backend = Backend::cpu) {
   return {.kernel = Kernel::gaussian,
           .eps = eps,
           .backend = backend,
           .method = Method::fgt,
-          .tolerance = tol};
+          .tolerance = tol,
+          .force_method = true};
 }
 
 struct FgtCase {
@@ -107,6 +109,45 @@ INSTANTIATE_TEST_SUITE_P(
       return std::to_string(c.d) + "D_" + std::to_string(info.index) +
              (c.self ? "_self" : "_targets");
     });
+
+// Without force_method, method fgt hands over to the direct sum where the Gauss transform's cost
+// model predicts it cheaper (1,500 points in 3D at h = 0.1: a box of side ~h holds about one
+// point) and says so; the sums are then the direct sum's, to rounding. Where the FGT is predicted
+// cheaper (2,000 points in 2D at h = 0.5, tol 1e-3) it stays the FGT with no note.
+TEST(DirectFgtPlan, HandsOverToTheDirectSumWhereItIsPredictedCheaper) {
+  const auto src = random_points(1500, 3, 61);
+  const auto w = random_points(1500, 1, 62, -1, 1);
+  auto o = fgt_options(10.0, 1e-6);
+  o.force_method = false;
+  DirectSum<double> plan(o);
+  plan.set_points(src);
+  EXPECT_EQ(plan.stats().method, Method::direct);
+  EXPECT_NE(plan.stats().note.find("predicts the direct sum cheaper"), std::string::npos)
+      << plan.stats().note;
+  EXPECT_NE(plan.stats().note.find("--force-method"), std::string::npos);
+  DirectSum<double> exact({.kernel = Kernel::gaussian, .eps = 10.0, .backend = Backend::cpu});
+  exact.set_points(src);
+  const auto u = plan.execute(w), want = exact.execute(w);
+  EXPECT_LE(max_difference(u, want, w), 1e-14);
+  // force_method: the FGT, to its tolerance.
+  DirectSum<double> forced(fgt_options(10.0, 1e-6));
+  forced.set_points(src);
+  EXPECT_EQ(forced.stats().method, Method::fgt);
+  EXPECT_TRUE(forced.stats().note.empty());
+  EXPECT_LE(max_difference(forced.execute(w), want, w), 1e-6);
+
+  const auto flat = random_points(2000, 2, 63);
+  const auto w2 = random_points(2000, 1, 64, -1, 1);
+  auto o2 = fgt_options(2.0, 1e-3);
+  o2.force_method = false;
+  DirectSum<double> kept(o2);
+  kept.set_points(flat);
+  EXPECT_EQ(kept.stats().method, Method::fgt);
+  EXPECT_TRUE(kept.stats().note.empty()) << kept.stats().note;
+  DirectSum<double> exact2({.kernel = Kernel::gaussian, .eps = 2.0, .backend = Backend::cpu});
+  exact2.set_points(flat);
+  EXPECT_LE(max_difference(kept.execute(w2), exact2.execute(w2), w2), 1e-3);
+}
 
 TEST(DirectFgtPlan, FloatMeetsItsToleranceOnTheRoundedInputs) {
   const auto src = rounded<float>(random_points(1200, 3, 41));

@@ -3,6 +3,7 @@
 // host are uploaded once; apply() runs every pass on the GPU (P2M, M2M, M2L as gather → cuBLAS
 // matrix product → scatter per symmetry class, P2L, L2L, L2P, M2P, P2P) in float or double.
 // No CUDA types here: a build without CUDA links fmm_gpu_none.cpp, whose factory throws.
+#include "fmm/fmm3d/cell_multipoles.hpp"
 #include "fmm/fmm3d/fmm_tree.hpp"
 
 #include <ksum/kernels.hpp>
@@ -44,11 +45,6 @@ public:
 // out[c][r p³ + q] = Σ_j S_p(x̄_q, y_j) w(j, r), in double, by the FMM's P2M kernel. The points
 // stay on the GPU between calls; a cell is summed in chunks whose partial sums the host adds in
 // order, so the results do not depend on the GPU's scheduling.
-struct CellRange {
-  double centre[3], half;
-  std::int64_t begin, end;
-  int p;
-};
 class GpuCellMultipoles {
 public:
   virtual ~GpuCellMultipoles() = default;
