@@ -397,6 +397,7 @@ public:
     constexpr std::int64_t chunk = 8192;
     for (std::int64_t c = 0; c < ncells_; ++c) {
       const CellRange &cr = cells[static_cast<std::size_t>(c)];
+      order_.push_back(cr.p);
       if (cr.p < 2 || cr.p > 16)
         throw Error(ErrorCode::unsupported,
                     fmt::format("the GPU multipoles handle orders 2 to 16, not {}", cr.p));
@@ -435,7 +436,10 @@ public:
     cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
     w_.upload(w, std::max<std::int64_t>(n_ * nrhs, 0));
     out.resize(static_cast<std::size_t>(ncells_));
-    std::vector<char> fresh(static_cast<std::size_t>(ncells_), 1);
+    for (std::int64_t c = 0; c < ncells_; ++c) { // zeros: a cell without points keeps them
+      const std::int64_t p = order_[static_cast<std::size_t>(c)];
+      out[static_cast<std::size_t>(c)].assign(static_cast<std::size_t>(p * p * p * nrhs), 0.0);
+    }
     std::vector<double> host;
     for (auto &gp : groups_) {
       Group &g = *gp;
@@ -452,17 +456,12 @@ public:
       detail::launch_p2m<double>(t, g.ids.ptr, nb, w_.ptr, mult_.ptr, nullptr);
       host.resize(static_cast<std::size_t>(nb * nrhs * P));
       mult_.download(host.data(), nb * nrhs * P); // synchronises with the default stream
-      // The chunks' partial sums into their cells, in chunk order.
+      // The chunks' partial sums into their cells, in chunk order (0 + the first is exact).
       for (std::int64_t k = 0; k < nb; ++k) {
         auto &o = out[static_cast<std::size_t>(g.chunk_cell[static_cast<std::size_t>(k)])];
         const double *part = host.data() + k * nrhs * P;
-        char &f = fresh[static_cast<std::size_t>(g.chunk_cell[static_cast<std::size_t>(k)])];
-        if (f) {
-          o.assign(part, part + nrhs * P);
-          f = 0;
-        } else
-          for (std::int64_t q = 0; q < nrhs * P; ++q)
-            o[static_cast<std::size_t>(q)] += part[q];
+        for (std::int64_t q = 0; q < nrhs * P; ++q)
+          o[static_cast<std::size_t>(q)] += part[q];
       }
     }
   }
@@ -480,6 +479,7 @@ private:
   std::int64_t n_, ncells_;
   DeviceArray<double> pts_, w_, mult_;
   std::vector<std::unique_ptr<Group>> groups_;
+  std::vector<int> order_; // per cell
 };
 
 } // namespace
