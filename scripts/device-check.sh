@@ -730,10 +730,13 @@ for backend in ("cpu", "gpu"):
                     key=lambda r: r["ranks"])
         if not rs:
             continue
-        t1 = next((r for r in rs if r["ranks"] == 1), None)
+        # Strong: against one rank at the same N (fmmgpu runs several N); weak: the first N.
+        one = lambda r: next((q for q in rs if q["ranks"] == 1 and (kind == "fmm-weak" or q["n"] == r["n"])), None)
         print(f"| {backend} {kind} | ranks | N | set-up [s] | execute [s] | points/s | efficiency | received | pseudo cells | sampled error |")
         print("|---|---|---|---|---|---|---|---|---|---|")
+        rs.sort(key=lambda r: (r["n"] if kind == "fmm-strong" else 0, r["ranks"]))
         for r in rs:
+            t1 = one(r)
             eff = f"{r['points_per_second'] / (r['ranks'] * t1['points_per_second']):.2f}" if t1 else ""
             print(f"| | {r['ranks']} | {r['n']} | {r['seconds_setup']:.3g} | {r['seconds']:.4g} | {r['points_per_second']:.3g} | {eff} | {r['received']:.0f} | {r['pseudo_cells']:.0f} | {r['sampled_error']:.2g} |")
         print()
@@ -755,15 +758,19 @@ for backend in ("cpu", "gpu"):
             continue
         # Efficiency: seconds per product against one rank (strong: ×P; weak: the products do
         # P times the pairs per rank, so ×1/P as for the direct sum).
-        t1 = next((r for r in rs if r["ranks"] == 1), None)
-        print(f"| {backend} {kind} | ranks | N | setup [s] | solve [s] | iterations | s per product | efficiency per product | residual |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        # Grouped by the products (direct: pairs per second per rank; fmm: points per second
+        # per rank, the FMM's work being about linear in N).
+        rs.sort(key=lambda r: (r.get("matvec", "direct"), r["ranks"]))
+        print(f"| {backend} {kind} | ranks | N | products | setup [s] | solve [s] | iterations | s per product | efficiency per product | residual |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rs:
+            mv = r.get("matvec", "direct")
+            t1 = next((q for q in rs if q["ranks"] == 1 and q.get("matvec", "direct") == mv), None)
             eff = ""
             if t1:
-                pairs = lambda q: q["n"] * (q["n"] - 1)
-                eff = f"{(pairs(r) / r['seconds_per_matvec']) / (r['ranks'] * pairs(t1) / t1['seconds_per_matvec']):.2f}"
-            print(f"| | {r['ranks']} | {r['n']} | {r['seconds_setup']:.3g} | {r['seconds_solve']:.4g} | {r['iterations']} | {r['seconds_per_matvec']:.4g} | {eff} | {r['residual_rel']:.2g} |")
+                work = (lambda q: q["n"] * (q["n"] - 1)) if mv == "direct" else (lambda q: q["n"])
+                eff = f"{(work(r) / r['seconds_per_matvec']) / (r['ranks'] * work(t1) / t1['seconds_per_matvec']):.2f}"
+            print(f"| | {r['ranks']} | {r['n']} | {mv} | {r['seconds_setup']:.3g} | {r['seconds_solve']:.4g} | {r['iterations']} | {r['seconds_per_matvec']:.4g} | {eff} | {r['residual_rel']:.2g} |")
         print()
 for backend in ("cpu", "gpu"):
     for kind in ("strong", "weak"):
