@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <gtest/gtest.h>
+#include <memory>
 
 namespace ksum::test {
 namespace {
@@ -115,38 +116,40 @@ INSTANTIATE_TEST_SUITE_P(
 // point) and says so; the sums are then the direct sum's, to rounding. Where the FGT is predicted
 // cheaper (2,000 points in 2D at h = 0.5, tol 1e-3) it stays the FGT with no note.
 TEST(DirectFgtPlan, HandsOverToTheDirectSumWhereItIsPredictedCheaper) {
+  // A plan with method fgt (force_method as given) and the direct sum's values, on the same points.
+  const auto fgt_plan = [](double eps, double tol, bool force, const Table<double> &pts) {
+    auto o = fgt_options(eps, tol);
+    o.force_method = force;
+    auto plan = std::make_unique<DirectSum<double>>(o);
+    plan->set_points(pts);
+    return plan;
+  };
+  const auto direct = [](double eps, const Table<double> &pts, const Table<double> &w) {
+    DirectSum<double> exact({.kernel = Kernel::gaussian, .eps = eps, .backend = Backend::cpu});
+    exact.set_points(pts);
+    return exact.execute(w);
+  };
   const auto src = random_points(1500, 3, 61);
   const auto w = random_points(1500, 1, 62, -1, 1);
-  auto o = fgt_options(10.0, 1e-6);
-  o.force_method = false;
-  DirectSum<double> plan(o);
-  plan.set_points(src);
-  EXPECT_EQ(plan.stats().method, Method::direct);
-  EXPECT_NE(plan.stats().note.find("predicts the direct sum cheaper"), std::string::npos)
-      << plan.stats().note;
-  EXPECT_NE(plan.stats().note.find("--force-method"), std::string::npos);
-  DirectSum<double> exact({.kernel = Kernel::gaussian, .eps = 10.0, .backend = Backend::cpu});
-  exact.set_points(src);
-  const auto u = plan.execute(w), want = exact.execute(w);
-  EXPECT_LE(max_difference(u, want, w), 1e-14);
+  const auto want = direct(10.0, src, w);
+  const auto plan = fgt_plan(10.0, 1e-6, false, src);
+  EXPECT_EQ(plan->stats().method, Method::direct);
+  EXPECT_NE(plan->stats().note.find("predicts the direct sum cheaper"), std::string::npos)
+      << plan->stats().note;
+  EXPECT_NE(plan->stats().note.find("--force-method"), std::string::npos);
+  EXPECT_LE(max_difference(plan->execute(w), want, w), 1e-14);
   // force_method: the FGT, to its tolerance.
-  DirectSum<double> forced(fgt_options(10.0, 1e-6));
-  forced.set_points(src);
-  EXPECT_EQ(forced.stats().method, Method::fgt);
-  EXPECT_TRUE(forced.stats().note.empty());
-  EXPECT_LE(max_difference(forced.execute(w), want, w), 1e-6);
-
+  const auto forced = fgt_plan(10.0, 1e-6, true, src);
+  EXPECT_EQ(forced->stats().method, Method::fgt);
+  EXPECT_TRUE(forced->stats().note.empty());
+  EXPECT_LE(max_difference(forced->execute(w), want, w), 1e-6);
+  // Where the FGT is predicted cheaper it stays, with no note.
   const auto flat = random_points(2000, 2, 63);
   const auto w2 = random_points(2000, 1, 64, -1, 1);
-  auto o2 = fgt_options(2.0, 1e-3);
-  o2.force_method = false;
-  DirectSum<double> kept(o2);
-  kept.set_points(flat);
-  EXPECT_EQ(kept.stats().method, Method::fgt);
-  EXPECT_TRUE(kept.stats().note.empty()) << kept.stats().note;
-  DirectSum<double> exact2({.kernel = Kernel::gaussian, .eps = 2.0, .backend = Backend::cpu});
-  exact2.set_points(flat);
-  EXPECT_LE(max_difference(kept.execute(w2), exact2.execute(w2), w2), 1e-3);
+  const auto kept = fgt_plan(2.0, 1e-3, false, flat);
+  EXPECT_EQ(kept->stats().method, Method::fgt);
+  EXPECT_TRUE(kept->stats().note.empty()) << kept->stats().note;
+  EXPECT_LE(max_difference(kept->execute(w2), direct(2.0, flat, w2), w2), 1e-3);
 }
 
 TEST(DirectFgtPlan, FloatMeetsItsToleranceOnTheRoundedInputs) {

@@ -367,13 +367,18 @@ private:
 
 } // namespace
 
-std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device) {
+// Throws unless `device` is a visible GPU; `without` says what runs when none is visible.
+static void require_gpu(int device, const char *without) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    throw Error(ErrorCode::unsupported, "no GPU is visible: the FMM runs on the CPU (backend cpu)");
+    throw Error(ErrorCode::unsupported, fmt::format("no GPU is visible: {}", without));
   if (device < 0 || device >= count)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("GPU {} does not exist ({} visible)", device, count));
+}
+
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device) {
+  require_gpu(device, "the FMM runs on the CPU (backend cpu)");
   if (setup.p > 16)
     throw Error(ErrorCode::unsupported,
                 fmt::format("the GPU FMM handles order up to 16, not {}", setup.p));
@@ -487,12 +492,7 @@ private:
 std::unique_ptr<GpuCellMultipoles> make_gpu_cell_multipoles(const double *pts, std::int64_t n,
                                                             const std::vector<CellRange> &cells,
                                                             int device) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    throw Error(ErrorCode::unsupported, "no GPU is visible: the multipoles are formed on the CPU");
-  if (device < 0 || device >= count)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("GPU {} does not exist ({} visible)", device, count));
+  require_gpu(device, "the multipoles are formed on the CPU");
   return std::make_unique<CellMultipolesImpl>(pts, n, cells, device);
 }
 
