@@ -66,19 +66,14 @@ template <class T> struct DistributedFmm<T>::Impl {
   std::vector<std::uint64_t> keys;  // sorted
   std::vector<std::uint64_t> split; // rank r owns the keys in [split[r − 1], split[r])
   std::vector<double> pts;          // n_own × 3, column-major, in key order
-  // The essential trees this rank sends: per receiver, items (a range of points or a pseudo cell).
-  struct PseudoCell {
-    int level, p;
-    std::uint64_t prefix;
-    std::int64_t begin, end;
-    double centre[3], half;
-  };
+  // The essential trees this rank sends: per receiver, items (a range of points or a pseudo cell:
+  // its points, centre, half side and order, as the multipole routines take them).
   struct Item {
     std::int64_t begin, end; // points [begin, end), or …
     std::int64_t cell;       // … pseudo cell (≥ 0)
     std::int64_t offset = 0; // its first source in this rank's send buffer (set by build_let)
   };
-  std::vector<PseudoCell> cells;
+  std::vector<fmm::CellRange> cells;
   std::vector<std::vector<Item>> items;
   std::vector<std::int64_t> let_send, let_recv; // sources per rank
   std::int64_t n_let = 0;
@@ -96,7 +91,6 @@ template <class T> struct DistributedFmm<T>::Impl {
   std::vector<std::vector<double>> W;
   // The pseudo cells' weights on the GPU when the local FMM runs there (null: on the CPU).
   std::unique_ptr<fmm::GpuCellMultipoles> gpu_cells;
-  std::vector<fmm::CellRange> cell_ranges; // the pseudo cells as the multipole routines take them
   bool executed = false; // an execute since the last partition (its times are the costs)
   double self_term = 0;  // K(0) of a non-singular kernel, taken off each point's own term
 
@@ -369,7 +363,7 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
           const auto [it, fresh] =
               cell_index.try_emplace({level, prefix}, static_cast<std::int64_t>(cells.size()));
           if (fresh) {
-            PseudoCell pc{level, p, prefix, b, e, {}, side / cl / 2};
+            fmm::CellRange pc{{}, side / cl / 2, b, e, p};
             for (int a = 0; a < 3; ++a)
               pc.centre[a] = lo[a] + (c[a] + 0.5) * side / cl;
             cells.push_back(pc);
@@ -433,7 +427,7 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
             sbuf.push_back(pts[static_cast<std::size_t>(a * n_own + j)]);
         continue;
       }
-      const PseudoCell &pc = cells[static_cast<std::size_t>(it.cell)];
+      const fmm::CellRange &pc = cells[static_cast<std::size_t>(it.cell)];
       const auto &nodes = chebyshev(pc.p).nodes;
       for (int m0 = 0; m0 < pc.p; ++m0)
         for (int m1 = 0; m1 < pc.p; ++m1)
@@ -469,14 +463,9 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   local->set_points(src, tgt);
   // With the local FMM on a GPU, the pseudo cells' weights are formed there too (the FMM's P2M
   // kernel): on the CPU they cost as much as the local FMM at 10⁸ points over 2 GPUs.
-  cell_ranges.resize(cells.size());
-  for (std::size_t k = 0; k < cells.size(); ++k) {
-    const PseudoCell &pc = cells[k];
-    cell_ranges[k] = {{pc.centre[0], pc.centre[1], pc.centre[2]}, pc.half, pc.begin, pc.end, pc.p};
-  }
   if (local->backend() == Backend::cuda && !cells.empty()) {
     try {
-      gpu_cells = fmm::make_gpu_cell_multipoles(pts.data(), n_own, cell_ranges,
+      gpu_cells = fmm::make_gpu_cell_multipoles(pts.data(), n_own, cells,
                                                 opt.devices.empty() ? 0 : opt.devices.front());
     } catch (const Error &e) {
       if (e.code() != ErrorCode::device)
@@ -621,7 +610,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
     if (im.gpu_cells)
       im.gpu_cells->compute(ws.data(), nrhs, im.W);
     else
-      fmm::cell_multipoles(im.pts.data(), n_own, im.cell_ranges, ws.data(), nrhs, nt, im.W);
+      fmm::cell_multipoles(im.pts.data(), n_own, im.cells, ws.data(), nrhs, nt, im.W);
     im.stats.seconds_multipoles = since(t0);
     // The essential trees' weights, each item at its offset (set by build_let).
     t0 = std::chrono::steady_clock::now();
