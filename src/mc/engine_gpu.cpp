@@ -82,6 +82,8 @@ public:
       for (auto &ev : events_)
         cuda_check(cudaEventCreate(&ev), dev_, "cudaEventCreate");
     }
+    if (const char *e = std::getenv("KSUM_MC_LEAN"); e && std::string_view(e) == "0")
+      lean_ = false;
   }
 
   ~GpuEngineImpl() override {
@@ -240,24 +242,38 @@ public:
     a.fast = fast_;
     a.uniform = uniform_;
     a.contact2 = contact2_;
+    a.lean = lean_;
     a.batch = B;
     a.ld = (B + 31) / 32 * 32;
     a.groups = (B + kTrialGroup - 1) / kTrialGroup;
     a.slices = slices_for(a);
+    if (a.uniform && (n_ + a.slices - 1) / a.slices >= kUniformMaxSlice) {
+      a.uniform = false; // past ~8·10^6 particles a slice: the general fast loop
+      a.slices = slices_for(a);
+    }
 
-    // The movable list (null: every particle, in order) and the per-particle steps.
+    // The movable list (null: every particle, in order) and the per-particle steps, sent only
+    // when they differ from what the last call sent (at N = 10^6 the steps are 8 MB: re-sending
+    // them took a third of a 10-batch call).
     bool identity = static_cast<std::int64_t>(movable.size()) == n_;
     for (std::size_t k = 0; identity && k < movable.size(); ++k)
       identity = movable[k] == static_cast<std::int64_t>(k);
     const std::int32_t *mov = nullptr;
     if (!identity) {
-      std::vector<std::int32_t> m32(movable.begin(), movable.end());
-      put_async(movable_, m32.data(), static_cast<std::int64_t>(m32.size()));
+      if (movable_sent_.size() != movable.size() ||
+          !std::equal(movable.begin(), movable.end(), movable_sent_.begin(),
+                      [](std::int64_t a, std::int32_t b) { return a == b; })) {
+        movable_sent_.assign(movable.begin(), movable.end());
+        put_async(movable_, movable_sent_.data(), static_cast<std::int64_t>(movable_sent_.size()));
+      }
       mov = movable_.ptr;
     }
     const double *step = nullptr;
     if (!params.step.empty()) {
-      put_async(step_, params.step.data(), static_cast<std::int64_t>(params.step.size()));
+      if (step_sent_ != params.step) {
+        step_sent_ = params.step;
+        put_async(step_, step_sent_.data(), static_cast<std::int64_t>(step_sent_.size()));
+      }
       step = step_.ptr;
     }
 
@@ -487,6 +503,7 @@ private:
 
   int dev_ = 0, sms_ = 1, batch_opt_ = 0, batch_ = 32;
   bool profile_ = false; // KSUM_MC_PROFILE
+  bool lean_ = true;     // KSUM_MC_LEAN=0: translate()'s uniform loop always with its self test
   cudaEvent_t events_[3] = {};
   double prof_ms_[2] = {};
   std::int64_t prof_batches_ = 0, prof_trials_ = 0;
@@ -513,6 +530,8 @@ private:
   DeviceArray<T> move_xyz_;
   DeviceArray<std::int32_t> movable_;
   DeviceArray<double> step_;
+  std::vector<std::int32_t> movable_sent_; // what movable_ and step_ hold
+  std::vector<double> step_sent_;
   DeviceArray<GpuDraw> draws_;
   DeviceArray<GpuChainState> state_;
   DeviceArray<GpuTrialOut<T>> trials_;

@@ -22,6 +22,9 @@ inline constexpr int kMaxSlices = 64;
 // partial sums.
 inline constexpr int kTileThreads = 128;
 inline constexpr int kExtraBlocks = 32;
+// The uniform ΔU loop counts overlaps in 16-bit fields, one thread's share of a slice at most:
+// it runs only where a slice has fewer particles than this.
+inline constexpr std::int64_t kUniformMaxSlice = std::int64_t(65535) * kTileThreads;
 
 // A particle set on the device (SoA, precision T) with its bonds.
 template <class T> struct GpuParticles {
@@ -109,6 +112,9 @@ template <class T> struct GpuBatchArgs {
   // the trial particle are factored out of its sum, ΔU_t = l_B q_t Σ_j q_j (1/r_new − 1/r_old).
   bool uniform = false;
   T contact2 = 0;
+  // The uniform loop skips the self test and the old position's contact test where a stretch of
+  // particles holds none of the trials' own (KSUM_MC_LEAN=0 turns it off, for comparisons).
+  bool lean = true;
   int batch = 1;  // B: trials per batch (≤ kMaxBatch)
   int ld = 32;    // leading dimension of the per-batch matrices (B rounded up to 32)
   int slices = 1; // particle-range slices of the ΔU kernel

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -425,6 +426,53 @@ TEST(McEngineGpu, TranslateIsTheCpuChainForEveryBatchSize) {
       EXPECT_NEAR(ug.value, uc.value, 1e-12 * magnitude(sc, pot, cell)) << what;
     }
   }
+}
+
+// The uniform loop's lean stretches (no self test, no contact test at the old position) carry most
+// of the work once a slice holds many more particles than a group has trials: at N = 6,000 with
+// hard spheres of one radius packed close enough for overlaps, the chain is still the CPU's, and
+// the same as the GPU's with the lean stretches turned off (KSUM_MC_LEAN=0).
+TEST(McEngineGpu, TranslateLeanUniformLoopIsTheCpuChain) {
+  KSUM_REQUIRE_GPU();
+  const std::int64_t n = 6000, count = 12000;
+  const int side = side_for(n);
+  const Cell cell = make_cell(Boundary::sphere, side);
+  const Potential pot =
+      make_potential(Electrostatics::coulomb, ShortRange::hard_sphere, BondKind::harmonic);
+  System s = lattice_system(cell, side, n, 5, 77);
+  for (double &r : s.radius)
+    r = 0.5; // contact 1.0 against spacings ≥ 1.1: steps of 0.6 overlap often
+  TranslateParams p;
+  p.seed = 99;
+  p.first = 5;
+  p.count = count;
+  p.max_step = 0.6;
+  auto cpu = engine<double>(Backend::cpu, pot, cell);
+  cpu.set_system(s);
+  const TranslateResult rc = cpu.translate(p);
+  ASSERT_GT(rc.rejected_overlap, count / 20);
+  ASSERT_GT(rc.accepted, count / 10);
+  for (const char *lean : {"1", "0"}) {
+    ::setenv("KSUM_MC_LEAN", lean, 1);
+    for (int batch : {0, 256}) {
+      auto gpu = engine<double>(Backend::cuda, pot, cell, batch);
+      gpu.set_system(s);
+      const TranslateResult rg = gpu.translate(p);
+      const auto what = ::testing::Message() << "lean " << lean << " batch " << batch;
+      EXPECT_EQ(rg.accepted, rc.accepted) << what;
+      EXPECT_EQ(rg.rejected_overlap, rc.rejected_overlap) << what;
+      EXPECT_NEAR(rg.delta_u, rc.delta_u, 1e-9 * (1 + std::abs(rc.delta_u))) << what;
+      double worst = 0;
+      for (std::int64_t i = 0; i < n; ++i)
+        worst = std::max({worst, std::abs(gpu.system().x[i] - cpu.system().x[i]),
+                          std::abs(gpu.system().y[i] - cpu.system().y[i]),
+                          std::abs(gpu.system().z[i] - cpu.system().z[i])});
+      EXPECT_LE(worst, 1e-12 * cell.radius) << what;
+      EXPECT_NEAR(gpu.total().value, cpu.total().value, 1e-12 * magnitude(cpu.system(), pot, cell))
+          << what;
+    }
+  }
+  ::unsetenv("KSUM_MC_LEAN");
 }
 
 // A movable subset with per-particle steps: the chain is the CPU's, and the others stay put.

@@ -6,6 +6,8 @@
 #include "mc/mc_device.cuh"
 #include "mc/proposal.hpp"
 
+#include <climits>
+
 namespace ksum::mc::detail {
 namespace {
 
@@ -93,6 +95,11 @@ trial_terms(const PairParams<T> &pp, const Moved<T> *tr, const int *tp, const in
   }
 }
 
+// The uniform loops count overlaps of two trials per int (16 bits each: the registers of 16
+// counts cost the kernel a resident block): a thread meets fewer than 2^16 particles of its slice,
+// as the host ensures (kUniformMaxSlice).
+__device__ __forceinline__ constexpr int ov_unit(int t) { return t % 2 ? 1 << 16 : 1; }
+
 // The same with one contact distance for all pairs (GpuBatchArgs::uniform): the charges are
 // factored out, tacc[t] = Σ_j q_j (1/r_new − 1/r_old) (a term inside the contact distance counts 0,
 // and as an overlap at the new position), the trial's l_B q multiplies the sum afterwards.
@@ -100,7 +107,7 @@ template <class T, int NJ>
 __device__ __forceinline__ void
 trial_terms_uniform(T contact2, const Moved<T> *tr, const int *tp, const int (&j)[NJ],
                     const T (&xj)[NJ], const T (&yj)[NJ], const T (&zj)[NJ], const T (&qj)[NJ],
-                    T (&tacc)[kTrialGroup], int (&ov)[kTrialGroup]) {
+                    T (&tacc)[kTrialGroup], int (&ovp)[kTrialGroup / 2]) {
 #pragma unroll
   for (int t = 0; t < kTrialGroup; ++t) {
     const Moved<T> c = tr[t];
@@ -116,7 +123,36 @@ trial_terms_uniform(T contact2, const Moved<T> *tr, const int *tp, const int (&j
       const T io = ro2 < contact2 ? T(0) : rsqrt_t(ro2);
       const bool keep = j[u] != p;
       tacc[t] += keep ? qj[u] * (in - io) : T(0);
-      ov[t] += (keep && bad_n) ? 1 : 0;
+      ovp[t / 2] += (keep && bad_n) ? ov_unit(t) : 0;
+    }
+  }
+}
+
+// The uniform loop for particles j that are none of the trials' own (j ≠ p for every trial of
+// the group, which the caller guarantees for the whole iteration): no self test, and the old
+// position needs no contact test in a state without overlaps, so its distance is only clamped
+// to the contact distance (a touching pair rounded below it then counts 1/σ, not 0). The new
+// position keeps the test and its convention (0 and one overlap, as the corrections assume).
+// ~20 instructions per ΔU pair against the general uniform loop's ~30.
+template <class T, int NJ>
+__device__ __forceinline__ void
+trial_terms_lean(T contact2, const Moved<T> *tr, const T (&xj)[NJ], const T (&yj)[NJ],
+                 const T (&zj)[NJ], const T (&qj)[NJ], T (&tacc)[kTrialGroup],
+                 int (&ovp)[kTrialGroup / 2]) {
+#pragma unroll
+  for (int t = 0; t < kTrialGroup; ++t) {
+    const Moved<T> c = tr[t];
+#pragma unroll
+    for (int u = 0; u < NJ; ++u) {
+      const T ax = c.nx - xj[u], ay = c.ny - yj[u], az = c.nz - zj[u];
+      const T bx = c.ox - xj[u], by = c.oy - yj[u], bz = c.oz - zj[u];
+      const T rn2 = ax * ax + ay * ay + az * az;
+      const T ro2 = bx * bx + by * by + bz * bz;
+      const bool bad_n = rn2 < contact2;
+      const T in = bad_n ? T(0) : rsqrt_t(rn2);
+      const T io = rsqrt_t(fmax(ro2, contact2));
+      tacc[t] += qj[u] * (in - io);
+      ovp[t / 2] += bad_n ? ov_unit(t) : 0;
     }
   }
 }
@@ -132,6 +168,9 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
   static_assert(kFast || !kUniform, "the uniform loop is a case of the fast one");
   __shared__ Moved<T> tr[kTrialGroup];
   __shared__ int tp[kTrialGroup];
+  // The uniform loop: the group's own particles in this block's slice, ascending, then INT_MAX;
+  // iterations whose particles include one take the loop with the self test.
+  __shared__ int selfp[kTrialGroup + 1];
   __shared__ double red_e[kThreads / 32][kTrialGroup];
   __shared__ int red_o[kThreads / 32][kTrialGroup];
   const GpuParticles<T> &s = a.sys;
@@ -181,12 +220,32 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
   const int n = s.n;
   const int chunk = (n + a.slices - 1) / a.slices;
   const int jb = min(n, slice * chunk), je = min(n, jb + chunk);
+  if constexpr (kUniform) {
+    if (tid == 0) {
+      int k = 0;
+      for (int t = 0; t < kTrialGroup; ++t) {
+        const int p = tp[t];
+        if (p < jb || p >= je)
+          continue;
+        int i = k++;
+        for (; i > 0 && selfp[i - 1] > p; --i)
+          selfp[i] = selfp[i - 1];
+        selfp[i] = p;
+      }
+      selfp[k] = INT_MAX;
+    }
+    __syncthreads();
+  }
   // Float sums of a few particles per thread are added to double accumulators in shared memory
   // (registers would cost the occupancy); double sums stay in registers.
   constexpr bool kSingle = std::is_same_v<T, float>;
   __shared__ double sacc[kSingle ? kTrialGroup : 1][kThreads];
   T tacc[kTrialGroup];
   int ov[kTrialGroup];
+  int ovp[kTrialGroup / 2]; // the uniform loops' packed counts
+#pragma unroll
+  for (int t = 0; t < kTrialGroup / 2; ++t)
+    ovp[t] = 0;
 #pragma unroll
   for (int t = 0; t < kTrialGroup; ++t) {
     tacc[t] = 0;
@@ -214,6 +273,7 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
   constexpr int NJ = kFast ? 2 : 1;
   int it = 0;
   int j = jb + tid;
+  int next_self = 0; // index into selfp of the first own particle at or past this iteration
   for (; j + (NJ - 1) * kThreads < je; j += NJ * kThreads) {
     // The trials are reloaded from shared memory (broadcast) in every iteration rather than
     // hoisted into registers: 16 trials would take ~150 registers and the occupancy with them.
@@ -223,10 +283,19 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
 #pragma unroll
     for (int u = 0; u < NJ; ++u)
       load(j + u * kThreads, jj[u], xj[u], yj[u], zj[u], qj[u], rj[u]);
-    if constexpr (kUniform)
-      trial_terms_uniform<T, NJ>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ov);
-    else
+    if constexpr (kUniform) {
+      // This iteration's particles: [j − tid, j − tid + NJ·kThreads), the same for every thread.
+      const int span_end = j - tid + NJ * kThreads;
+      if (!a.lean || selfp[next_self] < span_end) {
+        trial_terms_uniform<T, NJ>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
+        while (selfp[next_self] < span_end)
+          ++next_self;
+      } else {
+        trial_terms_lean<T, NJ>(a.contact2, tr, xj, yj, zj, qj, tacc, ovp);
+      }
+    } else {
       trial_terms<T, kFast, NJ>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
+    }
     if constexpr (kSingle)
       if ((it += NJ) >= kFlush) {
         it = 0;
@@ -238,12 +307,17 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
     T xj[1], yj[1], zj[1], qj[1], rj[1];
     load(j, jj[0], xj[0], yj[0], zj[0], qj[0], rj[0]);
     if constexpr (kUniform)
-      trial_terms_uniform<T, 1>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ov);
+      trial_terms_uniform<T, 1>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
     else
       trial_terms<T, kFast, 1>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
   }
   if constexpr (kSingle)
     flush();
+  if constexpr (kUniform) {
+#pragma unroll
+    for (int t = 0; t < kTrialGroup; ++t)
+      ov[t] = (ovp[t / 2] >> (16 * (t % 2))) & 0xffff;
+  }
 
   const int lane = tid & 31, w = tid >> 5;
 #pragma unroll
@@ -344,7 +418,7 @@ __device__ void corr_block(const GpuBatchArgs<T> &a, const GpuChainState &st, in
 
 // One launch per batch: blocks [0, slices·groups) evaluate ΔU, the rest the corrections.
 template <class T, bool kFast, bool kUniform>
-__global__ void __launch_bounds__(kThreads) k_batch(GpuBatchArgs<T> a) {
+__device__ __forceinline__ void batch_body(const GpuBatchArgs<T> &a) {
   const GpuChainState st = *a.state;
   const int count = batch_count(a, st);
   const int delta_blocks = a.slices * a.groups;
@@ -352,6 +426,15 @@ __global__ void __launch_bounds__(kThreads) k_batch(GpuBatchArgs<T> a) {
     delta_block<T, kFast, kUniform>(a, st, count, blockIdx.x);
   else
     corr_block<T>(a, st, count, blockIdx.x - delta_blocks);
+}
+template <class T, bool kFast, bool kUniform>
+__global__ void __launch_bounds__(kThreads) k_batch(GpuBatchArgs<T> a) {
+  batch_body<T, kFast, kUniform>(a);
+}
+// The float uniform loop with at least 5 resident blocks per SM stated: ptxas then keeps it in
+// ~96 registers without spilling (left to itself it chose 64 registers and spilled).
+__global__ void __launch_bounds__(kThreads, 5) k_batch_uniform_f32(GpuBatchArgs<float> a) {
+  batch_body<float, true, true>(a);
 }
 
 // Metropolis (proposal.hpp's metropolis(du, 0, u)): du < −log u decides without exp() unless the
@@ -429,6 +512,18 @@ template <class T> __global__ void __launch_bounds__(kMaxBatch, 1) k_accept(GpuB
     // The previous chunk's accepted rows into the trials from c0 on, and this chunk's diagonal
     // block into shared memory.
     const unsigned mask = s_mask;
+    // This chunk's diagonal block: the loads issued first, so that they are in flight with the
+    // row updates' (they wait for nothing), and stored to shared memory after them.
+    constexpr int kDiagAhead = 4;
+    double dv[kDiagAhead];
+    int dw[kDiagAhead];
+#pragma unroll
+    for (int i = 0; i < kDiagAhead; ++i) {
+      const int k = tid + i * nt, r = k >> 5, c = k & 31;
+      const bool use = k < 32 * 32 && r < c && c0 + c < count;
+      dv[i] = use ? a.corr_e[(c0 + r) * a.ld + c0 + c] : 0.0;
+      dw[i] = use ? a.corr_ov[(c0 + r) * a.ld + c0 + c] : 0;
+    }
     if (mask != 0) {
       const int p0 = c0 - 32;
       for (int c = c0 + tid; c < count; c += nt) {
@@ -468,7 +563,15 @@ template <class T> __global__ void __launch_bounds__(kMaxBatch, 1) k_accept(GpuB
           stop[c] = 1;
       }
     }
-    for (int k = tid; k < 32 * 32; k += nt) {
+#pragma unroll
+    for (int i = 0; i < kDiagAhead; ++i) {
+      const int k = tid + i * nt;
+      if (k < 32 * 32) {
+        dc[k >> 5][k & 31] = dv[i];
+        dov[k >> 5][k & 31] = dw[i];
+      }
+    }
+    for (int k = tid + kDiagAhead * nt; k < 32 * 32; k += nt) { // blocks of fewer than 256 threads
       const int r = k >> 5, c = k & 31;
       const bool use = r < c && c0 + c < count;
       dc[r][c] = use ? a.corr_e[(c0 + r) * a.ld + c0 + c] : 0.0;
@@ -565,8 +668,12 @@ const char *launch_draws(std::uint64_t seed, std::uint64_t t0, std::int64_t n,
 }
 
 template <class T> auto k_batch_variant(const GpuBatchArgs<T> &a) {
-  return a.fast ? (a.uniform ? k_batch<T, true, true> : k_batch<T, true, false>)
-                : k_batch<T, false, false>;
+  void (*uniform)(GpuBatchArgs<T>) = nullptr;
+  if constexpr (std::is_same_v<T, float>)
+    uniform = k_batch_uniform_f32;
+  else
+    uniform = k_batch<T, true, true>;
+  return a.fast ? (a.uniform ? uniform : k_batch<T, true, false>) : k_batch<T, false, false>;
 }
 
 template <class T>
