@@ -1,11 +1,14 @@
 // The 3D FMM benchmark (issue 5), public API only (DirectSum with method fmm):
 //   fmm3d_bench time  --kernel K --n N [--dist D] [--tol T] [--backend B] [--precision f32|f64]
-//                     [--eps E] [--reps R] [--check S] [--save DIR]
+//                     [--eps E] [--reps R] [--check S] [--save DIR] [--order P] [--leaf S]
 //       setup and execute times (median of R executes after a warm-up), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
 //       points, weights and result as .npy (for the FMM3D peer script, same points).
 //   fmm3d_bench accuracy --n N [--backend B]
 //       the accuracy matrix: kernels × distributions × tolerances, fp64 and fp32.
+//   fmm3d_bench orders --n N [--kernel K|all] [--max-order P] [--backend B]
+//       every fixed order 2 … P per kernel, distribution and ε: the order choice's estimate
+//       against the measured error (the calibration of the order choice, issue 26).
 //   fmm3d_bench crossover [--backend B] [--precision P]
 //       per kernel and tolerance the smallest N (powers of 2) where the FMM's execute beats the
 //       direct sum's on the same backend.
@@ -35,6 +38,8 @@ struct Args {
   std::int64_t n = 1000000, check = 500;
   double tol = 1e-6, eps = 1;
   int reps = 3;
+  int order = 0, max_order = 12; // orders mode: the fixed order of a run, the last one tried
+  std::int64_t leaf = 0;          // fixed leaf size (0: the FMM's choice)
 };
 
 Table<double> make_points(const std::string &d, std::int64_t n, std::uint64_t seed) {
@@ -88,6 +93,8 @@ Timing run(const Args &a, Method method, const Table<double> &p, const Table<dou
   o.eps = a.eps;
   o.method = method;
   o.tolerance = a.tol;
+  o.fmm_order = a.order;
+  o.fmm_leaf_size = a.leaf;
   o.backend = parse_backend(a.backend);
   const auto pt = p.cast<T>();
   const auto wt = w.cast<T>();
@@ -184,6 +191,52 @@ void accuracy_mode(Args a) {
     std::ofstream(a.json) << "[\n" << rows << "\n]\n";
 }
 
+// The order calibration (issue 26): per kernel, distribution and shape parameter, every order p
+// from 2 to --max-order at N points (fp64, signed weights): the estimate the order choice uses
+// (stats().estimated_error), the measured relative l2 error, and their ratio.
+void orders_mode(Args a) {
+  fmt::print("| kernel | dist | eps | order | estimate | rel. l2 error | error / estimate |\n"
+             "|---|---|---|---|---|---|---|\n");
+  std::string rows;
+  a.reps = 1;
+  std::vector<std::string> kernels;
+  if (a.kernel == "all") {
+    for (const auto &info : all_kernels())
+      if (info.kind != Kernel::log)
+        kernels.emplace_back(info.name);
+  } else {
+    kernels.push_back(a.kernel);
+  }
+  for (const auto &k : kernels) {
+    const Kernel kk = parse_kernel(k);
+    const bool scale_free = kk == Kernel::laplace || kk == Kernel::linear || kk == Kernel::cubic ||
+                            kk == Kernel::quintic;
+    for (const std::string d : {"uniform", "plummer"})
+      for (const double eps : scale_free ? std::vector<double>{1} : std::vector<double>{1, 3}) {
+        const auto p = make_points(d, a.n, 3);
+        const auto w = weights(a.n, 4);
+        for (int order = 2; order <= a.max_order; ++order) {
+          Args b = a;
+          b.kernel = k;
+          b.dist = d;
+          b.precision = "f64";
+          b.eps = eps;
+          b.order = order;
+          const auto t = run_any(b, Method::fmm, p, w);
+          const double est = t.stats.estimated_error;
+          fmt::print("| {} | {} | {} | {} | {:.2e} | {:.2e} | {:.3g} |\n", k, d, eps, order, est,
+                     t.error, est > 0 ? t.error / est : 0.0);
+          std::fflush(stdout);
+          rows += fmt::format("{}{{\"kernel\": \"{}\", \"dist\": \"{}\", \"eps\": {}, "
+                              "\"order\": {}, \"estimate\": {}, \"error\": {}, \"n\": {}}}",
+                              rows.empty() ? "" : ",\n", k, d, eps, order, est, t.error, a.n);
+        }
+      }
+  }
+  if (!a.json.empty())
+    std::ofstream(a.json) << "[\n" << rows << "\n]\n";
+}
+
 void crossover_mode(Args a) {
   fmt::print("| kernel | tol | prec | backend | crossover N | FMM [s] | direct [s] at that N |\n"
              "|---|---|---|---|---|---|---|\n");
@@ -252,6 +305,12 @@ int main(int argc, char **argv) {
       a.save = v;
     else if (k == "--json")
       a.json = v;
+    else if (k == "--max-order")
+      a.max_order = std::stoi(v);
+    else if (k == "--order")
+      a.order = std::stoi(v);
+    else if (k == "--leaf")
+      a.leaf = static_cast<std::int64_t>(std::stod(v));
     else {
       fmt::print(stderr, "fmm3d_bench: unknown option {}\n", k);
       return 2;
@@ -262,6 +321,8 @@ int main(int argc, char **argv) {
       accuracy_mode(a);
     else if (a.mode == "crossover")
       crossover_mode(a);
+    else if (a.mode == "orders")
+      orders_mode(a);
     else
       time_mode(a);
   } catch (const std::exception &e) {

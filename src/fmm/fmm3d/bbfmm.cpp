@@ -2,6 +2,7 @@
 #include "fmm/fmm3d/bbfmm.hpp"
 #include "fmm/fmm3d/chebyshev.hpp"
 #include "fmm/fmm3d/fmm_kernels.hpp"
+#include "fmm/fmm3d/order_calibration.hpp"
 #include "kernels/kernel_defs.hpp"
 
 #include <ksum/error.hpp>
@@ -178,6 +179,19 @@ BbFmm::BbFmm(const BbFmmOptions &options) : opt_(options) {
 
 BbFmm::~BbFmm() = default;
 
+double BbFmm::calibrated_ratio(Kernel kernel, int p) {
+  using namespace detail;
+  const auto k = static_cast<std::size_t>(kernel);
+  if (k >= std::size(kOrderErrorRatio))
+    return 1.0;
+  const auto &row = kOrderErrorRatio[k];
+  if (p <= kCalibratedMaxOrder)
+    return row[static_cast<std::size_t>(std::max(p, kCalibratedMinOrder) - kCalibratedMinOrder)];
+  // Past the table: the largest of its last four orders.
+  const std::size_t n = std::size(row);
+  return std::max({row[n - 1], row[n - 2], row[n - 3], row[n - 4]});
+}
+
 double BbFmm::interpolation_error(Kernel kernel, int p, double s) {
   const Chebyshev ch(p);
   std::mt19937_64 rng(12345);
@@ -277,10 +291,13 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   }
   const auto homog = homogeneous_degree(opt_.kernel);
   const double target_err = opt_.tolerance / 2;
-  // The order for boxes of half side s (one value for homogeneous kernels).
+  // The order for boxes of half side s (one value for homogeneous kernels): the smallest p whose
+  // predicted error, the estimate times its calibrated ratio to the measured error, is at most
+  // tolerance / 2.
   auto order_for = [&](double half, int from) {
     for (int p = std::max(from, 2); p <= max_chebyshev_order; ++p)
-      if (interpolation_error(opt_.kernel, p, homog ? 1.0 : half) <= target_err)
+      if (calibrated_ratio(opt_.kernel, p) * interpolation_error(opt_.kernel, p, homog ? 1.0 : half) <=
+          target_err)
         return p;
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("fmm: tolerance {} is beyond what Chebyshev order {} reaches for the "
@@ -291,16 +308,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // Guess the order from the unit cube, build the tree with the leaf size it implies, then check
   // every level that has far interactions; rebuild once if the order changed the leaf size.
   int p = opt_.order > 0 ? opt_.order : order_for(1.0, 2);
-  for (int attempt = 0;; ++attempt) {
-    const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
-    const std::int64_t leaf = opt_.leaf_size > 0 ? opt_.leaf_size : std::max<std::int64_t>(32, P);
-    tree_ = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
-                           FmmTreeOptions{.leaf_size = leaf,
-                                          .expansion_size = P,
-                                          .sort_device = opt_.gpu ? opt_.device : -1});
-    stats_.leaf_size = leaf;
-    if (opt_.order > 0)
-      break;
+  // The levels of the tree that have far interactions (V, X or W lists).
+  auto far_levels = [&] {
     std::vector<char> far_level(static_cast<std::size_t>(tree_.depth) + 1, 0);
     for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
       const auto lb = static_cast<std::size_t>(tree_.boxes[b].level);
@@ -312,6 +321,24 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
             tree_.boxes[static_cast<std::size_t>(tree_.w.boxes[static_cast<std::size_t>(e)])]
                 .level)] = 1;
     }
+    return far_level;
+  };
+  for (int attempt = 0;; ++attempt) {
+    const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
+    // Leaves of up to 2·p³ points: a uniform tree then holds 0.25 … 2 p³ per leaf, where the near
+    // field (∝ points per leaf) and the M2L (∝ p⁶ per box) cost about the same. With p³ the tree
+    // went a level deeper for p = 5, 6 at 10^6 points and its M2L took 2.6× (p = 6: 9.0 against
+    // 1.1 s, whole execute 10.2 against 3.9 s on 2 cores; bench/results/2026-11-27-fmm-order-calibration).
+    const std::int64_t leaf =
+        opt_.leaf_size > 0 ? opt_.leaf_size : std::max<std::int64_t>(32, 2 * P);
+    tree_ = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
+                           FmmTreeOptions{.leaf_size = leaf,
+                                          .expansion_size = P,
+                                          .sort_device = opt_.gpu ? opt_.device : -1});
+    stats_.leaf_size = leaf;
+    if (opt_.order > 0)
+      break;
+    const auto far_level = far_levels();
     int need = 2;
     for (std::size_t l = 0; l < far_level.size(); ++l)
       if (far_level[l] && (!homog || need == 2))
@@ -323,7 +350,17 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     p = need;
   }
   stats_.order = p;
-  stats_.estimated_error = interpolation_error(opt_.kernel, p, 1.0);
+  // The estimate of the order in use: the largest over the levels with far interactions.
+  {
+    const auto far_level = far_levels();
+    double est = 0;
+    for (std::size_t l = 0; l < far_level.size(); ++l)
+      if (far_level[l])
+        est = std::max(est, interpolation_error(opt_.kernel, p,
+                                                homog ? 1.0
+                                                      : tree_.half_side(static_cast<std::int32_t>(l))));
+    stats_.estimated_error = est;
+  }
   stats_.depth = tree_.depth;
   {
     const auto levels = static_cast<std::size_t>(tree_.depth) + 1;

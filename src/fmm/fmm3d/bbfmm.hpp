@@ -82,6 +82,9 @@ public:
   // The sampled interpolation error of order p for cubes of half side s (scaled coordinates), as
   // used to choose p; exposed for tests and benchmarks.
   static double interpolation_error(Kernel kernel, int p, double half_side);
+  // The measured error over that estimate at order p (order_calibration.hpp): the order choice
+  // wants calibrated_ratio · interpolation_error ≤ tolerance / 2.
+  static double calibrated_ratio(Kernel kernel, int p);
 
 private:
   struct Operators;
