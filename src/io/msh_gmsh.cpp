@@ -1,20 +1,26 @@
 // .msh through the Gmsh SDK: Gmsh parses every version of its format, and writing goes through
 // Gmsh too, so entities, physical groups and tags survive the round trip with only the nodes moved.
+// The library is opened (dlopen, its C API) the first time a .msh file is read or written, not
+// linked: linked, its ~90 dependencies (OpenCASCADE, FLTK, X11, …) cost every ksum process 0.1 to
+// 0.25 s before main() (issue 26), and a machine without it could not run ksum at all.
 #include "io/io_detail.hpp"
 #include "io/mesh_detail.hpp"
 
 #include <ksum/error.hpp>
 #include <ksum/mesh.hpp>
 
-#include <gmsh.h>
+#include <gmshc.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <mutex>
 #include <omp.h>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -23,58 +29,185 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The C API functions used, with the types of the header ksum was built against.
+struct GmshApi {
+  decltype(&gmshFree) free = nullptr;
+  decltype(&gmshInitialize) initialize = nullptr;
+  decltype(&gmshFinalize) finalize = nullptr;
+  decltype(&gmshOpen) open = nullptr;
+  decltype(&gmshWrite) write = nullptr;
+  decltype(&gmshOptionSetNumber) set_number = nullptr;
+  decltype(&gmshLoggerGetLastError) last_error = nullptr;
+  decltype(&gmshModelGetPhysicalGroups) physical_groups = nullptr;
+  decltype(&gmshModelGetPhysicalName) physical_name = nullptr;
+  decltype(&gmshModelMeshGetNodes) get_nodes = nullptr;
+  decltype(&gmshModelMeshGetNodesForPhysicalGroup) group_nodes = nullptr;
+  decltype(&gmshModelMeshGetElements) get_elements = nullptr;
+  decltype(&gmshModelMeshGetElementProperties) element_properties = nullptr;
+  decltype(&gmshModelMeshSetNode) set_node = nullptr;
+  std::string failure; // why the library could not be used ("" once it is loaded)
+};
+
+// Loaded once per process: the library found when ksum was configured, then the same version by
+// its usual name.
+const GmshApi &load_gmsh() {
+  static GmshApi api;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string candidates[] = {
+#ifdef KSUM_GMSH_LIBRARY
+        KSUM_GMSH_LIBRARY,
+#endif
+        fmt::format("libgmsh.so.{}.{}", GMSH_API_VERSION_MAJOR, GMSH_API_VERSION_MINOR),
+        "libgmsh.so"};
+    void *handle = nullptr;
+    std::string tried;
+    for (const auto &name : candidates) {
+      handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle)
+        break;
+      const char *why = dlerror();
+      tried += fmt::format("{}{} ({})", tried.empty() ? "" : "; ", name, why ? why : "not found");
+    }
+    if (!handle) {
+      api.failure = fmt::format("the Gmsh library (API {}) could not be opened: {}",
+                                GMSH_API_VERSION, tried);
+      return;
+    }
+    std::string missing;
+    auto bind = [&](auto &fn, const char *symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, symbol));
+      if (!fn)
+        missing += fmt::format("{}{}", missing.empty() ? "" : ", ", symbol);
+    };
+    bind(api.free, "gmshFree");
+    bind(api.initialize, "gmshInitialize");
+    bind(api.finalize, "gmshFinalize");
+    bind(api.open, "gmshOpen");
+    bind(api.write, "gmshWrite");
+    bind(api.set_number, "gmshOptionSetNumber");
+    bind(api.last_error, "gmshLoggerGetLastError");
+    bind(api.physical_groups, "gmshModelGetPhysicalGroups");
+    bind(api.physical_name, "gmshModelGetPhysicalName");
+    bind(api.get_nodes, "gmshModelMeshGetNodes");
+    bind(api.group_nodes, "gmshModelMeshGetNodesForPhysicalGroup");
+    bind(api.get_elements, "gmshModelMeshGetElements");
+    bind(api.element_properties, "gmshModelMeshGetElementProperties");
+    bind(api.set_node, "gmshModelMeshSetNode");
+    if (!missing.empty())
+      api.failure = fmt::format("the Gmsh library lacks {} (built against API {})", missing,
+                                GMSH_API_VERSION);
+  });
+  return api;
+}
+
+const GmshApi &gmsh_api(const fs::path &path) {
+  const GmshApi &api = load_gmsh();
+  if (!api.failure.empty())
+    throw Error(ErrorCode::unsupported,
+                fmt::format("{}: .msh files are read and written through Gmsh, but {}",
+                            detail::display(path), api.failure));
+  return api;
+}
+
 // Gmsh is one global model per process: one session at a time, finalized on every exit.
 std::mutex &gmsh_mutex() {
   static std::mutex m;
   return m;
 }
 
-// Runs a Gmsh call, turning its exceptions (a std::string in Gmsh 4.8, std::exception later)
-// into Error(code) naming the file.
-template <class F> void call(const fs::path &path, const char *what, ErrorCode code, F &&f) {
-  std::string reason;
-  try {
-    f();
+// Gmsh's own arrays (gmshMalloc), released with gmshFree.
+template <class V> struct Owned {
+  const GmshApi &api;
+  V *p = nullptr;
+  std::size_t n = 0;
+  explicit Owned(const GmshApi &a) : api(a) {}
+  ~Owned() { api.free(p); }
+  Owned(const Owned &) = delete;
+  Owned &operator=(const Owned &) = delete;
+  std::vector<V> vec() const { return std::vector<V>(p, p + n); }
+};
+std::string take_string(const GmshApi &api, char *s) {
+  std::string out = s ? s : "";
+  api.free(s);
+  return out;
+}
+
+// Runs a Gmsh C call f(&ierr); a non-zero ierr becomes Error(code) naming the file and Gmsh's
+// last logged error.
+template <class F>
+void call(const GmshApi &api, const fs::path &path, const char *what, ErrorCode code, F &&f) {
+  int ierr = 0;
+  f(&ierr);
+  if (ierr == 0)
     return;
-  } catch (const Error &) {
-    throw; // ksum's own, from inside the callback
-  } catch (const std::string &s) {
-    reason = s;
-  } catch (const std::exception &e) {
-    reason = e.what();
-  } catch (...) {
-    std::string last;
-    try {
-      gmsh::logger::getLastError(last);
-    } catch (...) {
-    }
-    reason = last.empty() ? "an unknown exception" : last;
-  }
+  char *last = nullptr;
+  int ierr2 = 0;
+  api.last_error(&last, &ierr2);
+  std::string reason = ierr2 == 0 ? take_string(api, last) : std::string{};
+  if (reason.empty())
+    reason = fmt::format("error code {}", ierr);
   throw Error(code, fmt::format("{}: Gmsh could not {}: {}", detail::display(path), what, reason));
+}
+
+// gmshInitialize(argc, argv, readConfigFiles, [run,] ierr): Gmsh 4.9 added `run`.
+template <class Fn> void initialize(Fn fn, int *ierr) {
+  if constexpr (std::is_invocable_v<Fn, int, char **, int, int, int *>)
+    fn(0, nullptr, 0, 0, ierr);
+  else
+    fn(0, nullptr, 0, ierr);
 }
 
 // Gmsh sets OpenMP's thread count from its own option (General.NumThreads, default 1) and
 // leaves it so: the caller's count is restored, or every later OpenMP loop would run on 1 thread.
 class Session {
 public:
-  explicit Session(const fs::path &path) : lock_(gmsh_mutex()), threads_(omp_get_max_threads()) {
-    call(path, "start", ErrorCode::internal, [] {
-      gmsh::initialize(0, nullptr, false);
-      gmsh::option::setNumber("General.Terminal", 0);
-      gmsh::option::setNumber("General.Verbosity", 1);
+  explicit Session(const fs::path &path)
+      : api_(gmsh_api(path)), lock_(gmsh_mutex()), threads_(omp_get_max_threads()) {
+    call(api_, path, "start", ErrorCode::internal, [&](int *e) {
+      initialize(api_.initialize, e);
+      if (*e == 0)
+        api_.set_number("General.Terminal", 0, e);
+      if (*e == 0)
+        api_.set_number("General.Verbosity", 1, e);
     });
   }
   ~Session() {
-    gmsh::finalize();
+    int ierr = 0;
+    api_.finalize(&ierr);
     omp_set_num_threads(threads_);
   }
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
+  const GmshApi &api() const { return api_; }
 
 private:
+  const GmshApi &api_;
   std::lock_guard<std::mutex> lock_;
   int threads_;
 };
+
+// Every node of the model: tags and coordinates.
+void all_nodes(const GmshApi &api, const fs::path &path, std::vector<std::size_t> &tags,
+               std::vector<double> &xyz) {
+  Owned<std::size_t> t(api);
+  Owned<double> c(api), par(api);
+  call(api, path, "list the nodes", ErrorCode::parse, [&](int *e) {
+    api.get_nodes(&t.p, &t.n, &c.p, &c.n, &par.p, &par.n, -1, -1, 0, 0, e);
+  });
+  tags = t.vec();
+  xyz = c.vec();
+}
+
+std::vector<std::pair<int, int>> physical_groups(const GmshApi &api, const fs::path &path) {
+  Owned<int> dt(api);
+  call(api, path, "list the physical groups", ErrorCode::parse,
+       [&](int *e) { api.physical_groups(&dt.p, &dt.n, -1, e); });
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t i = 0; i + 1 < dt.n; i += 2)
+    out.emplace_back(dt.p[i], dt.p[i + 1]);
+  return out;
+}
 
 bool shape_from_name(const std::string &name, ElementShape &shape) {
   static const std::pair<const char *, ElementShape> families[] = {
@@ -97,7 +230,11 @@ bool shape_from_name(const std::string &name, ElementShape &shape) {
 } // namespace
 
 bool have_gmsh() noexcept {
-  return true;
+  try {
+    return load_gmsh().failure.empty();
+  } catch (...) {
+    return false;
+  }
 }
 
 Mesh read_mesh(const fs::path &path, bool surface_3d) {
@@ -107,12 +244,13 @@ Mesh read_mesh(const fs::path &path, bool surface_3d) {
   Mesh mesh;
   mesh.source = path;
   Session session(path);
-  call(path, "read the file", ErrorCode::parse, [&] { gmsh::open(path.string()); });
+  const GmshApi &api = session.api();
+  call(api, path, "read the file", ErrorCode::parse,
+       [&](int *e) { api.open(path.string().c_str(), e); });
 
   std::vector<std::size_t> tags;
-  std::vector<double> xyz, param;
-  call(path, "list the nodes", ErrorCode::parse,
-       [&] { gmsh::model::mesh::getNodes(tags, xyz, param, -1, -1, false, false); });
+  std::vector<double> xyz;
+  all_nodes(api, path, tags, xyz);
   const auto n = static_cast<std::int64_t>(tags.size());
   if (n == 0)
     throw Error(ErrorCode::empty_input,
@@ -158,16 +296,46 @@ Mesh read_mesh(const fs::path &path, bool surface_3d) {
   for (int dim = surface_3d ? 2 : 3; dim >= 2 && mesh.dim == 0; --dim) {
     std::vector<int> types;
     std::vector<std::vector<std::size_t>> etags, enodes;
-    call(path, "list the elements", ErrorCode::parse,
-         [&] { gmsh::model::mesh::getElements(types, etags, enodes, dim, -1); });
+    {
+      Owned<int> ty(api);
+      std::size_t **et = nullptr, **en = nullptr, *et_n = nullptr, *en_n = nullptr, et_nn = 0,
+                  en_nn = 0;
+      int ierr = 0;
+      api.get_elements(&ty.p, &ty.n, &et, &et_n, &et_nn, &en, &en_n, &en_nn, dim, -1, &ierr);
+      // Gmsh's arrays into vectors, then freed (also when the call failed part-way).
+      for (std::size_t k = 0; k < et_nn; ++k) {
+        if (ierr == 0)
+          etags.emplace_back(et[k], et[k] + et_n[k]);
+        api.free(et[k]);
+      }
+      for (std::size_t k = 0; k < en_nn; ++k) {
+        if (ierr == 0)
+          enodes.emplace_back(en[k], en[k] + en_n[k]);
+        api.free(en[k]);
+      }
+      api.free(et);
+      api.free(et_n);
+      api.free(en);
+      api.free(en_n);
+      call(api, path, "list the elements", ErrorCode::parse, [&](int *e) { *e = ierr; });
+      types = ty.vec();
+      if (etags.size() != types.size() || enodes.size() != types.size())
+        throw Error(ErrorCode::parse, fmt::format("{}: Gmsh listed {} element types but {} and {} "
+                                                  "tag lists",
+                                                  detail::display(path), types.size(),
+                                                  etags.size(), enodes.size()));
+    }
     for (std::size_t k = 0; k < types.size(); ++k) {
       if (etags[k].empty())
         continue;
       std::string name;
       int edim = 0, order = 0, nn = 0, primary = 0;
-      std::vector<double> local;
-      call(path, "describe an element type", ErrorCode::parse, [&] {
-        gmsh::model::mesh::getElementProperties(types[k], name, edim, order, nn, local, primary);
+      call(api, path, "describe an element type", ErrorCode::parse, [&](int *e) {
+        char *cname = nullptr;
+        Owned<double> local(api);
+        api.element_properties(types[k], &cname, &edim, &order, &nn, &local.p, &local.n, &primary,
+                               e);
+        name = take_string(api, cname);
       });
       ElementBlock b;
       if (!shape_from_name(name, b.shape) || shape_dimension(b.shape) != dim)
@@ -205,18 +373,21 @@ Mesh read_mesh(const fs::path &path, bool surface_3d) {
                                 mesh.node_tags[static_cast<std::size_t>(i)], mesh.nodes(i, 2)));
   }
 
-  gmsh::vectorpair groups;
-  call(path, "list the physical groups", ErrorCode::parse,
-       [&] { gmsh::model::getPhysicalGroups(groups, -1); });
-  for (const auto &[gdim, gtag] : groups) {
+  for (const auto &[gdim, gtag] : physical_groups(api, path)) {
     PhysicalGroup g;
     g.dim = gdim;
     g.tag = gtag;
     std::vector<std::size_t> gnodes;
-    std::vector<double> gxyz;
-    call(path, "read a physical group", ErrorCode::parse, [&] {
-      gmsh::model::getPhysicalName(gdim, gtag, g.name);
-      gmsh::model::mesh::getNodesForPhysicalGroup(gdim, gtag, gnodes, gxyz);
+    call(api, path, "read a physical group", ErrorCode::parse, [&](int *e) {
+      char *cname = nullptr;
+      api.physical_name(gdim, gtag, &cname, e);
+      g.name = take_string(api, cname);
+      if (*e != 0)
+        return;
+      Owned<std::size_t> t(api);
+      Owned<double> c(api);
+      api.group_nodes(gdim, gtag, &t.p, &t.n, &c.p, &c.n, e);
+      gnodes = t.vec();
     });
     g.nodes.reserve(gnodes.size());
     for (const auto t : gnodes)
@@ -240,12 +411,12 @@ void write_msh(const fs::path &path, const Mesh &mesh, const Table<double> &coor
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{}: writing .msh needs the mesh it was read from", display(path)));
   Session session(path);
-  call(mesh.source, "re-read the file", ErrorCode::parse,
-       [&] { gmsh::open(mesh.source.string()); });
+  const GmshApi &api = session.api();
+  call(api, mesh.source, "re-read the file", ErrorCode::parse,
+       [&](int *e) { api.open(mesh.source.string().c_str(), e); });
   std::vector<std::size_t> tags;
-  std::vector<double> xyz, param;
-  call(mesh.source, "list the nodes", ErrorCode::parse,
-       [&] { gmsh::model::mesh::getNodes(tags, xyz, param, -1, -1, false, false); });
+  std::vector<double> xyz;
+  all_nodes(api, mesh.source, tags, xyz);
   if (static_cast<std::int64_t>(tags.size()) != coords.rows())
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("{}: has {} nodes now but {} when it was read (changed since?)",
@@ -254,9 +425,8 @@ void write_msh(const fs::path &path, const Mesh &mesh, const Table<double> &coor
   row_of.reserve(mesh.node_tags.size());
   for (std::size_t i = 0; i < mesh.node_tags.size(); ++i)
     row_of.emplace(mesh.node_tags[i], static_cast<std::int64_t>(i));
-  const std::vector<double> no_param;
-  call(path, "move the nodes", ErrorCode::internal, [&] {
-    std::vector<double> x(3);
+  call(api, path, "move the nodes", ErrorCode::internal, [&](int *e) {
+    double x[3];
     for (const auto t : tags) {
       const auto it = row_of.find(static_cast<std::int64_t>(t));
       if (it == row_of.end())
@@ -264,21 +434,24 @@ void write_msh(const fs::path &path, const Mesh &mesh, const Table<double> &coor
                     fmt::format("{}: node {} was not there when it was read (changed since?)",
                                 display(mesh.source), t));
       for (int a = 0; a < 3; ++a)
-        x[static_cast<std::size_t>(a)] = coords(it->second, a);
-      gmsh::model::mesh::setNode(t, x, no_param);
+        x[a] = coords(it->second, a);
+      api.set_node(t, x, 3, nullptr, 0, e);
+      if (*e != 0)
+        return;
     }
   });
   if (options.msh_version != 4.1 && options.msh_version != 2.2)
     throw Error(ErrorCode::invalid_argument, fmt::format("{}: MSH version {} (expected 4.1 or 2.2)",
                                                          display(path), options.msh_version));
-  call(path, "set the output format", ErrorCode::internal, [&] {
-    gmsh::option::setNumber("Mesh.MshFileVersion", options.msh_version);
-    gmsh::option::setNumber("Mesh.Binary", options.binary ? 1 : 0);
-    // Every element read, in a group or not; MSH 2.2 drops the groups with SaveAll, so there
-    // only the elements of the physical groups are written (all of them in a typical mesh).
-    gmsh::vectorpair groups;
-    gmsh::model::getPhysicalGroups(groups, -1);
-    gmsh::option::setNumber("Mesh.SaveAll", options.msh_version == 2.2 && !groups.empty() ? 0 : 1);
+  // Every element read, in a group or not; MSH 2.2 drops the groups with SaveAll, so there only
+  // the elements of the physical groups are written (all of them in a typical mesh).
+  const bool any_group = !physical_groups(api, path).empty();
+  call(api, path, "set the output format", ErrorCode::internal, [&](int *e) {
+    api.set_number("Mesh.MshFileVersion", options.msh_version, e);
+    if (*e == 0)
+      api.set_number("Mesh.Binary", options.binary ? 1 : 0, e);
+    if (*e == 0)
+      api.set_number("Mesh.SaveAll", options.msh_version == 2.2 && any_group ? 0 : 1, e);
   });
   // Through a temporary file in the same folder (Gmsh picks the format from the extension).
   static std::atomic<unsigned> counter{0};
@@ -286,7 +459,8 @@ void write_msh(const fs::path &path, const Mesh &mesh, const Table<double> &coor
   temp.replace_filename(fmt::format(".{}.tmp{:08x}{}.msh", path.filename().string(),
                                     std::random_device{}(), counter++));
   try {
-    call(path, "write the mesh", ErrorCode::io, [&] { gmsh::write(temp.string()); });
+    call(api, path, "write the mesh", ErrorCode::io,
+         [&](int *e) { api.write(temp.string().c_str(), e); });
     if (!fs::exists(temp, ec))
       throw Error(ErrorCode::io, fmt::format("{}: Gmsh wrote nothing (folder missing or not "
                                              "writable?)",
