@@ -16,7 +16,15 @@ struct GpuInfo {
 };
 
 bool cuda_enabled();                // built with KSUM_USE_CUDA
-std::vector<GpuInfo> gpus();        // empty when none is visible or CUDA is not built in
+// Every visible GPU with its properties and free memory (querying the free memory starts a CUDA
+// context on each GPU: ~0.1 s and some memory per GPU). Empty when none is visible or CUDA is not
+// built in.
+std::vector<GpuInfo> gpus();
+// How many GPUs are visible, without starting any CUDA context (0 without CUDA or a driver).
+int gpu_count();
+// Starts the CUDA context of GPU `device` (which the first GPU call would otherwise pay) and
+// returns the seconds it took; 0 without CUDA. Lets a caller start it early, or time it alone.
+double gpu_warm_up(int device = 0);
 std::string cuda_runtime_version(); // "13.0", or "" without CUDA
 int max_threads();                  // OpenMP threads available
 const char *version();              // ksum version string

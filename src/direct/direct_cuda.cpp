@@ -251,17 +251,17 @@ private:
 template <class T>
 std::unique_ptr<CudaDirect<T>> make_cuda_direct(const std::vector<int> &devices,
                                                 std::int64_t memory_limit) {
-  const auto visible = gpus();
-  if (visible.empty())
+  const int visible = gpu_count(); // no context is started on GPUs the sum does not use
+  if (visible == 0)
     throw Error(ErrorCode::unsupported, "backend gpu: no CUDA GPU is visible");
   std::vector<int> ids = devices;
   if (ids.empty())
-    for (const auto &g : visible)
-      ids.push_back(g.id);
+    for (int id = 0; id < visible; ++id)
+      ids.push_back(id);
   for (int id : ids)
-    if (id < 0 || id >= static_cast<int>(visible.size()))
+    if (id < 0 || id >= visible)
       throw Error(ErrorCode::invalid_argument,
-                  fmt::format("GPU {} does not exist ({} visible)", id, visible.size()));
+                  fmt::format("GPU {} does not exist ({} visible)", id, visible));
   return std::make_unique<CudaDirectImpl<T>>(ids, memory_limit);
 }
 

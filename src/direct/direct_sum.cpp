@@ -229,7 +229,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     const std::int64_t dim = sources.cols();
     Backend chosen = opt.backend;
     if (chosen == Backend::automatic)
-      chosen = (!gpus().empty() && dim <= detail::gpu_max_dim) ? Backend::cuda : Backend::cpu;
+      chosen = (gpu_count() > 0 && dim <= detail::gpu_max_dim) ? Backend::cuda : Backend::cpu;
     if (chosen == Backend::cuda && dim > detail::gpu_max_dim)
       throw Error(ErrorCode::unsupported,
                   fmt::format("the GPU direct sum handles dimension up to {}, got {}; use the "

@@ -20,7 +20,7 @@ using detail::cuda_check;
 using detail::DeviceArray;
 
 bool gpu_available() {
-  return !gpus().empty();
+  return gpu_count() > 0;
 }
 
 namespace {

@@ -152,7 +152,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     stats.cutoff = fgt::cutoff_radius(opt.tolerance / 2);
     Backend backend = opt.backend;
     if (backend == Backend::automatic)
-      backend = gpus().empty() ? Backend::cpu : Backend::cuda;
+      backend = gpu_count() == 0 ? Backend::cpu : Backend::cuda;
     else if (backend == Backend::cuda && !fgt::gpu_available())
       throw Error(ErrorCode::unsupported,
                   "backend gpu: this build of ksum has no CUDA backend or no GPU is visible");

@@ -29,7 +29,7 @@ using ksum::detail::cuda_check;
 using ksum::detail::DeviceArray;
 
 bool gpu_available() {
-  return !gpus().empty();
+  return gpu_count() > 0;
 }
 
 namespace {

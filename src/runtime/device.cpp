@@ -1,6 +1,7 @@
 // Build and device information. Without KSUM_USE_CUDA the GPU list is empty.
 #include <ksum/device.hpp>
 
+#include <chrono>
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -51,6 +52,36 @@ std::vector<GpuInfo> gpus() {
   }
 #endif
   return out;
+}
+
+int gpu_count() {
+#ifdef KSUM_USE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+#else
+  return 0;
+#endif
+}
+
+double gpu_warm_up(int device) {
+#ifdef KSUM_USE_CUDA
+  const auto t0 = std::chrono::steady_clock::now();
+  int prev = 0;
+  if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(device) != cudaSuccess ||
+      cudaFree(nullptr) != cudaSuccess) {
+    cudaGetLastError(); // the plan reports a real failure when it uses the GPU
+    return 0;
+  }
+  cudaSetDevice(prev);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+#else
+  (void)device;
+  return 0;
+#endif
 }
 
 std::string cuda_runtime_version() {

@@ -136,6 +136,19 @@ TEST_F(Cli, SumByTheFastGaussTransformMeetsItsToleranceAndRefusesOtherKernels) {
   EXPECT_NE(r.output.find("(f64), direct: sum"), std::string::npos) << r.output;
   EXPECT_LE(max_error(p, ksum::io::read_table(path("ud.npy")), true), 1e-13);
 
+  // --timing: the breakdown line, with every phase, and the same result as without it.
+  r = ksum("sum --kernel gaussian --eps 6 --tol 1e-7 --sources " + path("p.npy") + " --weights " +
+           path("w.npy") + " --backend cpu --timing -o " + path("uti.npy"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char *part : {"ksum sum timing: read ", "GPU context ", "plan set-up ", "(tree ",
+                           "; sum ", "; write ", "total "})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  const auto uti = ksum::io::read_table(path("uti.npy"));
+  const auto ud = ksum::io::read_table(path("ud.npy"));
+  ASSERT_EQ(uti.rows(), ud.rows());
+  for (std::int64_t i = 0; i < uti.rows(); ++i)
+    ASSERT_EQ(uti(i, 0), ud(i, 0)) << i;
+
   expect_failure("sum --kernel laplace --method fgt --sources " + path("p.npy") + " --weights " +
                      path("w.npy") + " -o " + path("v.npy"),
                  1, "method fgt is the fast Gauss transform: it serves the gaussian kernel only");

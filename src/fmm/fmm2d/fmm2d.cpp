@@ -434,7 +434,7 @@ template <std::floating_point T> Fmm2d<T>::Fmm2d(Fmm2dOptions options) : impl_(n
   impl_->threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   Backend b = options.backend;
   if (b == Backend::automatic)
-    b = gpus().empty() ? Backend::cpu : Backend::cuda;
+    b = gpu_count() == 0 ? Backend::cpu : Backend::cuda;
   if (options.gpu_m2l && b != Backend::cuda)
     throw Error(ErrorCode::invalid_argument, "fmm2d: gpu_m2l needs the GPU backend (backend cuda)");
   if (b == Backend::cuda && options.method != Method::direct)

@@ -254,7 +254,7 @@ private:
 } // namespace
 
 template <class T> std::unique_ptr<Fmm2dGpu<T>> make_fmm2d_gpu(int device) {
-  if (gpus().empty())
+  if (gpu_count() == 0)
     throw Error(ErrorCode::unsupported,
                 "fmm2d: no GPU is visible; use the CPU backend (backend cpu)");
   return std::make_unique<Engine<T>>(device);
@@ -266,7 +266,7 @@ M2lBenchResult m2l_gpu_benchmark(int p, std::int64_t translations, int per_targe
   if (p < 2 || p > kGpuMaxTerms)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("m2l benchmark: p = {} outside 2 … {}", p, kGpuMaxTerms));
-  if (gpus().empty())
+  if (gpu_count() == 0)
     throw Error(ErrorCode::unsupported, "m2l benchmark: no GPU is visible");
   cuda_check(cudaSetDevice(device), device, "cudaSetDevice");
   // Target boxes in [0, 1]², source boxes in [2, 3]², radius 0.1: |z0| ≥ 1.4, well separated.

@@ -86,7 +86,7 @@ namespace {
 Backend resolve(Backend b) {
   if (b != Backend::automatic)
     return b;
-  return gpus().empty() ? Backend::cpu : Backend::cuda;
+  return gpu_count() == 0 ? Backend::cpu : Backend::cuda;
 }
 
 class DirectMatVec final : public KernelMatVec {
@@ -369,7 +369,7 @@ void GlobalRbfInterpolant::Impl::fit(const Table<double> &points, const Table<do
   im.check_lset_size(P.cols(), d);
 
   im.backend = resolve(opt.backend);
-  if (im.backend == Backend::cuda && gpus().empty())
+  if (im.backend == Backend::cuda && gpu_count() == 0)
     throw Error(ErrorCode::unsupported, "backend gpu requested but no GPU is visible");
   GlobalRbfStats st;
   st.solver = im.choose_solver(n);
@@ -556,7 +556,7 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
                     ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
                     : choose_solver(total);
     st.backend = resolve(opt.backend);
-    if (st.backend == Backend::cuda && gpus().empty())
+    if (st.backend == Backend::cuda && gpu_count() == 0)
       throw Error(ErrorCode::unsupported,
                   fmt::format("backend gpu requested but rank {} sees no GPU", rank));
   }));

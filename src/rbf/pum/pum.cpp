@@ -852,7 +852,7 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
                 "PUM on the GPU: local polynomials (degree >= 0) run on the CPU; use the cpu or "
                 "auto backend");
   if (im.opt.backend == Backend::cuda ||
-      (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) {
+      (im.opt.backend == Backend::automatic && gpu_shape && gpu_count() > 0)) {
     bool done = false;
     try {
       done = im.try_gpu_fit(points, values);
@@ -1024,7 +1024,7 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   {
     std::lock_guard<std::mutex> lock(im.lazy);
     if (im.gpu_fit || im.opt.backend == Backend::cuda ||
-        (im.opt.backend == Backend::automatic && gpu_shape && !gpus().empty())) {
+        (im.opt.backend == Backend::automatic && gpu_shape && gpu_count() > 0)) {
       // Points outside the box or in holes make the GPU decline the batch: the CPU path below
       // then extrapolates them or names them in its error. With the automatic backend a CUDA
       // failure (e.g. out of GPU memory) also leaves the points to the CPU path.

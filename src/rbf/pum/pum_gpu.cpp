@@ -331,7 +331,7 @@ bool Engine::evaluate(const double *y, std::int64_t m, double *out) {
 }
 
 void check_shape(const PumGrid &g, int ncols) {
-  if (gpus().empty())
+  if (gpu_count() == 0)
     throw Error(ErrorCode::unsupported, "PUM on the GPU: no CUDA GPU is visible");
   if (g.s != 2 && g.s != 3)
     throw Error(ErrorCode::unsupported,
