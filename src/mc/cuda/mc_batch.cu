@@ -103,7 +103,13 @@ __device__ __forceinline__ constexpr int ov_unit(int t) { return t % 2 ? 1 << 16
 // The same with one contact distance for all pairs (GpuBatchArgs::uniform): the charges are
 // factored out, tacc[t] = Σ_j q_j (1/r_new − 1/r_old) (a term inside the contact distance counts 0,
 // and as an overlap at the new position), the trial's l_B q multiplies the sum afterwards.
-template <class T, int NJ>
+// kLean: for particles j that are none of the trials' own (j ≠ p for every trial of the group,
+// which the caller guarantees for the whole iteration), without the self test; and the old
+// position, which has no overlaps in a valid state, without its contact test: its distance is only
+// clamped to the contact distance (a touching pair rounded below it then counts 1/σ, not 0). The
+// new position keeps the test and its convention (0 and one overlap, as the corrections assume).
+// ~20 instructions per ΔU pair against ~30.
+template <class T, int NJ, bool kLean>
 __device__ __forceinline__ void
 trial_terms_uniform(T contact2, const Moved<T> *tr, const int *tp, const int (&j)[NJ],
                     const T (&xj)[NJ], const T (&yj)[NJ], const T (&zj)[NJ], const T (&qj)[NJ],
@@ -120,39 +126,10 @@ trial_terms_uniform(T contact2, const Moved<T> *tr, const int *tp, const int (&j
       const T ro2 = bx * bx + by * by + bz * bz;
       const bool bad_n = rn2 < contact2;
       const T in = bad_n ? T(0) : rsqrt_t(rn2);
-      const T io = ro2 < contact2 ? T(0) : rsqrt_t(ro2);
-      const bool keep = j[u] != p;
+      const T io = kLean ? rsqrt_t(fmax(ro2, contact2)) : ro2 < contact2 ? T(0) : rsqrt_t(ro2);
+      const bool keep = kLean || j[u] != p;
       tacc[t] += keep ? qj[u] * (in - io) : T(0);
       ovp[t / 2] += (keep && bad_n) ? ov_unit(t) : 0;
-    }
-  }
-}
-
-// The uniform loop for particles j that are none of the trials' own (j ≠ p for every trial of
-// the group, which the caller guarantees for the whole iteration): no self test, and the old
-// position needs no contact test in a state without overlaps, so its distance is only clamped
-// to the contact distance (a touching pair rounded below it then counts 1/σ, not 0). The new
-// position keeps the test and its convention (0 and one overlap, as the corrections assume).
-// ~20 instructions per ΔU pair against the general uniform loop's ~30.
-template <class T, int NJ>
-__device__ __forceinline__ void
-trial_terms_lean(T contact2, const Moved<T> *tr, const T (&xj)[NJ], const T (&yj)[NJ],
-                 const T (&zj)[NJ], const T (&qj)[NJ], T (&tacc)[kTrialGroup],
-                 int (&ovp)[kTrialGroup / 2]) {
-#pragma unroll
-  for (int t = 0; t < kTrialGroup; ++t) {
-    const Moved<T> c = tr[t];
-#pragma unroll
-    for (int u = 0; u < NJ; ++u) {
-      const T ax = c.nx - xj[u], ay = c.ny - yj[u], az = c.nz - zj[u];
-      const T bx = c.ox - xj[u], by = c.oy - yj[u], bz = c.oz - zj[u];
-      const T rn2 = ax * ax + ay * ay + az * az;
-      const T ro2 = bx * bx + by * by + bz * bz;
-      const bool bad_n = rn2 < contact2;
-      const T in = bad_n ? T(0) : rsqrt_t(rn2);
-      const T io = rsqrt_t(fmax(ro2, contact2));
-      tacc[t] += qj[u] * (in - io);
-      ovp[t / 2] += bad_n ? ov_unit(t) : 0;
     }
   }
 }
@@ -287,11 +264,11 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
       // This iteration's particles: [j − tid, j − tid + NJ·kThreads), the same for every thread.
       const int span_end = j - tid + NJ * kThreads;
       if (!a.lean || selfp[next_self] < span_end) {
-        trial_terms_uniform<T, NJ>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
+        trial_terms_uniform<T, NJ, false>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
         while (selfp[next_self] < span_end)
           ++next_self;
       } else {
-        trial_terms_lean<T, NJ>(a.contact2, tr, xj, yj, zj, qj, tacc, ovp);
+        trial_terms_uniform<T, NJ, true>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
       }
     } else {
       trial_terms<T, kFast, NJ>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
@@ -307,7 +284,7 @@ __device__ void delta_block(const GpuBatchArgs<T> &a, const GpuChainState &st, i
     T xj[1], yj[1], zj[1], qj[1], rj[1];
     load(j, jj[0], xj[0], yj[0], zj[0], qj[0], rj[0]);
     if constexpr (kUniform)
-      trial_terms_uniform<T, 1>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
+      trial_terms_uniform<T, 1, false>(a.contact2, tr, tp, jj, xj, yj, zj, qj, tacc, ovp);
     else
       trial_terms<T, kFast, 1>(pp, tr, tp, jj, xj, yj, zj, qj, rj, tacc, ov);
   }
