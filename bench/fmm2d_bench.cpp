@@ -1,11 +1,12 @@
 // The 2D FMM benchmark (issue 6; seed 004 Paper IV §3–4, seed 002 tables 2–3):
-//   fmm2d_bench time    --n N [--dist uniform|line] [--kernel harmonic|log] [--tol T]
+//   fmm2d_bench time    --n N [--dist uniform|line|cluster] [--kernel harmonic|log] [--tol T]
 //                       [--backend cpu|gpu] [--gpu-m2l] [--threads P] [--theta θ] [--levels L]
-//                       [--tune] [--reps R] [--check S] [--save DIR]
+//                       [--tune] [--reps R] [--check S] [--save DIR] [--positive] [--order p]
 //       one configuration: per call partition (tree + connectivity) + execute, its phases, the
 //       error against the direct sum on S sampled targets. --tune first sweeps Nlevels and θ
 //       and keeps the fastest (the paper's "after tuning"). --save writes the points, strengths,
 //       sampled reference and our time as .npy for bench/peers/fmm2d_peer.py (same points).
+//       --order: p fixed (default: from --tol). --positive: real strengths in (0, 1] (masses) instead of complex ones in [−1, 1]².
 //   fmm2d_bench scaling --n N [--dist D] [--threads 1,2,4,8,16] [--gpu]
 //       CPU-only strong scaling after tuning per thread count (fig. 3.2), and with --gpu the
 //       hybrid code (near field on the GPU) on the most threads (fig. 3.3): hybrid / CPU-only.
@@ -47,8 +48,8 @@ struct Args {
               thetas = "0.30:0.76:0.05";
   std::int64_t n = 1000000, check = 200;
   double tol = 1e-6, theta = 0.5;
-  int levels = 0, threads = 0, reps = 5;
-  bool tune = false, gpu_m2l = false, gpu = false;
+  int levels = 0, threads = 0, reps = 5, order = 0;
+  bool tune = false, gpu_m2l = false, gpu = false, positive = false;
 };
 
 std::vector<cd> make_points(const std::string &dist, std::int64_t n, std::uint64_t seed) {
@@ -60,6 +61,11 @@ std::vector<cd> make_points(const std::string &dist, std::int64_t n, std::uint64
     if (dist == "line") { // approximately along a line (seed 004 Paper IV fig. 4.2)
       const double t = u(rng);
       v = {t, 0.3 * t + 1e-3 * g(rng)};
+    } else if (dist == "cluster") { // 8 Gaussian clusters of widths 1e-3 … 0.1 (the order choice's worst cases)
+      const int c = static_cast<int>(8 * u(rng)) % 8;
+      const double centre[2] = {0.1 + 0.8 * ((c * 37) % 8) / 7.0, 0.1 + 0.8 * ((c * 11) % 8) / 7.0};
+      const double width = 1e-3 * std::pow(100.0, c / 7.0);
+      v = {centre[0] + width * g(rng), centre[1] + width * g(rng)};
     } else {
       v = {u(rng), u(rng)};
     }
@@ -67,12 +73,13 @@ std::vector<cd> make_points(const std::string &dist, std::int64_t n, std::uint64
   return z;
 }
 
-std::vector<cd> make_strengths(std::int64_t n, std::uint64_t seed) {
+// Complex strengths uniform in [−1, 1]², or (positive) real ones in (0, 1], like masses.
+std::vector<cd> make_strengths(std::int64_t n, std::uint64_t seed, bool positive = false) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<cd> q(static_cast<std::size_t>(n));
   for (auto &v : q)
-    v = {u(rng), u(rng)};
+    v = positive ? cd{0.5 * (1 + u(rng)), 0} : cd{u(rng), u(rng)};
   return q;
 }
 
@@ -142,6 +149,7 @@ Run measure(const Args &a, const std::vector<cd> &z, const std::vector<cd> &q, d
   Fmm2dOptions o;
   o.kernel = parse_fmm2d_kernel(a.kernel);
   o.tolerance = a.tol;
+  o.order = a.order;
   o.theta = theta;
   o.levels = levels;
   o.threads = threads;
@@ -251,7 +259,7 @@ std::vector<int> int_list(const std::string &s) {
 
 int mode_time(const Args &a) {
   const auto z = make_points(a.dist, a.n, 1);
-  const auto q = make_strengths(a.n, 2);
+  const auto q = make_strengths(a.n, 2, a.positive);
   const Backend b = parse_backend(a.backend);
   std::vector<cd> u;
   Run r = a.tune ? tuned(a, z, q, a.threads, b) : measure(a, z, q, a.theta, a.levels, a.threads, b);
@@ -293,7 +301,7 @@ int mode_time(const Args &a) {
 
 int mode_scaling(const Args &a) {
   const auto z = make_points(a.dist, a.n, 1);
-  const auto q = make_strengths(a.n, 2);
+  const auto q = make_strengths(a.n, 2, a.positive);
   std::vector<Run> runs;
   fmt::print("fmm2d scaling: n {} {}, {} kernel, tol {:.0e}, tuned per row\n\n{}\n", a.n, a.dist,
              a.kernel, a.tol, header);
@@ -322,7 +330,7 @@ int mode_scaling(const Args &a) {
 
 int mode_sweep(const Args &a) {
   const auto z = make_points(a.dist, a.n, 1);
-  const auto q = make_strengths(a.n, 2);
+  const auto q = make_strengths(a.n, 2, a.positive);
   const Backend b = parse_backend(a.backend);
   double lo = 0.3, hi = 0.76, step = 0.05;
   std::sscanf(a.thetas.c_str(), "%lf:%lf:%lf", &lo, &hi, &step);
@@ -448,6 +456,10 @@ int main(int argc, char **argv) {
           a.levels = std::stoi(v), a.levels_list = v;
       } else if (k == "--tune")
         a.tune = true;
+      else if (k == "--positive")
+        a.positive = true;
+      else if (k == "--order")
+        a.order = std::stoi(need(i));
       else if (k == "--reps")
         a.reps = std::stoi(need(i));
       else if (k == "--check")
@@ -464,9 +476,9 @@ int main(int argc, char **argv) {
         throw Error(ErrorCode::invalid_argument,
                     fmt::format("unknown option '{}' (see --help)", k));
     }
-    if (a.dist != "uniform" && a.dist != "line")
+    if (a.dist != "uniform" && a.dist != "line" && a.dist != "cluster")
       throw Error(ErrorCode::invalid_argument,
-                  fmt::format("--dist {}: valid are uniform, line", a.dist));
+                  fmt::format("--dist {}: valid are uniform, line, cluster", a.dist));
     if (a.mode == "time")
       return mode_time(a);
     if (a.mode == "scaling")

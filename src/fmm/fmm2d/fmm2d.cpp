@@ -57,13 +57,29 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// Terms for the tolerance: the error of the θ-criterion's translations decays like C θ^p (seed
-// 004 Paper IV §2.3: p ~ log TOL / log θ). Measured C (max error over max |u|): at most 0.06 on
-// uniform, line-like and clustered points for θ 0.3 … 0.8, but 0.23 on clusters of repeated
-// points a few ulps apart (zero-size boxes, for which the θ-criterion admits R = θ d); 0.5 is used
-// (the accuracy tests check the result against the direct sum from 1e-3 to 1e-12).
-int order_for(double tol, double theta) {
-  return static_cast<int>(std::ceil(std::log(tol / 0.5) / std::log(theta)));
+// Terms for the tolerance. The error of the θ-criterion's translations decays like C θ^p (seed
+// 004 Paper IV §2.3: p ~ log TOL / log θ); C, the max error over max |u|, was measured with p
+// fixed from 2 to 65, θ 0.3 … 0.7, both kernels, uniform, line-like and clustered points (8
+// Gaussian clusters of widths 1e-3 … 0.1), 2·10^4 and 2·10^5 points, random complex strengths
+// (bench/results/2026-11-27-fmm2d-order-calibration). The largest C of every (θ, p) lies under
+//   harmonic: C(p, θ) = 3.6 · p^−1.28 · e^−3.14θ,     log: C(p, θ) = 1.62 · p^−1.73 · e^−2.22θ,
+// the clustered points being the worst; uniform points sit 3 … 30 times below it. The order is
+// the smallest p with C(p, θ) θ^p ≤ tol / 2. (Before: C = 0.5 for every p and kernel, which put
+// the error 50 … 1000 times below the tolerance.) Trees in which the θ-criterion's bound is
+// reached more often — over-refined ones and clusters of repeated points (boxes of zero size,
+// for which it admits R = θ d; measured C up to 0.23) — keep C = 0.5 (degenerate_boxes below).
+double order_constant(Fmm2dKernel kernel, int p, double theta, bool degenerate) {
+  if (degenerate)
+    return 0.5;
+  const double pd = static_cast<double>(p);
+  return kernel == Fmm2dKernel::harmonic ? 3.6 * std::pow(pd, -1.28) * std::exp(-3.14 * theta)
+                                         : 1.62 * std::pow(pd, -1.73) * std::exp(-2.22 * theta);
+}
+int order_for(Fmm2dKernel kernel, double tol, double theta, bool degenerate) {
+  for (int p = 2; p <= fmm2d::kMaxTerms; ++p)
+    if (order_constant(kernel, p, theta, degenerate) * std::pow(theta, p) <= tol / 2)
+      return p;
+  return fmm2d::kMaxTerms + 1;
 }
 
 constexpr int max_order = fmm2d::kMaxTerms;
@@ -145,8 +161,29 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
                   fmt::format("fmm2d: θ = {} outside (0.05, 0.95)", t));
   }
 
+  // Whether the tree has boxes for which the θ-criterion's bound is reached more often than in
+  // the calibration's trees (see order_constant): an over-refined pyramid (fewer than 4 points
+  // per finest box on average: single-point boxes have radius 0), or boxes of several points a
+  // million times smaller than the root (clusters of repeated or nearly repeated points).
+  bool degenerate_boxes() const {
+    const auto n = static_cast<double>(src_copy.size()),
+               m = self ? n : static_cast<double>(tgt_copy.size());
+    if (std::max(n, m) < 4.0 * static_cast<double>(fmm2d::level_size(levels - 1)))
+      return true;
+    auto tiny = [](const std::vector<T> &radius, const std::vector<std::int64_t> &count) {
+      if (radius.empty())
+        return false;
+      const T small = static_cast<T>(1e-6) * radius[0];
+      for (std::size_t i = 1; i < radius.size() && i < count.size(); ++i)
+        if (count[i] >= 2 && radius[i] <= small)
+          return true;
+      return false;
+    };
+    return tiny(pyr.src_radius, pyr.src_count) || (!self && tiny(pyr.tgt_radius, pyr.tgt_count));
+  }
+
   void resolve_order() {
-    p = opt.order > 0 ? opt.order : order_for(opt.tolerance, theta);
+    p = opt.order > 0 ? opt.order : order_for(opt.kernel, opt.tolerance, theta, degenerate_boxes());
     if (p > max_order)
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("fmm2d: tolerance {} at θ = {} needs {} terms (at most {}); use a "
@@ -188,9 +225,10 @@ template <std::floating_point T> struct Fmm2d<T>::Impl {
     const std::int64_t n = static_cast<std::int64_t>(src_copy.size());
     const std::int64_t m = self ? n : static_cast<std::int64_t>(tgt_copy.size());
     levels = levels_request > 0 ? levels_request : fmm2d_default_levels(std::max(n, m));
-    resolve_order();
+    have_points = false; // until the tree and the order are both in place (either may throw)
     fmm2d::build_pyramid(pyr, src_copy.data(), n, self ? nullptr : tgt_copy.data(), m, levels,
                          theta, threads);
+    resolve_order(); // after the tree: the order's constant depends on its boxes
     if (opt.smoothing != Fmm2dSmoothing::none) {
       // exp(−gap²/δ²) ≤ tol/10: the far field may use the plain kernel.
       const double need = opt.core_radius * std::sqrt(std::log(10.0 / opt.tolerance));
