@@ -5,6 +5,9 @@
 #   gpu    GPU direct-sum benchmark (N = 2^20), seed 000's brute-force table, KeOps / PyTorch peers
 #   cpu    CPU benchmark: every kernel per core vs the plain loop; 3 kernels on all cores
 #   cli    end-to-end `ksum sum` time and memory, N = 1e5 and 1e6, CPU and GPU
+#   tolerance  time against tolerance 1e-2 … 1e-10 of the whole `ksum sum` run with the achieved
+#          errors (issue 26): 3D FMM (CPU, GPU), 2D FMM (CPU, GPU near field), FGT (GPU), N = 1e6
+#          (KSUM_TOL_N, KSUM_TOL_CASES); bench/tolerance_bench.py; ~3 min
 #   pum    RBF-PUM linear-cost benchmark and the comparison with SciPy's RBFInterpolator (CPU)
 #   global global RBF (seed 000): matvec table, FGP to 1e-6 at N = 1e4…1e6, GMRES at N = 1e5
 #   deform RBF mesh deformation of the 1,006,660-node sphere-in-box mesh (seed 000 §2.3), GPU and
@@ -171,6 +174,15 @@ if want cli; then
   PYTHONUNBUFFERED=1 python3 bench/cli_bench.py --ksum $build/apps/ksum/ksum \
     --sizes 100000 1000000 --backends gpu cpu --out "$OUT/cli_bench.md" > "$OUT/cli_bench.log" 2>&1 || rc=1
   cat "$OUT/cli_bench.md" >> "$summary" 2>/dev/null || echo "cli benchmark failed (cli_bench.log)" >> "$summary"
+fi
+
+if want tolerance; then
+  echo >> "$summary"
+  PYTHONUNBUFFERED=1 python3 bench/tolerance_bench.py --ksum $build/apps/ksum/ksum \
+    --n "${KSUM_TOL_N:-1000000}" --cases "${KSUM_TOL_CASES:-fmm3d-cpu,fmm3d-gpu,fmm2d-cpu,fmm2d-gpu,fgt-gpu}" \
+    --out "$OUT/tolerance" > "$OUT/tolerance_bench.log" 2>&1 || rc=1
+  cat "$OUT/tolerance/tolerance.md" >> "$summary" 2>/dev/null ||
+    echo "tolerance benchmark failed (tolerance_bench.log)" >> "$summary"
 fi
 
 if want pum; then
