@@ -38,6 +38,11 @@ struct GaussOptions {
   int device = 0;                       // the GPU to use
   int order = 0;                        // series terms p per dimension (fgt) or total degree
                                         // (ifgt); 0: the smallest that meets the tolerance
+  // method fgt: run the direct sum instead where the cost model predicts it cheaper (stats().method
+  // then says direct). The decision is made as early as the model allows: from the grid's
+  // estimate before any set-up where it is over 4× the direct sum's, from the occupied boxes
+  // before the pairs are listed, else from the listed pairs. (method automatic always does this.)
+  bool hand_over = false;
   // fgt on the CPU: target boxes per task of the evaluation loop; 0: chosen by the task-size model
   // (include/ksum/tasksize.hpp, dynamic_chunk) from the loop's time in the previous execute (1 in
   // the first). The results do not depend on it.

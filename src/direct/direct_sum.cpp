@@ -162,6 +162,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     g.bandwidth = 1 / o.eps;
     g.tolerance = o.tolerance;
     g.method = GaussMethod::fgt;
+    g.hand_over = !o.force_method;
     g.backend = o.backend;
     g.threads = o.threads;
     g.device = o.devices.empty() ? 0 : o.devices.front();
@@ -180,7 +181,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       g->set_points(sources);
     {
       const auto &gs = g->stats();
-      if (!opt.force_method && gs.predicted_fgt > gs.predicted_direct) {
+      if (gs.method == GaussMethod::direct) { // handed over (GaussOptions::hand_over)
         note = fmt::format("method fgt: at h = {:.3g}, tol {:.1e} and these points the fast Gauss "
                            "transform's cost model predicts the direct sum cheaper ({:.3g} "
                            "against {:.3g}, in the model's units), so the direct sum ran "

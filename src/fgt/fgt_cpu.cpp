@@ -118,7 +118,7 @@ BoxSet sort_into_boxes(const double *z, std::int64_t n, const Grid &g, int threa
 } // namespace
 
 FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
-                  const Extent &extent, FgtGrid grid, int threads) {
+                  const Extent &extent, FgtGrid grid, int threads, double cost_limit) {
   FgtPlan plan;
   plan.d = d;
   plan.p = grid.p;
@@ -136,6 +136,37 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
   // Source boxes within the cutoff of each target box.
   const auto offsets = neighbour_offsets(plan.grid, d, std::max<std::int64_t>(ns, 1));
   const std::int64_t noff = offsets.empty() ? 0 : std::int64_t(offsets.size()) / d;
+  if (std::isfinite(cost_limit)) {
+    // Every target box meets its offsets' boxes inside the grid (an offset o is inside for the
+    // fraction Π_k (count_k − |o_k|)₊ / count_k of the boxes), occupied in the proportion ns / all.
+    double all = 1;
+    for (int k = 0; k < d; ++k)
+      all *= double(plan.grid.count[k]);
+    double reach = double(ns);
+    if (noff > 0) {
+      reach = 0;
+      for (std::int64_t o = 0; o < noff; ++o) {
+        double inside = 1;
+        for (int k = 0; k < d; ++k) {
+          const double c = double(plan.grid.count[k]);
+          inside *= std::max(0.0, c - double(std::abs(offsets[o * d + k]))) / c;
+        }
+        reach += inside;
+      }
+    }
+    const double partners = std::max(1.0, std::min(double(ns), reach * double(ns) / all));
+    const double ms = double(n) / double(std::max<std::int64_t>(ns, 1)),
+                 mt = double(plan.self ? n : m) / double(std::max<std::int64_t>(nt, 1));
+    const auto r = best_route(ms, mt, partners, partners, plan.terms, d, plan.p,
+                              plan.p > 0 && plan.terms <= max_terms);
+    const double estimate =
+        double(nt) * partners * (r.cost + Costs::box_pair) + double(n + m) * (2.0 * d + 30);
+    if (estimate > cost_limit) {
+      plan.cost = estimate;
+      plan.stopped = true;
+      return plan;
+    }
+  }
   std::vector<std::int64_t> sidx(static_cast<std::size_t>(ns * d));
   for (std::int64_t b = 0; b < ns; ++b)
     g.decode(S.key[b], sidx.data() + b * d);

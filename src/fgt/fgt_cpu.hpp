@@ -7,6 +7,7 @@
 #include <ksum/table.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <vector>
 
@@ -40,13 +41,21 @@ struct FgtPlan {
   std::vector<std::uint8_t> taylor_box;  // per target box: its Taylor expansion is used
   std::int64_t pairs[4] = {0, 0, 0, 0};  // by route
   double cost = 0;                       // of the routes chosen (flop units)
+  // build_fgt stopped after sorting the points into boxes: its estimate of the cost (in `cost`)
+  // passed cost_limit, so no pairs were listed.
+  bool stopped = false;
 
   const BoxSet &targets() const { return self ? src : tgt; }
 };
 
-// Points are scaled, point-major; tgt == nullptr: targets are the sources.
+// Points are scaled, point-major; tgt == nullptr: targets are the sources. Where an estimate of
+// the cost from the occupied boxes (made after sorting the points into boxes, before listing the
+// pairs, which is most of the set-up for a long cutoff on small boxes) exceeds cost_limit, it
+// stops there (FgtPlan::stopped). The estimate assumes the occupied boxes spread evenly: on
+// clustered points the real pairs are more, so it stops only where the full plan would too.
 FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
-                  const Extent &extent, FgtGrid grid, int threads);
+                  const Extent &extent, FgtGrid grid, int threads,
+                  double cost_limit = std::numeric_limits<double>::infinity());
 
 // out[i] (input target order) = Σ_j q_j e^{−|z_i − z_j|²} by the plan's routes. chunk: target
 // boxes per task of the evaluation loop (OpenMP schedule(dynamic, chunk)); *loop_seconds (if

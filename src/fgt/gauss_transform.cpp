@@ -184,16 +184,25 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
         if (stats.predicted_ifgt < best)
           method = GaussMethod::ifgt;
       }
+      const bool may_hand_over = opt.method == GaussMethod::automatic || opt.hand_over;
+      // The grid's estimate assumes uniform points (empty boxes cost nothing, so clustered points
+      // cost less): hand over before any set-up only where it is well above the direct sum.
+      if (method == GaussMethod::fgt && opt.hand_over &&
+          !(stats.predicted_fgt <= 4 * stats.predicted_direct))
+        method = GaussMethod::direct;
       if (method == GaussMethod::fgt) {
         if (!std::isfinite(g.cost))
           throw Error(ErrorCode::unsupported,
                       fmt::format("fgt: a grid of boxes of side ~h over these {}-dimensional "
                                   "points would need more than 4e18 boxes; use ifgt or direct",
                                   d));
-        fgt = fgt::build_fgt(zs.data(), n, self ? nullptr : zt.data(), m, int(d), e, g, threads);
+        const double speed = on_gpu ? gpu_speed : 1.0;
+        fgt = fgt::build_fgt(zs.data(), n, self ? nullptr : zt.data(), m, int(d), e, g, threads,
+                             may_hand_over ? stats.predicted_direct * speed
+                                           : std::numeric_limits<double>::infinity());
         // The model's guess assumed uniform points; the plan knows the real boxes.
-        if (opt.method == GaussMethod::automatic &&
-            fgt->cost / (on_gpu ? gpu_speed : 1.0) > stats.predicted_direct) {
+        if (may_hand_over && (fgt->stopped || fgt->cost / speed > stats.predicted_direct)) {
+          stats.predicted_fgt = fgt->cost / speed;
           fgt.reset();
           method = GaussMethod::direct;
         } else {

@@ -356,6 +356,81 @@ TEST(GaussTransform, BoxSortIsTheSameForAnyThreadCount) {
     }
 }
 
+// The early stop of the set-up (issue 26): build_fgt's estimate from the occupied boxes, made
+// before it lists the pairs, is close to the listed plan's cost on uniform points and below it on
+// clustered ones (so it never stops a plan the full listing would keep), and a limit under it
+// stops the build with no pairs listed.
+TEST(GaussTransform, SetUpStopsEarlyOnlyWhereTheListedPlanWouldCostMore) {
+  const std::int64_t n = 40000;
+  for (bool clustered : {false, true}) {
+    std::mt19937_64 rng(91);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> g(0, 1);
+    std::vector<double> z(static_cast<std::size_t>(n * 3));
+    fgt::Extent e{3, n, n, {1e300, 1e300, 1e300}, {-1e300, -1e300, -1e300}};
+    for (std::int64_t i = 0; i < n; ++i)
+      for (int k = 0; k < 3; ++k) {
+        // scaled by 1/h = 10: the unit cube, or 4 clusters of width 0.03
+        const double c = 0.2 + 0.6 * double((i % 4) >> (k % 2) & 1);
+        const double v = 10 * (clustered ? std::clamp(c + 0.03 * g(rng), 0.0, 1.0) : u(rng));
+        z[static_cast<std::size_t>(i * 3 + k)] = v;
+        e.lo[k] = std::min(e.lo[k], v);
+        e.hi[k] = std::max(e.hi[k], v);
+      }
+    for (double tol : {1e-3, 1e-8}) {
+      const auto grid = fgt::choose_fgt(e, tol, 0);
+      const auto full = fgt::build_fgt(z.data(), n, nullptr, n, 3, e, grid, 2);
+      ASSERT_FALSE(full.stopped);
+      // The estimate alone: a limit of 0 stops every build and returns it.
+      const auto est = fgt::build_fgt(z.data(), n, nullptr, n, 3, e, grid, 2, 0.0);
+      ASSERT_TRUE(est.stopped);
+      EXPECT_TRUE(est.pair_src.empty());
+      if (clustered)
+        EXPECT_LE(est.cost, full.cost) << "clustered tol " << tol;
+      else
+        EXPECT_NEAR(est.cost / full.cost, 1.0, 0.5) << "uniform tol " << tol;
+      // A limit above the estimate lists the pairs as before.
+      const auto kept = fgt::build_fgt(z.data(), n, nullptr, n, 3, e, grid, 2, 2 * est.cost);
+      EXPECT_FALSE(kept.stopped);
+      EXPECT_EQ(kept.pair_src, full.pair_src);
+    }
+  }
+}
+
+// GaussOptions::hand_over: method fgt runs the direct sum where the model predicts it cheaper
+// (3D, h = 0.1, tol 1e-10: a long cutoff over small boxes), and keeps the FGT where it is cheaper.
+TEST(GaussTransform, HandOverRunsTheDirectSumWherePredictedCheaper) {
+  const auto pts = ksum::test::random_points(20000, 3, 93);
+  const auto w = ksum::test::random_points(20000, 1, 94, -1, 1);
+  ksum::GaussOptions o;
+  o.method = ksum::GaussMethod::fgt;
+  o.backend = ksum::Backend::cpu;
+  o.hand_over = true;
+  o.bandwidth = 0.1;
+  o.tolerance = 1e-10;
+  ksum::GaussTransform<double> tight(o);
+  tight.set_points(pts);
+  EXPECT_EQ(tight.stats().method, ksum::GaussMethod::direct);
+  EXPECT_GT(tight.stats().predicted_fgt, tight.stats().predicted_direct);
+  o.hand_over = false;
+  ksum::GaussTransform<double> forced(o);
+  forced.set_points(pts);
+  EXPECT_EQ(forced.stats().method, ksum::GaussMethod::fgt);
+  const auto a = tight.execute(w), b = forced.execute(w);
+  double sum_w = 0, diff = 0;
+  for (std::int64_t i = 0; i < w.rows(); ++i)
+    sum_w += std::abs(w(i, 0));
+  for (std::int64_t i = 0; i < a.rows(); ++i)
+    diff = std::max(diff, std::abs(a(i, 0) - b(i, 0)));
+  EXPECT_LE(diff, 1e-10 * sum_w);
+  o.hand_over = true;
+  o.bandwidth = 0.5;
+  o.tolerance = 1e-3;
+  ksum::GaussTransform<double> kept(o);
+  kept.set_points(pts);
+  EXPECT_EQ(kept.stats().method, ksum::GaussMethod::fgt);
+}
+
 TEST(GaussTransform, TenDimensionsNeverBlowUpTheTerms) {
   const auto src = ksum::test::random_points(600, 10, 61);
   const auto q = weights(600, 1, 62, false);
