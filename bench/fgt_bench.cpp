@@ -12,9 +12,17 @@
 //                       --direct-targets 1000000 [--precision f32|f64] [--reps R]
 //       end to end: method fgt (setup + execute) against the direct Gaussian sum on K targets,
 //       scaled to M (its time is exactly linear in M), the ratio and the error relative to Σ|q|.
+//   fgt_bench bounds    --d 2,3 --h 0.1,0.2,0.3 --n 100000 --p 1:16 [--threads P]
+//       the proven truncation bound against the measured error (issue 26): for boxes of half-side
+//       ρ = 0.3 … 1 (in h) and each p, the FGT (CPU, cutoff at 1e-15 so truncation dominates) on
+//       uniform and clustered points with positive weights; error = max |Ĝ − G| / Σ q over 300
+//       sampled targets against the direct sum; the ratios error / bound and error / estimate
+//       (the sampled 1-D error the order choice uses) per row.
 // Times are medians of --reps (default 3) runs after a warm-up; --json FILE writes the rows.
 #include "bench_common.hpp"
+#include "fgt/fgt_cpu.hpp"
 #include "fgt/fgt_gpu.hpp"
+#include "fgt/fgt_params.hpp"
 
 #include <ksum/error.hpp>
 #include <ksum/fgt.hpp>
@@ -468,6 +476,91 @@ template <class T> int mode_e2e(const Args &a) {
 
 } // namespace
 
+int mode_bounds(const Args &a) {
+  const auto ds = num_list(a.d.empty() ? "2,3" : a.d);
+  const auto hs = num_list(a.h.empty() ? "0.1,0.2,0.3" : a.h);
+  const auto n = std::int64_t(num_list(a.n.empty() ? "100000" : a.n).front());
+  int p_lo = 1, p_hi = 16;
+  if (const auto c = a.p.find(':'); c != std::string::npos)
+    p_lo = std::stoi(a.p.substr(0, c)), p_hi = std::stoi(a.p.substr(c + 1));
+  const int threads = int(num_list(a.threads).back());
+  json rows = json::array();
+  fmt::print("| d | points | h | ρ | p | pairs direct / hermite / taylor / translate | error | bound | "
+             "error / bound | estimate | error / estimate |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (double dd : ds)
+    for (const char *dist : {"uniform", "cluster"})
+      for (double h : hs) {
+        const int d = int(dd);
+        std::mt19937_64 rng(7);
+        std::uniform_real_distribution<double> u(0, 1);
+        std::normal_distribution<double> g(0, 1);
+        std::vector<double> z(static_cast<std::size_t>(n * d)), q(static_cast<std::size_t>(n));
+        fgt::Extent e{d, n, n, std::vector<double>(d, 1e300), std::vector<double>(d, -1e300)};
+        for (std::int64_t i = 0; i < n; ++i) {
+          const int c = int(i % 5);
+          for (int k = 0; k < d; ++k) {
+            double x = u(rng);
+            if (std::string(dist) == "cluster") // 5 Gaussian clusters of width 0.02 … 0.2
+              x = std::clamp(0.15 + 0.7 * ((c * (k + 2)) % 5) / 4.0 + 0.02 * std::pow(10.0, c / 4.0) * g(rng), 0.0, 1.0);
+            const double v = x / h;
+            z[std::size_t(i * d + k)] = v;
+            e.lo[k] = std::min(e.lo[k], v);
+            e.hi[k] = std::max(e.hi[k], v);
+          }
+          q[std::size_t(i)] = u(rng);
+        }
+        double sum_q = 0;
+        for (double v : q)
+          sum_q += v;
+        std::vector<std::int64_t> at;
+        for (std::int64_t i = 0; i < 300; ++i)
+          at.push_back((i * 7919) % n);
+        std::vector<double> ref(at.size());
+#pragma omp parallel for num_threads(threads)
+        for (std::size_t t = 0; t < at.size(); ++t) {
+          long double acc = 0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            double r2 = 0;
+            for (int k = 0; k < d; ++k) {
+              const double v = z[std::size_t(at[t] * d + k)] - z[std::size_t(j * d + k)];
+              r2 += v * v;
+            }
+            acc += q[std::size_t(j)] * std::exp(-r2);
+          }
+          ref[t] = double(acc);
+        }
+        std::vector<double> out(static_cast<std::size_t>(n));
+        for (double rho : {0.3, 0.5, 0.7, 1.0})
+          for (int p = p_lo; p <= p_hi; ++p) {
+            const auto grid = fgt::fgt_grid(e, rho, 1e-15, p);
+            if (grid.terms > fgt::max_terms)
+              break;
+            const auto plan = fgt::build_fgt(z.data(), n, nullptr, n, d, e, grid, threads);
+            if (plan.pairs[1] + plan.pairs[2] + plan.pairs[3] == 0)
+              continue; // every pair direct: no truncation to measure
+            fgt::execute_fgt(plan, q.data(), out.data(), threads, {}, 16);
+            double err = 0;
+            for (std::size_t t = 0; t < at.size(); ++t)
+              err = std::max(err, std::abs(out[std::size_t(at[t])] - ref[t]));
+            err /= sum_q;
+            fmt::print("| {} | {} | {} | {} | {} | {} / {} / {} / {} | {:.2e} | {:.2e} | {:.2e} | "
+                       "{:.2e} | {:.3f} |\n",
+                       d, dist, h, rho, p, plan.pairs[0], plan.pairs[1], plan.pairs[2],
+                       plan.pairs[3], err, grid.bound, err / grid.bound, grid.estimate,
+                       err / grid.estimate);
+            std::fflush(stdout);
+            rows.push_back({{"d", d}, {"dist", dist}, {"h", h}, {"rho", rho}, {"p", p},
+                            {"error", err}, {"bound", grid.bound}, {"estimate", grid.estimate},
+                            {"pairs", {plan.pairs[0], plan.pairs[1], plan.pairs[2], plan.pairs[3]}}});
+            if (err < 1e-14)
+              break;
+          }
+      }
+  if (!a.json.empty())
+    io::write_text(a.json, json{{"mode", "bounds"}, {"n", n}, {"rows", rows}}.dump(1), true);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   Args a;
   auto need = [&](int &i) -> std::string {
@@ -528,8 +621,10 @@ int main(int argc, char **argv) {
       return a.precision == "f32" ? mode_crossover<float>(a) : mode_crossover<double>(a);
     if (a.mode == "e2e")
       return a.precision == "f64" ? mode_e2e<double>(a) : mode_e2e<float>(a);
+    if (a.mode == "bounds")
+      return mode_bounds(a);
     throw Error(ErrorCode::invalid_argument,
-                fmt::format("unknown mode '{}'; valid: hermite, crossover, e2e", a.mode));
+                fmt::format("unknown mode '{}'; valid: hermite, crossover, e2e, bounds", a.mode));
   } catch (const std::exception &e) {
     fmt::print(stderr, "fgt_bench: {}\n", e.what());
     return 2;

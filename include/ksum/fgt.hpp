@@ -1,6 +1,10 @@
 #pragma once
 // The Gauss transform G(y_i) = Σ_j q_j exp(−|y_i − x_j|² / h²), exactly (direct) or fast to an
-// absolute error guaranteed by |Ĝ(y_i) − G(y_i)| ≤ tolerance · Σ_j |q_j| for every target:
+// absolute error |Ĝ(y_i) − G(y_i)| ≤ tolerance · Σ_j |q_j| for every target. Each source reaches
+// a target by one route whose error per unit |q_j| is held to tolerance / 2: the cutoff and the
+// IFGT by proven bounds, the FGT's series by the largest one-source error of the truncated series
+// sampled over box offsets (fgt_params.hpp: Cramér's proven bound sat 10^3 … 10^7 above the
+// measured errors and cost most of the FGT's time; issue 26).
 //
 //   fgt:  the fast Gauss transform of Greengard & Strain (seed 002 §2.2): uniform boxes of side
 //         2ρh, Hermite expansions about source-box centres, Taylor expansions about target-box
@@ -63,7 +67,7 @@ struct GaussStats {
   std::int64_t terms = 0;                   // coefficients per expansion
   double radius = 0;      // fgt: box half-side / h (ρ); ifgt: largest cluster radius / h
   double cutoff = 0;      // interactions beyond cutoff · h are dropped (e^{−cutoff²} ≤ tol)
-  double error_bound = 0; // the proven bound on |Ĝ − G| / Σ|q| of the series chosen
+  double error_bound = 0; // the bound on |Ĝ − G| / Σ|q| of the series chosen (fgt: sampled)
   std::int64_t boxes = 0; // fgt: occupied boxes (sources and targets); ifgt: clusters
   // fgt: interacting pairs of boxes by kind (seed 002 §2.2's four interactions)
   std::int64_t pairs_direct = 0, pairs_hermite = 0, pairs_taylor = 0, pairs_translate = 0;

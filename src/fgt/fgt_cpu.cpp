@@ -161,7 +161,9 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
                               plan.p > 0 && plan.terms <= max_terms);
     const double estimate =
         double(nt) * partners * (r.cost + Costs::box_pair) + double(n + m) * (2.0 * d + 30);
-    if (estimate > cost_limit) {
+    // The estimate measured 1.0 … 1.6 times the listed plan's cost (the mean occupancy in the
+    // route costs): stop only where it is over twice the limit.
+    if (estimate > 2 * cost_limit) {
       plan.cost = estimate;
       plan.stopped = true;
       return plan;

@@ -50,9 +50,10 @@ struct FgtPlan {
 
 // Points are scaled, point-major; tgt == nullptr: targets are the sources. Where an estimate of
 // the cost from the occupied boxes (made after sorting the points into boxes, before listing the
-// pairs, which is most of the set-up for a long cutoff on small boxes) exceeds cost_limit, it
-// stops there (FgtPlan::stopped). The estimate assumes the occupied boxes spread evenly: on
-// clustered points the real pairs are more, so it stops only where the full plan would too.
+// pairs, which is most of the set-up for a long cutoff on small boxes) exceeds twice cost_limit,
+// it stops there (FgtPlan::stopped). The estimate (occupied boxes spread evenly, their mean
+// occupancy in the route costs) measured 1.0 … 1.6 times the listed plan's cost on uniform and
+// clustered points, so it stops only where the listed plan would cost more than the limit.
 FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int64_t m, int d,
                   const Extent &extent, FgtGrid grid, int threads,
                   double cost_limit = std::numeric_limits<double>::infinity());

@@ -72,6 +72,51 @@ double bound_translate(int p, const double *rho, int d) {
   return dropped(f, d);
 }
 
+std::vector<double> sampled_translate_errors(int p_max, double half, double reach) {
+  std::vector<double> worst(static_cast<std::size_t>(p_max) + 1, 0.0);
+  if (half <= 0 || p_max < 1)
+    return worst;
+  const int samples = 5; // a, b ∈ {−ρ, −ρ/2, 0, ρ/2, ρ}: the error peaks at the box edges
+  const int kmax = 2 * p_max;
+  std::vector<double> h(static_cast<std::size_t>(kmax) + 1), A(static_cast<std::size_t>(p_max)),
+      B(static_cast<std::size_t>(p_max));
+  // Centre distances 0, 2·half, 4·half, … (at most 64 of them: boxes far smaller than the
+  // cutoff take a coarser step; their errors are tiny anyway).
+  const double last = reach + 2 * half, step = std::max(2 * half, last / 64);
+  for (int ic = 0; ic * step <= last + 1e-12 * step; ++ic) {
+    const double c = ic * step;
+    // h_k(c) = H_k(c) e^{−c²} by the recurrence h_{k+1} = 2c h_k − 2k h_{k−1}.
+    h[0] = std::exp(-c * c);
+    if (kmax >= 1)
+      h[1] = 2 * c * h[0];
+    for (int k = 1; k < kmax; ++k)
+      h[std::size_t(k + 1)] = 2 * c * h[std::size_t(k)] - 2.0 * k * h[std::size_t(k - 1)];
+    for (int ia = 0; ia < samples; ++ia)
+      for (int ib = 0; ib < samples; ++ib) {
+        const double a = half * (2.0 * ia / (samples - 1) - 1),
+                     b = half * (2.0 * ib / (samples - 1) - 1);
+        const double exact = std::exp(-(c + b - a) * (c + b - a));
+        A[0] = 1, B[0] = 1;
+        for (int n = 1; n < p_max; ++n) {
+          A[std::size_t(n)] = A[std::size_t(n - 1)] * a / n;
+          B[std::size_t(n)] = B[std::size_t(n - 1)] * -b / n;
+        }
+        // S(P) = Σ_{n<P, m<P} A_n B_m h_{n+m}(c): S(P + 1) adds row n = P and column m = P.
+        double sum = 0;
+        for (int P = 1; P <= p_max; ++P) {
+          const int q = P - 1;
+          double add = A[std::size_t(q)] * B[std::size_t(q)] * h[std::size_t(2 * q)];
+          for (int k = 0; k < q; ++k)
+            add += (A[std::size_t(q)] * B[std::size_t(k)] + A[std::size_t(k)] * B[std::size_t(q)]) *
+                   h[std::size_t(q + k)];
+          sum += add;
+          worst[std::size_t(P)] = std::max(worst[std::size_t(P)], std::abs(exact - sum));
+        }
+      }
+  }
+  return worst;
+}
+
 double bound_ifgt(int p, double rx, double ry) {
   if (rx <= 0 || ry <= 0)
     return 0;
@@ -163,17 +208,37 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p
     g.cost = std::numeric_limits<double>::infinity();
     return g;
   }
+  // The estimate per p: Σ_k of each axis's sampled 1-D error (the d-dimensional kernel is the
+  // product of the axes' factors, each within 1 + its error of the exact one).
+  int p_top = 1;
+  while (p_top < limit_p && ipow_saturated(p_top + 1, d) <= limit_terms)
+    ++p_top;
+  std::vector<double> estimate(static_cast<std::size_t>(p_top) + 1, 0.0);
+  for (int k = 0; k < d; ++k) {
+    const auto e1 = sampled_translate_errors(p_top, half[k], g.cutoff);
+    for (int p = 1; p <= p_top; ++p)
+      estimate[std::size_t(p)] += e1[std::size_t(p)];
+  }
   if (order > 0) {
     g.p = order;
   } else {
-    for (int p = 1; p <= limit_p && ipow_saturated(p, d) <= limit_terms; ++p)
-      if (bound_translate(p, half.data(), d) <= eps / 2) {
+    for (int p = 1; p <= p_top && ipow_saturated(p, d) <= limit_terms; ++p)
+      if (estimate[std::size_t(p)] <= eps / 2) {
         g.p = p;
         break;
       }
   }
   g.terms = g.p > 0 ? ipow_saturated(g.p, d) : 0;
   g.bound = g.p > 0 ? bound_translate(g.p, half.data(), d) : 0;
+  g.estimate = g.p > 0 ? (g.p <= p_top ? estimate[std::size_t(g.p)]
+                                       : [&] {
+                                           double est = 0;
+                                           for (int k = 0; k < d; ++k)
+                                             est += sampled_translate_errors(g.p, half[k],
+                                                                             g.cutoff)[std::size_t(g.p)];
+                                           return est;
+                                         }())
+                       : 0;
 
   // Neighbours within the cutoff (the box count of the offsets when they are few enough to list).
   double span = 1;

@@ -4,7 +4,9 @@
 // Every source reaches a target by exactly one route (direct, a series, or dropped beyond the
 // cutoff), and each route's error is at most a bound times |q_j|. So the error at any target is at
 // most max(route bounds) · Σ|q_j|: each bound is held to tolerance / 2, leaving the other half to
-// rounding.
+// rounding. The FGT's order uses the sampled one-source error (sampled_translate_errors), which
+// bounds the Hermite, Taylor and translated routes alike; the proven bounds (bound_series,
+// bound_translate) stay for the tests and the record.
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +34,15 @@ double bound_translate(int p, const double *rho, int d);
 // truncated below total degree p. The Taylor remainder of e^z is ≤ |z|^p/p! e^{max(z,0)}, so the
 // error is ≤ (2|a||b|)^p/p! e^{−(|a|−|b|)²}, maximised over |a| ≤ rx, |b| ≤ ry.
 double bound_ifgt(int p, double rx, double ry);
+
+// The 1-D error of the Hermite series translated to a Taylor series, both truncated at p terms,
+// for boxes of half-side `half` whose centres lie 0, 2·half, 4·half … reach + 2·half apart (at
+// most 64 distances: a coarser step where the boxes are far smaller than the reach): the
+// largest |e^{−(y−x)²} − Σ_{n,m<p} (a^n/n!) ((−b)^m/m!) h_{n+m}(c)| over source and target
+// offsets a, b ∈ [−half, half] sampled at 5 points each. Entry p for p = 1 … p_max (entry 0
+// unused). It replaced bound_translate (Cramér's inequality) in the order choice: that bound sat
+// 10^3 … 10^7 above the measured errors (issue 26; bench/fgt_bench bounds).
+std::vector<double> sampled_translate_errors(int p_max, double half, double reach);
 std::int64_t graded_terms(int p, int d);           // C(p − 1 + d, d); saturates at max_terms + 1
 inline std::int64_t ipow_saturated(int p, int d) { // p^d; saturates at max_terms + 1
   std::int64_t r = 1;
@@ -87,6 +98,7 @@ struct FgtGrid {
   int p = 0;                       // 0: no series meets the tolerance (every pair direct)
   std::int64_t terms = 0;          // p^d
   double bound = 0, cutoff = 0, rho = 0, cost = 0;
+  double estimate = 0; // the sampled error of p (sampled_translate_errors, summed over the axes)
 };
 // limit_p, limit_terms: the largest p and p^d an engine handles (the GPU's are smaller).
 FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p = max_order,

@@ -214,7 +214,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
           stats.radius = g.rho;
           for (std::int64_t k = 0; k < d; ++k)
             stats.radius = k == 0 ? g.side[k] / 2 : std::max(stats.radius, g.side[k] / 2);
-          stats.error_bound = fgt->p > 0 ? std::max(g.bound, opt.tolerance / 2) : opt.tolerance / 2;
+          stats.error_bound = fgt->p > 0 ? std::max(g.estimate, opt.tolerance / 2) : opt.tolerance / 2;
           stats.boxes = fgt->src.boxes() + (self ? 0 : fgt->tgt.boxes());
           stats.pairs_direct = fgt->pairs[0];
           stats.pairs_hermite = fgt->pairs[1];

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <random>
 #include <utility>
@@ -112,6 +113,52 @@ TEST(FgtBounds, BoundTheTruncationErrorOfOneSource) {
   EXPECT_EQ(fgt::graded_terms(1, 10), 1);
 }
 
+// The order choice's estimate (issue 26): the sampled 1-D error of the Hermite → Taylor route,
+// summed over the axes, holds for one source and one target at random positions in their boxes
+// (computed here with the series helpers, as the engine does), sits under Cramér's bound, by
+// 10^2 … 10^6 for p ≥ 4, and falls with p.
+TEST(FgtBounds, SampledTranslateErrorHoldsForOneSourceAndSitsUnderCramer) {
+  const int d = 2;
+  std::mt19937_64 rng(5);
+  for (double half : {0.3, 0.5, 0.8})
+    for (int p : {2, 4, 8, 12}) {
+      const double rho[d] = {half, half};
+      const double reach = 3.0;
+      const auto e1 = fgt::sampled_translate_errors(p, half, reach);
+      const double estimate = d * e1[std::size_t(p)];
+      std::uniform_real_distribution<double> pos(-half, half);
+      std::vector<double> g(d * p), f(d * p), work(p * p), A(p * p), C(p * p), m(d * p * p),
+          hv(2 * p);
+      double worst = 0;
+      for (int draw = 0; draw < 400; ++draw) {
+        double u[d], t[d], w[d], exact = 1;
+        for (int k = 0; k < d; ++k) {
+          u[k] = pos(rng), t[k] = pos(rng);
+          w[k] = 2 * half * double(rng() % std::uint64_t(reach / (2 * half) + 2));
+          exact *= std::exp(-(w[k] + t[k] - u[k]) * (w[k] + t[k] - u[k]));
+          fgt::scaled_powers(u[k], p, g.data() + k * p);
+          fgt::hermite_functions(w[k], 2 * p - 1, hv.data());
+          double fact = 1;
+          for (int b = 0; b < p; ++b, fact *= b)
+            for (int a = 0; a < p; ++a)
+              m[std::size_t((k * p + b) * p + a)] = ((b & 1) ? -1.0 : 1.0) / fact * hv[std::size_t(a + b)];
+          double pw = 1;
+          for (int n = 0; n < p; ++n, pw *= t[k])
+            f[std::size_t(k * p + n)] = pw;
+        }
+        std::fill(A.begin(), A.end(), 0.0);
+        fgt::tensor_accumulate(1.0, g.data(), d, p, A.data(), work.data());
+        fgt::tensor_apply(m.data(), d, p, A.data(), C.data());
+        worst = std::max(worst, std::abs(fgt::tensor_dot(C.data(), f.data(), d, p, work.data()) - exact));
+      }
+      EXPECT_LE(worst, 1.25 * estimate) << "half " << half << " p " << p;
+      EXPECT_LE(estimate, fgt::bound_translate(p, rho, d)) << "half " << half << " p " << p;
+      if (p >= 4)
+        EXPECT_LE(100 * estimate, fgt::bound_translate(p, rho, d)) << "half " << half << " p " << p;
+      EXPECT_LE(fgt::sampled_translate_errors(p + 4, half, reach)[std::size_t(p + 4)], e1[std::size_t(p)]);
+    }
+}
+
 struct Case {
   int d;
   double h, tol;
@@ -153,6 +200,41 @@ TEST(GaussTransform, FgtMeetsItsToleranceInOneToFourDimensions) {
           continue; // p^4 terms at 1e-10: the IFGT's and the direct sum's ground
         check({d, h, tol, GaussMethod::fgt, d % 2 == 0}, 600, 500, 100 + d);
       }
+}
+
+// The order from the sampled estimate (issue 26): with positive weights (a density, the errors
+// adding up most) the FGT's error stays under the tolerance, within 300× of it on clustered points
+// (measured 17 … 93×) and 10^4× on uniform ones (316 … 5400×: the errors of sources spread over a
+// box cancel in part), on 2D and 3D points; Cramér's bound put them 10^4 … 10^6 below.
+TEST(GaussTransform, FgtErrorSitsCloserBelowTheTolerance) {
+  for (int d : {2, 3})
+    for (bool clustered : {false, true}) {
+      const std::int64_t n = 6000;
+      auto src = ksum::test::random_points(n, d, 71);
+      if (clustered) // 3 clusters of width 0.03 … 0.1
+        for (std::int64_t i = 0; i < n; ++i)
+          for (int k = 0; k < d; ++k)
+            src(i, k) = 0.2 + 0.3 * double((i + k) % 3) + (0.03 + 0.035 * double(i % 3)) * (src(i, k) - 0.5);
+      const auto q = weights(n, 1, 72, true);
+      for (double tol : {1e-3, 1e-6}) {
+        GaussOptions o;
+        o.bandwidth = 0.2;
+        o.tolerance = tol;
+        o.method = GaussMethod::fgt;
+        o.backend = ksum::Backend::cpu;
+        GaussTransform<double> plan(o);
+        plan.set_points(src);
+        const double err = ksum::test::gauss_error(src, src, q, o.bandwidth, plan.execute(q), 200);
+        const auto &s = plan.stats();
+        std::printf("d %d %s tol %.0e: p %d, error %.2e (tol / %.0f), routes %lld/%lld/%lld/%lld\n", d,
+                    clustered ? "clustered" : "uniform", tol, s.order, err, tol / err,
+                    (long long)s.pairs_direct, (long long)s.pairs_hermite, (long long)s.pairs_taylor,
+                    (long long)s.pairs_translate);
+        EXPECT_LE(err, tol);
+        EXPECT_GE(err, tol / (clustered ? 300 : 10000))
+            << d << (clustered ? " clustered " : " uniform ") << tol;
+      }
+    }
 }
 
 TEST(GaussTransform, IfgtMeetsItsToleranceUpToSixDimensions) {
@@ -357,9 +439,9 @@ TEST(GaussTransform, BoxSortIsTheSameForAnyThreadCount) {
 }
 
 // The early stop of the set-up (issue 26): build_fgt's estimate from the occupied boxes, made
-// before it lists the pairs, is close to the listed plan's cost on uniform points and below it on
-// clustered ones (so it never stops a plan the full listing would keep), and a limit under it
-// stops the build with no pairs listed.
+// before it lists the pairs, is within 2× of the listed plan's cost on uniform and clustered
+// points (it stops only above twice the limit, so never a plan the listing would keep), and a
+// limit under half of it stops the build with no pairs listed.
 TEST(GaussTransform, SetUpStopsEarlyOnlyWhereTheListedPlanWouldCostMore) {
   const std::int64_t n = 40000;
   for (bool clustered : {false, true}) {
@@ -385,12 +467,12 @@ TEST(GaussTransform, SetUpStopsEarlyOnlyWhereTheListedPlanWouldCostMore) {
       const auto est = fgt::build_fgt(z.data(), n, nullptr, n, 3, e, grid, 2, 0.0);
       ASSERT_TRUE(est.stopped);
       EXPECT_TRUE(est.pair_src.empty());
-      if (clustered)
-        EXPECT_LE(est.cost, full.cost) << "clustered tol " << tol;
-      else
-        EXPECT_NEAR(est.cost / full.cost, 1.0, 0.5) << "uniform tol " << tol;
-      // A limit above the estimate lists the pairs as before.
-      const auto kept = fgt::build_fgt(z.data(), n, nullptr, n, 3, e, grid, 2, 2 * est.cost);
+      // Measured 1.0 … 1.6 (the mean box occupancy in the route costs): build_fgt stops where
+      // the estimate is over twice the limit.
+      EXPECT_LE(est.cost, 2 * full.cost) << (clustered ? "clustered" : "uniform") << " tol " << tol;
+      EXPECT_GE(est.cost, 0.5 * full.cost) << (clustered ? "clustered" : "uniform") << " tol " << tol;
+      // A limit at half the estimate (not over twice it) lists the pairs as before.
+      const auto kept = fgt::build_fgt(z.data(), n, nullptr, n, 3, e, grid, 2, est.cost / 2);
       EXPECT_FALSE(kept.stopped);
       EXPECT_EQ(kept.pair_src, full.pair_src);
     }
