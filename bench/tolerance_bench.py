@@ -74,17 +74,49 @@ def timing_parts(log):
     return parts
 
 
+def render(n, check, cases, baselines, rows):
+    """The markdown tables of one run."""
+    lines = [f"# Time against tolerance, whole `ksum sum` run, N = {n:,} (errors on {check} sampled targets)\n"]
+    for c in cases:
+        d, kernel, method, backend, eps = CASES[c]
+        b = baselines[c]
+        lines.append(f"\n## {c}: {d}D {kernel}" + (f", eps {eps:g}" if method == "fgt" else "") +
+                     f", backend {backend}; " + (f"direct sum: wall {b['wall']:.3f} s, sum {b.get('sum', float('nan')):.3f} s\n"
+                                         if b["rc"] == 0 else "direct sum not timed (O(N²) on the CPU)\n"))
+        lines.append("| tol | p | wall [s] | set-up [s] | sum [s] | error | error / tol | direct wall / wall | note |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if r["case"] != c:
+                continue
+            if r["rc"] != 0:
+                lines.append(f"| {r['tol']:.0e} | | failed | | | | | | {r.get('message', '')} |")
+                continue
+            lines.append(f"| {r['tol']:.0e} | {r.get('p', '')} | {r['wall']:.3f} | {r.get('setup', float('nan')):.3f} | "
+                         f"{r.get('sum', float('nan')):.3f} | {r['error']:.2e} | {r['error'] / r['tol']:.2g} | "
+                         f"{(format(b['wall'] / r['wall'], '.2f') if b['rc'] == 0 else '—')} | {'handed over to direct' if r['handed_over'] else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ksum", required=True)
+    ap.add_argument("--ksum", help="the ksum binary (required unless --render)")
+    ap.add_argument("--render", help="only print the tables of an earlier run's tolerance.json")
     ap.add_argument("--n", type=int, default=1000000)
     ap.add_argument("--tols", default="1e-2,1e-3,1e-4,1e-5,1e-6,1e-7,1e-8,1e-9,1e-10")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--check", type=int, default=1000, help="sampled targets for the error")
     ap.add_argument("--cpu-direct-max", type=int, default=200000,
                     help="time the CPU cases' direct baseline only up to this N (it is O(N^2))")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="the folder for tolerance.md and tolerance.json (required unless --render)")
     a = ap.parse_args()
+    if a.render:
+        with open(a.render) as f:
+            j = json.load(f)
+        cases = j.get("cases") or list(dict.fromkeys(r["case"] for r in j["rows"]))
+        print(render(j["n"], j["check"], cases, j["baselines"], j["rows"]), end="")
+        return
+    if not a.ksum or not a.out:
+        raise SystemExit("--ksum and --out are required (or --render)")
     os.makedirs(a.out, exist_ok=True)
     tols = [float(t) for t in a.tols.split(",")]
     cases = [c for c in a.cases.split(",") if c]
@@ -143,26 +175,8 @@ def main():
                     row["p"] = int(m.group(1))
                 rows.append(row)
     with open(os.path.join(a.out, "tolerance.json"), "w") as f:
-        json.dump({"n": a.n, "check": len(at), "baselines": baselines, "rows": rows}, f, indent=1)
-    lines = [f"# Time against tolerance, whole `ksum sum` run, N = {a.n:,} (errors on {len(at)} sampled targets)\n"]
-    for c in cases:
-        d, kernel, method, backend, eps = CASES[c]
-        b = baselines[c]
-        lines.append(f"\n## {c}: {d}D {kernel}" + (f", eps {eps:g}" if method == "fgt" else "") +
-                     f", backend {backend}; " + (f"direct sum: wall {b['wall']:.3f} s, sum {b.get('sum', float('nan')):.3f} s\n"
-                                         if b["rc"] == 0 else "direct sum not timed (O(N²) on the CPU)\n"))
-        lines.append("| tol | p | wall [s] | set-up [s] | sum [s] | error | error / tol | direct wall / wall | note |")
-        lines.append("|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            if r["case"] != c:
-                continue
-            if r["rc"] != 0:
-                lines.append(f"| {r['tol']:.0e} | | failed | | | | | | {r.get('message', '')} |")
-                continue
-            lines.append(f"| {r['tol']:.0e} | {r.get('p', '')} | {r['wall']:.3f} | {r.get('setup', float('nan')):.3f} | "
-                         f"{r.get('sum', float('nan')):.3f} | {r['error']:.2e} | {r['error'] / r['tol']:.3f} | "
-                         f"{b['wall'] / r['wall']:.2f} | {'handed over to direct' if r['handed_over'] else ''} |")
-    text = "\n".join(lines) + "\n"
+        json.dump({"n": a.n, "check": len(at), "cases": cases, "baselines": baselines, "rows": rows}, f, indent=1)
+    text = render(a.n, len(at), cases, baselines, rows)
     with open(os.path.join(a.out, "tolerance.md"), "w") as f:
         f.write(text)
     print(text)
