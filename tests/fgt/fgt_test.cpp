@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <gtest/gtest.h>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -484,33 +485,29 @@ TEST(GaussTransform, SetUpStopsEarlyOnlyWhereTheListedPlanWouldCostMore) {
 TEST(GaussTransform, HandOverRunsTheDirectSumWherePredictedCheaper) {
   const auto pts = ksum::test::random_points(20000, 3, 93);
   const auto w = ksum::test::random_points(20000, 1, 94, -1, 1);
-  ksum::GaussOptions o;
-  o.method = ksum::GaussMethod::fgt;
-  o.backend = ksum::Backend::cpu;
-  o.hand_over = true;
-  o.bandwidth = 0.1;
-  o.tolerance = 1e-10;
-  ksum::GaussTransform<double> tight(o);
-  tight.set_points(pts);
-  EXPECT_EQ(tight.stats().method, ksum::GaussMethod::direct);
-  EXPECT_GT(tight.stats().predicted_fgt, tight.stats().predicted_direct);
-  o.hand_over = false;
-  ksum::GaussTransform<double> forced(o);
-  forced.set_points(pts);
-  EXPECT_EQ(forced.stats().method, ksum::GaussMethod::fgt);
-  const auto a = tight.execute(w), b = forced.execute(w);
+  const auto plan = [&](bool hand_over, double h, double tol) {
+    ksum::GaussOptions o;
+    o.method = ksum::GaussMethod::fgt;
+    o.backend = ksum::Backend::cpu;
+    o.hand_over = hand_over;
+    o.bandwidth = h;
+    o.tolerance = tol;
+    auto g = std::make_unique<ksum::GaussTransform<double>>(o);
+    g->set_points(pts);
+    return g;
+  };
+  const auto tight = plan(true, 0.1, 1e-10), forced = plan(false, 0.1, 1e-10);
+  EXPECT_EQ(tight->stats().method, ksum::GaussMethod::direct);
+  EXPECT_GT(tight->stats().predicted_fgt, tight->stats().predicted_direct);
+  EXPECT_EQ(forced->stats().method, ksum::GaussMethod::fgt);
+  const auto a = tight->execute(w), b = forced->execute(w);
   double sum_w = 0, diff = 0;
   for (std::int64_t i = 0; i < w.rows(); ++i)
     sum_w += std::abs(w(i, 0));
   for (std::int64_t i = 0; i < a.rows(); ++i)
     diff = std::max(diff, std::abs(a(i, 0) - b(i, 0)));
   EXPECT_LE(diff, 1e-10 * sum_w);
-  o.hand_over = true;
-  o.bandwidth = 0.5;
-  o.tolerance = 1e-3;
-  ksum::GaussTransform<double> kept(o);
-  kept.set_points(pts);
-  EXPECT_EQ(kept.stats().method, ksum::GaussMethod::fgt);
+  EXPECT_EQ(plan(true, 0.5, 1e-3)->stats().method, ksum::GaussMethod::fgt);
 }
 
 TEST(GaussTransform, TenDimensionsNeverBlowUpTheTerms) {
