@@ -59,6 +59,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Σ_j q(j) e^{−|t − x_j|²/h²} at the point t, accumulated in long double: the benches' fp64
+// reference (src(j, c) and q(j) read the sources).
+template <class Src, class Q>
+double gauss_at(const double *t, std::int64_t n, int d, double h, Src src, Q q) {
+  long double acc = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    double r2 = 0;
+    for (int c = 0; c < d; ++c) {
+      const double dz = t[c] - double(src(j, c));
+      r2 += dz * dz;
+    }
+    acc += (long double)q(j) * std::exp(-r2 / (h * h));
+  }
+  return double(acc);
+}
+
 std::vector<double> num_list(const std::string &s) {
   std::vector<double> v;
   std::stringstream ss(s);
@@ -418,16 +434,12 @@ template <class T> int mode_e2e(const Args &a) {
   std::vector<double> ref(rows.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    long double acc = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      double r2 = 0;
-      for (int c = 0; c < d; ++c) {
-        const double dz = double(tgt(rows[r], c)) - double(src(j, c));
-        r2 += dz * dz;
-      }
-      acc += (long double)q(j, 0) * std::exp(-r2 / (h * h));
-    }
-    ref[r] = double(acc);
+    std::vector<double> t(static_cast<std::size_t>(d));
+    for (int c = 0; c < d; ++c)
+      t[std::size_t(c)] = double(tgt(rows[r], c));
+    ref[r] = gauss_at(
+        t.data(), n, int(d), h, [&](std::int64_t j, int c) { return src(j, c); },
+        [&](std::int64_t j) { return q(j, 0); });
   }
   for (std::size_t r = 0; r < rows.size(); ++r) {
     err_fgt = std::max(err_fgt, std::abs(double(f.out(rows[r], 0)) - ref[r]) / l1);
@@ -517,18 +529,11 @@ int mode_bounds(const Args &a) {
           at.push_back((i * 7919) % n);
         std::vector<double> ref(at.size());
 #pragma omp parallel for num_threads(threads)
-        for (std::size_t t = 0; t < at.size(); ++t) {
-          long double acc = 0;
-          for (std::int64_t j = 0; j < n; ++j) {
-            double r2 = 0;
-            for (int k = 0; k < d; ++k) {
-              const double v = z[std::size_t(at[t] * d + k)] - z[std::size_t(j * d + k)];
-              r2 += v * v;
-            }
-            acc += q[std::size_t(j)] * std::exp(-r2);
-          }
-          ref[t] = double(acc);
-        }
+        for (std::size_t t = 0; t < at.size(); ++t)
+          ref[t] = gauss_at(
+              z.data() + at[t] * d, n, d, 1.0,
+              [&](std::int64_t j, int k) { return z[std::size_t(j * d + k)]; },
+              [&](std::int64_t j) { return q[std::size_t(j)]; });
         std::vector<double> out(static_cast<std::size_t>(n));
         for (double rho : {0.3, 0.5, 0.7, 1.0})
           for (int p = p_lo; p <= p_hi; ++p) {

@@ -3,7 +3,7 @@
 // absolute error |Ĝ(y_i) − G(y_i)| ≤ tolerance · Σ_j |q_j| for every target. Each source reaches
 // a target by one route whose error per unit |q_j| is held to tolerance / 2: the cutoff and the
 // IFGT by proven bounds, the FGT's series by the largest one-source error of the truncated series
-// sampled over box offsets (fgt_params.hpp: Cramér's proven bound sat 10^3 … 10^7 above the
+// sampled over box offsets (fgt_params.hpp: Cramér's proven bound sat 10^2 … 10^11 above the
 // measured errors and cost most of the FGT's time; issue 26).
 //
 //   fgt:  the fast Gauss transform of Greengard & Strain (seed 002 §2.2): uniform boxes of side
@@ -43,9 +43,9 @@ struct GaussOptions {
   int order = 0;                        // series terms p per dimension (fgt) or total degree
                                         // (ifgt); 0: the smallest that meets the tolerance
   // method fgt: run the direct sum instead where the cost model predicts it cheaper (stats().method
-  // then says direct). The decision is made as early as the model allows: from the grid's
-  // estimate before any set-up where it is over 4× the direct sum's, from the occupied boxes
-  // before the pairs are listed, else from the listed pairs. (method automatic always does this.)
+  // then says direct). The decision comes from the occupied boxes right after the points are
+  // sorted into them, before the pairs are listed (most of the set-up), where that estimate is
+  // over twice the direct sum's; else from the listed pairs. (method automatic always does this.)
   bool hand_over = false;
   // fgt on the CPU: target boxes per task of the evaluation loop; 0: chosen by the task-size model
   // (include/ksum/tasksize.hpp, dynamic_chunk) from the loop's time in the previous execute (1 in

@@ -156,7 +156,7 @@ FgtPlan build_fgt(const double *src, std::int64_t n, const double *tgt, std::int
     }
     const double partners = std::max(1.0, std::min(double(ns), reach * double(ns) / all));
     const double ms = double(n) / double(std::max<std::int64_t>(ns, 1)),
-                 mt = double(plan.self ? n : m) / double(std::max<std::int64_t>(nt, 1));
+                 mt = double(m) / double(std::max<std::int64_t>(nt, 1));
     const auto r = best_route(ms, mt, partners, partners, plan.terms, d, plan.p,
                               plan.p > 0 && plan.terms <= max_terms);
     const double estimate =

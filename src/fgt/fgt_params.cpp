@@ -210,19 +210,22 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p
   }
   // The estimate per p: Σ_k of each axis's sampled 1-D error (the d-dimensional kernel is the
   // product of the axes' factors, each within 1 + its error of the exact one).
+  // p_top: the largest p the engine takes (p ≤ limit_p, p^d ≤ limit_terms); a given order may
+  // exceed it.
   int p_top = 1;
   while (p_top < limit_p && ipow_saturated(p_top + 1, d) <= limit_terms)
     ++p_top;
-  std::vector<double> estimate(static_cast<std::size_t>(p_top) + 1, 0.0);
+  const int p_est = std::max(p_top, order);
+  std::vector<double> estimate(static_cast<std::size_t>(p_est) + 1, 0.0);
   for (int k = 0; k < d; ++k) {
-    const auto e1 = sampled_translate_errors(p_top, half[k], g.cutoff);
-    for (int p = 1; p <= p_top; ++p)
+    const auto e1 = sampled_translate_errors(p_est, half[k], g.cutoff);
+    for (int p = 1; p <= p_est; ++p)
       estimate[std::size_t(p)] += e1[std::size_t(p)];
   }
   if (order > 0) {
     g.p = order;
   } else {
-    for (int p = 1; p <= p_top && ipow_saturated(p, d) <= limit_terms; ++p)
+    for (int p = 1; p <= p_top; ++p)
       if (estimate[std::size_t(p)] <= eps / 2) {
         g.p = p;
         break;
@@ -230,15 +233,7 @@ FgtGrid fgt_grid(const Extent &e, double rho, double eps, int order, int limit_p
   }
   g.terms = g.p > 0 ? ipow_saturated(g.p, d) : 0;
   g.bound = g.p > 0 ? bound_translate(g.p, half.data(), d) : 0;
-  g.estimate = g.p > 0 ? (g.p <= p_top ? estimate[std::size_t(g.p)]
-                                       : [&] {
-                                           double est = 0;
-                                           for (int k = 0; k < d; ++k)
-                                             est += sampled_translate_errors(g.p, half[k],
-                                                                             g.cutoff)[std::size_t(g.p)];
-                                           return est;
-                                         }())
-                       : 0;
+  g.estimate = g.p > 0 ? estimate[std::size_t(g.p)] : 0;
 
   // Neighbours within the cutoff (the box count of the offsets when they are few enough to list).
   double span = 1;

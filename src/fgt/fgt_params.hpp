@@ -41,7 +41,7 @@ double bound_ifgt(int p, double rx, double ry);
 // largest |e^{−(y−x)²} − Σ_{n,m<p} (a^n/n!) ((−b)^m/m!) h_{n+m}(c)| over source and target
 // offsets a, b ∈ [−half, half] sampled at 5 points each. Entry p for p = 1 … p_max (entry 0
 // unused). It replaced bound_translate (Cramér's inequality) in the order choice: that bound sat
-// 10^3 … 10^7 above the measured errors (issue 26; bench/fgt_bench bounds).
+// 10^2 … 10^11 above the measured errors (issue 26; bench/fgt_bench bounds).
 std::vector<double> sampled_translate_errors(int p_max, double half, double reach);
 std::int64_t graded_terms(int p, int d);           // C(p − 1 + d, d); saturates at max_terms + 1
 inline std::int64_t ipow_saturated(int p, int d) { // p^d; saturates at max_terms + 1

@@ -185,11 +185,6 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
           method = GaussMethod::ifgt;
       }
       const bool may_hand_over = opt.method == GaussMethod::automatic || opt.hand_over;
-      // The grid's estimate assumes uniform points (empty boxes cost nothing, so clustered points
-      // cost less): hand over before any set-up only where it is well above the direct sum.
-      if (method == GaussMethod::fgt && opt.hand_over &&
-          !(stats.predicted_fgt <= 4 * stats.predicted_direct))
-        method = GaussMethod::direct;
       if (method == GaussMethod::fgt) {
         if (!std::isfinite(g.cost))
           throw Error(ErrorCode::unsupported,

@@ -66,8 +66,9 @@ double seconds_since(clock_type::time_point t0) {
 // the clustered points being the worst; uniform points sit 2 … 30 times below it. The worst C
 // depends on the tree more than on N (against a fit to the 2·10^4 points alone, the 2·10^5
 // points reached 2.2 times it, with ~12 points per finest box against ~20), so the fit is to
-// both sizes, and the order the smallest p with C(p, θ) θ^p ≤ tol / 2: a factor 2 to spare. (Before: C = 0.5
-// for every p and kernel, which put the error 50 … 1000 times below the tolerance.) Trees in
+// both sizes, and the order the smallest p with C(p, θ) θ^p ≤ tol / 2: a factor 2 to spare.
+// (Before: C = 0.5 for every p and kernel, which put the error 50 … 1000 times below the
+// tolerance.) Trees in
 // which the θ-criterion's bound is reached more often — over-refined ones and clusters of
 // repeated points (boxes of zero size, for which it admits R = θ d; measured C up to 0.23) — keep
 // C = 0.5 (degenerate_boxes below).
