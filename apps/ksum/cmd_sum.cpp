@@ -344,8 +344,9 @@ void register_sum(CLI::App &app) {
   cmd->add_option("--method", a.method,
                   "direct|fmm|fgt|auto: direct (every pair), fmm (fast multipole method to --tol: "
                   "3D, or 2D log/harmonic), fgt (the fast Gauss transform: gaussian kernel only, "
-                  "any dimension, bandwidth h = 1/eps, i.e. exp(-|x-y|^2/h^2)), or auto (the FMM "
-                  "where a cost model timed on this machine predicts it faster; never fgt)")
+                  "any dimension, bandwidth h = 1/eps, i.e. exp(-|x-y|^2/h^2)), or auto (the fastest of "
+                  "direct, fmm (3D) and, for the gaussian kernel, fgt, by rates timed on this "
+                  "machine first; --timing's set-up includes that; the note says what it chose)")
       ->check(CLI::IsMember({"direct", "fmm", "fgt", "auto"}))
       ->capture_default_str();
   cmd->add_flag("--force-method", a.force_method,

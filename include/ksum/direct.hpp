@@ -24,8 +24,10 @@ std::string_view to_string(Backend b);
 // interpolation, any kernel of the catalogue); the relative l2 error of u is at most `tolerance`.
 // fgt: the gaussian kernel only, by the fast Gauss transform (ksum::GaussTransform, method fgt,
 // bandwidth h = 1/eps); `tolerance` is then the absolute error per target relative to Σ_j |w_j|.
-// automatic: the FMM where a cost model measured on this machine predicts it faster than the direct
-// sum (3D only); it never picks fgt.
+// automatic: the fastest of direct, fmm (3D only) and, for the gaussian kernel, fgt, predicted from
+// rates timed on this machine on first use (a small direct sum, FMM and FGT; a fraction of a
+// second, counted in the set-up); the gradient and problems under a few million pairs stay direct.
+// Where it picks fgt, `tolerance` has fgt's meaning.
 enum class Method { direct, fmm, automatic, fgt };
 Method parse_method(std::string_view name); // "direct", "fmm", "fgt" or "auto"
 std::string_view to_string(Method m);
@@ -49,7 +51,9 @@ struct SumStats {
   // level.
   std::int64_t fmm_near_chunk = 0, fmm_m2l_chunk = 0, fmm_pass_chunk = 0;
   // Why the plan runs another method than the options asked for (empty: it runs that method):
-  // method fgt where the Gauss transform's cost model predicts the direct sum cheaper.
+  // method fgt where the Gauss transform's cost model predicts the direct sum cheaper; method
+  // automatic: the method chosen and the candidates' predicted times (empty below the few million
+  // pairs where it stays direct without timing anything).
   std::string note{};
 };
 

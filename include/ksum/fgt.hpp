@@ -47,6 +47,12 @@ struct GaussOptions {
   // sorted into them, before the pairs are listed (most of the set-up), where that estimate is
   // over twice the direct sum's; else from the listed pairs. (method automatic always does this.)
   bool hand_over = false;
+  // Seconds per unit of the cost model for the direct sum and for the FGT, timed on the running
+  // device (DirectSum's method automatic measures them for the gaussian kernel). Both > 0: the
+  // hand-over and the method choice compare these times and stats' predictions are in seconds (the
+  // IFGT, whose rate is not measured, is then not a candidate). 0: the fixed model (CPU flop
+  // units, the GPU counted 50 times faster).
+  double seconds_per_direct_unit = 0, seconds_per_fgt_unit = 0;
   // fgt on the CPU: target boxes per task of the evaluation loop; 0: chosen by the task-size model
   // (include/ksum/tasksize.hpp, dynamic_chunk) from the loop's time in the previous execute (1 in
   // the first). The results do not depend on it.
@@ -72,7 +78,7 @@ struct GaussStats {
   // fgt: interacting pairs of boxes by kind (seed 002 §2.2's four interactions)
   std::int64_t pairs_direct = 0, pairs_hermite = 0, pairs_taylor = 0, pairs_translate = 0;
   // The cost model's predictions (CPU flop units; divided by 50 where the GPU runs the method:
-  // the direct sum and the FGT, not the IFGT).
+  // the direct sum and the FGT, not the IFGT; seconds where the options carry measured rates).
   double predicted_direct = 0, predicted_fgt = 0, predicted_ifgt = 0;
   double seconds_setup = 0, seconds_execute = 0;
   std::int64_t box_chunk = 0; // fgt on the CPU: target boxes per task in the last execute

@@ -50,8 +50,9 @@ class DirectSum:
         'auto' follows the sources' dtype.
     method : 'direct' | 'fmm' | 'fgt' | 'auto'
         direct: every pair (exact to rounding); fmm: the 3D fast multipole method to relative
-        error ``tol``; fgt: the fast Gauss transform (gaussian kernel); auto: FMM where a cost
-        model predicts it faster (3D).
+        error ``tol``; fgt: the fast Gauss transform (gaussian kernel); auto: the fastest of
+        direct, fmm (3D) and, for the gaussian kernel, fgt, predicted from rates timed on this
+        machine (``stats['note']`` says what it chose and why).
     tol : float
         FMM: relative l2 error of u; fgt: absolute error relative to sum |w|.
     force_method : bool

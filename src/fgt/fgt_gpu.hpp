@@ -2,6 +2,9 @@
 // The GPU engine of the uniform-box FGT: the plan's boxes and routes are built on the CPU
 // (fgt_cpu.cpp); the four interactions run on the GPU (fgt_gpu.cpp, cuda/fgt.cu).
 #include "fgt/fgt_cpu.hpp"
+#include "fgt/fgt_launch.hpp"
+
+#include <ksum/direct.hpp>
 
 #include <concepts>
 #include <memory>
@@ -11,6 +14,17 @@ namespace ksum::fgt {
 
 // A CUDA build with a visible GPU.
 bool gpu_available();
+
+// Whether a plan on `backend` (resolved: cpu or cuda) with dimension d and order option `order`
+// runs its FGT on the GPU (d ≤ 4, p ≤ 16; larger plans run on the CPU).
+inline bool runs_on_gpu(Backend backend, int d, int order) {
+  return backend == Backend::cuda && d <= kGpuMaxDim && order <= kGpuMaxOrder && gpu_available();
+}
+// choose_fgt within the limits of the engine that will run it.
+inline FgtGrid choose_fgt_for(const Extent &e, double eps, int order, bool on_gpu) {
+  return on_gpu ? choose_fgt(e, eps, order, kGpuMaxOrder, kGpuMaxTerms)
+                : choose_fgt(e, eps, order);
+}
 
 template <std::floating_point T> class FgtGpu {
 public:

@@ -163,19 +163,21 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     } else {
       stats.predicted_direct = fgt::direct_cost(e);
       // On the GPU, a grid whose series fit its kernels (p ≤ 16, p^d ≤ 4096).
-      const bool on_gpu = backend == Backend::cuda && d <= fgt::kGpuMaxDim &&
-                          fgt::gpu_available() && opt.order <= fgt::kGpuMaxOrder;
-      const auto g = on_gpu ? fgt::choose_fgt(e, opt.tolerance, opt.order, fgt::kGpuMaxOrder,
-                                              fgt::kGpuMaxTerms)
-                            : fgt::choose_fgt(e, opt.tolerance, opt.order);
+      const bool on_gpu = fgt::runs_on_gpu(backend, int(d), opt.order);
+      const auto g = fgt::choose_fgt_for(e, opt.tolerance, opt.order, on_gpu);
       const auto c = fgt::choose_ifgt(e, opt.tolerance, opt.order);
-      // The model counts CPU work. On the GPU the direct sum and the FGT's kernels run about
+      // The fixed model counts CPU work. On the GPU the direct sum and the FGT's kernels run about
       // 50 times faster than on the CPU's threads (H100 vs 16 cores, measured on the direct sum),
-      // while the IFGT stays on the CPU: it must beat the GPU's direct sum.
+      // while the IFGT stays on the CPU: it must beat the GPU's direct sum. Measured rates (seconds
+      // per unit, timed on this device) replace both factors.
+      const bool measured = opt.seconds_per_direct_unit > 0 && opt.seconds_per_fgt_unit > 0;
       const double gpu_speed = backend == Backend::cuda ? 50.0 : 1.0;
-      stats.predicted_direct /= gpu_speed;
-      stats.predicted_fgt = g.cost / (on_gpu ? gpu_speed : 1.0);
-      stats.predicted_ifgt = c.p > 0 ? c.cost : std::numeric_limits<double>::infinity();
+      const double direct_scale = measured ? opt.seconds_per_direct_unit : 1 / gpu_speed;
+      const double fgt_scale = measured ? opt.seconds_per_fgt_unit : on_gpu ? 1 / gpu_speed : 1.0;
+      stats.predicted_direct *= direct_scale;
+      stats.predicted_fgt = g.cost * fgt_scale;
+      stats.predicted_ifgt =
+          c.p > 0 && !measured ? c.cost : std::numeric_limits<double>::infinity();
       if (method == GaussMethod::automatic) {
         method = GaussMethod::direct;
         double best = stats.predicted_direct;
@@ -191,19 +193,18 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
                       fmt::format("fgt: a grid of boxes of side ~h over these {}-dimensional "
                                   "points would need more than 4e18 boxes; use ifgt or direct",
                                   d));
-        const double speed = on_gpu ? gpu_speed : 1.0;
         fgt = fgt::build_fgt(zs.data(), n, self ? nullptr : zt.data(), m, int(d), e, g, threads,
-                             may_hand_over ? stats.predicted_direct * speed
+                             may_hand_over ? stats.predicted_direct / fgt_scale
                                            : std::numeric_limits<double>::infinity());
         // The model's guess assumed uniform points; the plan knows the real boxes.
-        if (may_hand_over && (fgt->stopped || fgt->cost / speed > stats.predicted_direct)) {
-          stats.predicted_fgt = fgt->cost / speed;
+        if (may_hand_over && (fgt->stopped || fgt->cost * fgt_scale > stats.predicted_direct)) {
+          stats.predicted_fgt = fgt->cost * fgt_scale;
           fgt.reset();
           method = GaussMethod::direct;
         } else {
           zs = {}; // the plan holds the points sorted by box
           zt = {};
-          stats.predicted_fgt = fgt->cost / (on_gpu ? gpu_speed : 1.0);
+          stats.predicted_fgt = fgt->cost * fgt_scale;
           stats.order = fgt->p;
           stats.terms = fgt->terms;
           stats.radius = g.rho;
@@ -308,6 +309,12 @@ GaussTransform<T>::GaussTransform(GaussOptions options) : impl_(std::make_unique
     throw Error(
         ErrorCode::invalid_argument,
         fmt::format("box_chunk must be >= 0 (0: the task-size model), got {}", options.box_chunk));
+  for (const auto &[name, v] : {std::pair{"seconds_per_direct_unit", options.seconds_per_direct_unit},
+                                {"seconds_per_fgt_unit", options.seconds_per_fgt_unit}})
+    if (!std::isfinite(v) || v < 0)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{} must be finite and >= 0 (0: the fixed cost model), got {}", name,
+                              v));
   impl_->opt = std::move(options);
   impl_->threads = impl_->opt.threads > 0 ? impl_->opt.threads : omp_get_max_threads();
 }

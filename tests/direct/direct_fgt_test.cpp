@@ -194,19 +194,73 @@ TEST(DirectFgtPlan, BackendGpuRunsOrRefusesClearly) {
             1e-4 + 2e-5);
 }
 
-TEST(DirectFgtPlan, MethodNamesAndAutomaticNeverPicksFgt) {
+TEST(DirectFgtPlan, MethodNames) {
   EXPECT_EQ(parse_method("fgt"), Method::fgt);
   EXPECT_EQ(to_string(Method::fgt), "fgt");
   expect_error([] { parse_method("fast"); }, ErrorCode::invalid_argument,
                "valid: direct, fmm, fgt, auto");
-  // A case the FGT would win by far: automatic keeps its behaviour (the FMM cost model, 3D only).
-  const auto src = random_points(3000, 2, 61);
-  DirectSum<double> plan({.kernel = Kernel::gaussian,
-                          .eps = 5.0,
-                          .backend = Backend::cpu,
-                          .method = Method::automatic});
+}
+
+// Method automatic times the direct sum and the FGT on this machine and picks the FGT where it
+// wins by far (2D, h = 0.2: 25 boxes against 9e8 pairs, a direct sum of ~0.5 s on 2 threads); the
+// result then meets the FGT's guarantee against the long-double reference.
+TEST(DirectFgtPlan, AutomaticPicksTheFgtWhereItWinsAndMeetsItsTolerance) {
+  const std::int64_t n = 30000;
+  const auto src = random_points(n, 2, 61);
+  const auto w = random_points(n, 1, 62, -1, 1);
+  const DirectOptions o{.kernel = Kernel::gaussian,
+                        .eps = 5.0,
+                        .backend = Backend::cpu,
+                        .threads = 2,
+                        .method = Method::automatic,
+                        .tolerance = 1e-6};
+  DirectSum<double> plan(o);
+  plan.set_points(src);
+  EXPECT_EQ(plan.stats().method, Method::fgt) << plan.stats().note;
+  EXPECT_NE(plan.stats().note.find("method auto chose fgt: predicted direct"), std::string::npos)
+      << plan.stats().note;
+  EXPECT_NE(plan.stats().note.find(", fgt "), std::string::npos) << plan.stats().note;
+  EXPECT_LE(fgt_error(src, src, w, 5.0, true, plan.execute(w)), 1e-6);
+  // The same points as targets of their own (every pair counts).
+  DirectSum<double> two(o);
+  two.set_points(src, src);
+  EXPECT_EQ(two.stats().method, Method::fgt) << two.stats().note;
+  EXPECT_LE(fgt_error(src, src, w, 5.0, false, two.execute(w)), 1e-6);
+}
+
+// Where the direct sum is predicted short (6.25e6 pairs in 8D: ~0.1 s on 2 threads) automatic
+// times only its rate and keeps it; the gradient and small problems stay direct without timing.
+TEST(DirectFgtPlan, AutomaticKeepsShortDirectSumsWithoutTimingTheFastMethods) {
+  const auto src = random_points(2500, 8, 63);
+  const auto w = random_points(2500, 1, 64, -1, 1);
+  DirectOptions o{.kernel = Kernel::gaussian,
+                  .eps = 0.7,
+                  .backend = Backend::cpu,
+                  .threads = 2,
+                  .method = Method::automatic,
+                  .tolerance = 1e-6};
+  DirectSum<double> plan(o);
   plan.set_points(src);
   EXPECT_EQ(plan.stats().method, Method::direct);
+  EXPECT_NE(plan.stats().note.find("method auto chose direct: predicted"), std::string::npos)
+      << plan.stats().note;
+  EXPECT_NE(plan.stats().note.find("too short to pay for timing the fast methods"),
+            std::string::npos)
+      << plan.stats().note;
+  DirectSum<double> exact({.kernel = Kernel::gaussian, .eps = 0.7, .backend = Backend::cpu});
+  exact.set_points(src);
+  EXPECT_LE(max_difference(plan.execute(w), exact.execute(w), w), 1e-15);
+
+  o.gradient = true;
+  DirectSum<double> gradient(o);
+  gradient.set_points(random_points(3000, 2, 65));
+  EXPECT_EQ(gradient.stats().method, Method::direct);
+  EXPECT_TRUE(gradient.stats().note.empty()) << gradient.stats().note;
+  o.gradient = false;
+  DirectSum<double> small(o);
+  small.set_points(random_points(1500, 2, 66)); // 2.25e6 pairs
+  EXPECT_EQ(small.stats().method, Method::direct);
+  EXPECT_TRUE(small.stats().note.empty()) << small.stats().note;
 }
 
 TEST(DirectFgtPlan, RefusesOtherKernelsTheGradientAndUnreachableTolerances) {
