@@ -7,7 +7,8 @@
 #   cli    end-to-end `ksum sum` time and memory, N = 1e5 and 1e6, CPU and GPU
 #   tolerance  time against tolerance 1e-2 … 1e-10 of the whole `ksum sum` run with the achieved
 #          errors (issue 26): 3D FMM (CPU, GPU), 2D FMM (CPU, GPU near field), FGT (GPU), N = 1e6
-#          (KSUM_TOL_N, KSUM_TOL_CASES); bench/tolerance_bench.py; ~3 min
+#          (KSUM_TOL_N, KSUM_TOL_CASES, KSUM_TOL_TOLS; cases auto-gauss-gpu and auto-laplace-gpu
+#          run --method auto); bench/tolerance_bench.py; ~3 min
 #   pum    RBF-PUM linear-cost benchmark and the comparison with SciPy's RBFInterpolator (CPU)
 #   global global RBF (seed 000): matvec table, FGP to 1e-6 at N = 1e4…1e6, GMRES at N = 1e5
 #   deform RBF mesh deformation of the 1,006,660-node sphere-in-box mesh (seed 000 §2.3), GPU and
@@ -179,7 +180,7 @@ fi
 if want tolerance; then
   echo >> "$summary"
   PYTHONUNBUFFERED=1 python3 bench/tolerance_bench.py --ksum $build/apps/ksum/ksum \
-    --n "${KSUM_TOL_N:-1000000}" --cases "${KSUM_TOL_CASES:-fmm3d-cpu,fmm3d-gpu,fmm2d-cpu,fmm2d-gpu,fgt-gpu}" \
+    --n "${KSUM_TOL_N:-1000000}" --tols "${KSUM_TOL_TOLS:-1e-2,1e-3,1e-4,1e-5,1e-6,1e-7,1e-8,1e-9,1e-10}" --cases "${KSUM_TOL_CASES:-fmm3d-cpu,fmm3d-gpu,fmm2d-cpu,fmm2d-gpu,fgt-gpu}" \
     --out "$OUT/tolerance" > "$OUT/tolerance_bench.log" 2>&1 || rc=1
   cat "$OUT/tolerance/tolerance.md" >> "$summary" 2>/dev/null ||
     echo "tolerance benchmark failed (tolerance_bench.log)" >> "$summary"
