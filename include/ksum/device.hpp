@@ -22,6 +22,9 @@ bool cuda_enabled();                // built with KSUM_USE_CUDA
 std::vector<GpuInfo> gpus();
 // How many GPUs are visible, without starting any CUDA context (0 without CUDA or a driver).
 int gpu_count();
+// The name of GPU `device` (e.g. "NVIDIA H100 80GB HBM3"), without its free memory; "" where there
+// is no such GPU or no CUDA.
+std::string gpu_name(int device);
 // Starts the CUDA context of GPU `device` (which the first GPU call would otherwise pay) and
 // returns the seconds it took; 0 without CUDA. Lets a caller start it early, or time it alone.
 double gpu_warm_up(int device = 0);

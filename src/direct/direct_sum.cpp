@@ -265,13 +265,16 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       const auto choice = detail::choose_method(opt, chosen, sources, targets);
       method = choice.method;
       std::string why;
+      const char *source = choice.cached ? "rates timed on this machine earlier, from the cache "
+                                           "methods.json"
+                                         : "rates timed on this machine";
       if (choice.timed && choice.direct_seconds < detail::kTimeFastMethodsAbove)
-        why = fmt::format("method auto chose direct: predicted {:.3g} s (its rate timed on this "
-                          "machine), too short to pay for timing the fast methods",
-                          choice.direct_seconds);
+        why = fmt::format("method auto chose direct: predicted {:.3g} s ({}), too short to pay for "
+                          "timing the fast methods",
+                          choice.direct_seconds, source);
       else if (choice.timed)
-        why = fmt::format("method auto chose {}: predicted {} (rates timed on this machine)",
-                          to_string(method), predicted_times(choice));
+        why = fmt::format("method auto chose {}: predicted {} ({})", to_string(method),
+                          predicted_times(choice), source);
       if (method == Method::fgt) {
         if (set_fgt(sources, targets, t_setup, note, &choice)) {
           stats.note = std::move(why);

@@ -2,17 +2,24 @@
 #include "direct/method_model.hpp"
 #include "fgt/fgt_gpu.hpp"
 #include "fmm/fmm3d/bbfmm.hpp"
+#include "runtime/json_cache.hpp"
 
 #include <ksum/device.hpp>
 #include <ksum/error.hpp>
 #include <ksum/fgt.hpp>
+#include <ksum/kernels.hpp>
+#include <ksum/tasksize.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <omp.h>
 #include <random>
 #include <tuple>
 
@@ -43,7 +50,8 @@ Table<double> unit_cube(std::int64_t n, std::int64_t d, std::uint64_t seed) {
 }
 
 // Pairs per second of the plain direct sum in dimension d: targets quadrupled until one timed
-// execute takes 20 ms (a shorter one measures its fixed costs: threads, launches, transfers).
+// execute takes 20 ms (a shorter one measures its fixed costs: threads, launches, transfers), then
+// the best of three at that size.
 template <class T> double direct_rate(const DirectOptions &o, Backend backend, std::int64_t d) {
   const bool gpu = backend == Backend::cuda;
   const std::int64_t ns = gpu ? 16384 : 4096, nt_max = gpu ? std::int64_t(1) << 22 : 1 << 18;
@@ -61,12 +69,17 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend, s
     plan.set_points(s, unit_cube(nt, d, 12).cast<T>());
     if (rate == 0)
       plan.execute(w); // warm-up: the threads or the GPU's kernels and buffers
-    const auto t0 = std::chrono::steady_clock::now();
-    plan.execute(w);
-    const double t = std::max(seconds_since(t0), 1e-9);
-    rate = static_cast<double>(ns) * static_cast<double>(nt) / t;
-    if (t >= 0.02 || nt >= nt_max)
-      return rate;
+    const auto time_one = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      plan.execute(w);
+      return std::max(seconds_since(t0), 1e-9);
+    };
+    double t = time_one();
+    if (t >= 0.02 || nt >= nt_max) { // the best of three: the rate is kept in the cache file
+      t = std::min({t, time_one(), time_one()});
+      return static_cast<double>(ns) * static_cast<double>(nt) / t;
+    }
+    rate = 1;
   }
 }
 
@@ -99,12 +112,10 @@ GaussOptions gauss_for(const DirectOptions &o, Backend backend) {
   return g;
 }
 
-// Seconds per unit of the FGT's cost model: a timed set-up and execute on n_c points spread
-// uniformly over the problem's bounding box shrunk (on its non-flat axes) to the same density.
-// `real` is the problem's extent in scaled coordinates (z = x / h).
-template <class T>
-double fgt_unit_seconds(const DirectOptions &o, Backend backend, bool on_gpu,
-                        const fgt::Extent &real) {
+// The FGT's calibration problem: n_c points uniform over the problem's bounding box shrunk (on its
+// non-flat axes) to the same density. `real` is the problem's extent in scaled coordinates
+// (z = x / h).
+fgt::Extent calibration_box(const fgt::Extent &real, bool on_gpu) {
   const int d = real.d;
   const std::int64_t n_c = std::min<std::int64_t>(real.n, on_gpu ? 200000 : 20000);
   int flat = 0;
@@ -115,12 +126,21 @@ double fgt_unit_seconds(const DirectOptions &o, Backend backend, bool on_gpu,
                 : std::pow(static_cast<double>(n_c) / static_cast<double>(real.n), 1.0 / (d - flat));
   fgt::Extent cal = real;
   cal.n = cal.m = n_c;
+  for (int k = 0; k < d; ++k)
+    cal.hi[k] = cal.lo[k] + (real.hi[k] - real.lo[k]) * shrink;
+  return cal;
+}
+
+// Seconds per unit of the FGT's cost model: a timed set-up and execute of the calibration problem.
+template <class T>
+double fgt_unit_seconds(const DirectOptions &o, Backend backend, bool on_gpu,
+                        const fgt::Extent &cal) {
+  const int d = cal.d;
+  const std::int64_t n_c = cal.n;
   std::vector<double> lo(d), side(d);
-  for (int k = 0; k < d; ++k) {
-    side[k] = (real.hi[k] - real.lo[k]) * shrink;
-    cal.hi[k] = cal.lo[k] + side[k];
-    lo[k] = real.lo[k] / o.eps; // back to the user's coordinates: x = z · h
-    side[k] /= o.eps;
+  for (int k = 0; k < d; ++k) { // back to the user's coordinates: x = z · h
+    lo[k] = cal.lo[k] / o.eps;
+    side[k] = (cal.hi[k] - cal.lo[k]) / o.eps;
   }
   const double cost = fgt::choose_fgt_for(cal, o.tolerance, 0, on_gpu).cost;
   if (!std::isfinite(cost) || cost <= 0)
@@ -140,33 +160,70 @@ double fgt_unit_seconds(const DirectOptions &o, Backend backend, bool on_gpu,
   return seconds_since(t0) / cost;
 }
 
-// Direct-sum pairs per second and FMM seconds per point, timed once per process and key.
-double cached_direct_rate(const DirectOptions &o, Backend backend, bool single, std::int64_t d) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, double, int, bool, std::int64_t>, double> cache;
-  const auto key =
-      std::make_tuple(static_cast<int>(o.kernel), o.eps, static_cast<int>(backend), single, d);
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(key); it != cache.end())
-    return it->second;
-  const double r = single ? direct_rate<float>(o, backend, d) : direct_rate<double>(o, backend, d);
-  return cache.emplace(key, r).first->second;
+// The rates' cache file beside the task-size cache (tasksize::default_cache_path); none with
+// KSUM_METHOD_CACHE=off or where there is no cache folder.
+std::filesystem::path rates_file() {
+  if (const char *v = std::getenv("KSUM_METHOD_CACHE"); v && std::string_view(v) == "off")
+    return {};
+  const auto p = tasksize::default_cache_path();
+  return p.has_parent_path() ? p.parent_path() / "methods.json" : std::filesystem::path();
 }
 
-double cached_fmm_cost(const DirectOptions &o, Backend backend, bool single) {
+// An entry of another version is timed again.
+constexpr int kRatesVersion = 1;
+
+// The rate under `key`: from this process's memo, else the cache file, else `measure` (then kept
+// in both; a cache that cannot be written is left alone). Infinity (no such method) is kept as -1.
+double remembered(const std::string &key, const std::function<double()> &measure,
+                  bool *from_file) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, double, double, int, bool>, double> cache;
-  const auto key = std::make_tuple(static_cast<int>(o.kernel), o.eps, o.tolerance,
-                                   static_cast<int>(backend), single);
+  static std::map<std::string, double> memo;
+  static bool loaded = false;
+  static nlohmann::json disk;
+  static std::filesystem::path file;
   std::lock_guard lock(mutex);
-  if (auto it = cache.find(key); it != cache.end())
+  if (auto it = memo.find(key); it != memo.end())
     return it->second;
-  double c = inf;
-  try {
-    c = fmm_cost(o, backend, single);
-  } catch (const Error &) { // e.g. the tolerance is beyond the FMM's reach: not a candidate
+  if (!loaded) {
+    loaded = true;
+    file = rates_file();
+    if (file.empty() || !read_json_object(file, disk, nullptr))
+      disk = nlohmann::json::object();
   }
-  return cache.emplace(key, c).first->second;
+  if (const auto it = disk.find(key); it != disk.end() && it->is_object() &&
+                                      it->value("version", 0) == kRatesVersion &&
+                                      it->contains("value") && (*it)["value"].is_number()) {
+    const double v = (*it)["value"].get<double>();
+    if (v > 0 || v == -1) {
+      if (from_file)
+        *from_file = true;
+      return memo[key] = v > 0 ? v : inf;
+    }
+  }
+  const double v = measure();
+  memo[key] = v;
+  if (!file.empty() && (std::isfinite(v) ? v > 0 : v == inf)) {
+    try {
+      write_json_key(file, key,
+                     {{"value", std::isfinite(v) ? v : -1.0},
+                      {"version", kRatesVersion},
+                      {"ksum", version()}},
+                     "method-rate cache");
+    } catch (const Error &) { // a read-only home: timed again next time
+    }
+  }
+  return v;
+}
+
+// The device a method runs on: the CPU (model, threads) or the GPU(s).
+std::string device_key(const DirectOptions &o, Backend backend, bool all_gpus) {
+  if (backend == Backend::cuda) {
+    const int first = o.devices.empty() ? 0 : o.devices.front();
+    const auto count = all_gpus ? (o.devices.empty() ? gpu_count() : int(o.devices.size())) : 1;
+    return fmt::format("gpu {} x{}", gpu_name(first), count);
+  }
+  return fmt::format("cpu {} | threads {}", tasksize::machine_description(),
+                     o.threads > 0 ? o.threads : omp_get_max_threads());
 }
 
 } // namespace
@@ -183,14 +240,35 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
     return c;
   c.timed = true;
   const bool single = sizeof(T) == 4;
-  c.direct_seconds = static_cast<double>(n) * static_cast<double>(m) /
-                     cached_direct_rate(options, backend, single, d);
+  const std::string kernel(kernel_info(options.kernel).name), precision = single ? "f32" : "f64";
+  bool file = false; // some rate came from the cache file
+  const double rate = remembered(
+      fmt::format("direct | {} | {} eps {} | {} | d {}", device_key(options, backend, true), kernel,
+                  options.eps, precision, d),
+      [&] {
+        return single ? direct_rate<float>(options, backend, d)
+                      : direct_rate<double>(options, backend, d);
+      },
+      &file);
+  c.direct_seconds = static_cast<double>(n) * static_cast<double>(m) / rate;
   c.fmm_seconds = c.fgt_seconds = inf;
   // Timing a small FMM or FGT costs ~0.05–0.3 s: not worth it where the direct sum is that short.
   if (c.direct_seconds < kTimeFastMethodsAbove)
     return c;
-  if (fmm_ok)
-    c.fmm_seconds = cached_fmm_cost(options, backend, single) * 0.5 * static_cast<double>(n + m);
+  if (fmm_ok) {
+    const double per_point = remembered(
+        fmt::format("fmm | {} | {} eps {} | tol {} | {}", device_key(options, backend, false),
+                    kernel, options.eps, options.tolerance, precision),
+        [&] {
+          try {
+            return fmm_cost(options, backend, single);
+          } catch (const Error &) { // e.g. the tolerance is beyond the FMM's reach
+            return inf;
+          }
+        },
+        &file);
+    c.fmm_seconds = per_point * 0.5 * static_cast<double>(n + m);
+  }
   if (fgt_ok) {
     // The Gauss transform's extent in its scaled coordinates z = x / h = ε x.
     fgt::Extent e;
@@ -217,11 +295,22 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
     const double fixed_fgt = cost / (on_gpu ? 50.0 : 1.0);
     const double fixed_direct = fgt::direct_cost(e) / (backend == Backend::cuda ? 50.0 : 1.0);
     if (std::isfinite(cost) && fixed_fgt < 20 * fixed_direct) {
-      try {
-        c.seconds_per_fgt_unit = fgt_unit_seconds<T>(options, fgt_backend, on_gpu, e);
-      } catch (const Error &) { // a plan the FGT refuses: not a candidate
-        c.seconds_per_fgt_unit = inf;
-      }
+      const auto cal = calibration_box(e, on_gpu);
+      std::string sides;
+      for (int k = 0; k < cal.d; ++k)
+        sides += fmt::format("{}{:.2g}", k ? " x " : "", cal.hi[k] - cal.lo[k]);
+      c.seconds_per_fgt_unit = remembered(
+          fmt::format("fgt | {} | tol {} | {} | {} points in {} h", device_key(options, fgt_backend,
+                                                                                false),
+                      options.tolerance, precision, cal.n, sides),
+          [&] {
+            try {
+              return fgt_unit_seconds<T>(options, fgt_backend, on_gpu, cal);
+            } catch (const Error &) { // a plan the FGT refuses: not a candidate
+              return inf;
+            }
+          },
+          &file);
       if (std::isfinite(c.seconds_per_fgt_unit)) {
         c.seconds_per_direct_unit = c.direct_seconds / fgt::direct_cost(e);
         c.fgt_seconds = cost * c.seconds_per_fgt_unit;
@@ -230,6 +319,7 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
       }
     }
   }
+  c.cached = file;
   if (c.fmm_seconds < c.direct_seconds && c.fmm_seconds <= c.fgt_seconds)
     c.method = Method::fmm;
   else if (c.fgt_seconds < c.direct_seconds)

@@ -13,7 +13,9 @@ namespace ksum::detail {
 // Method::automatic for every kernel: the direct sum, the 3D FMM (dimension 3) and, for the
 // gaussian kernel, the fast Gauss transform, each predicted in seconds from rates timed on this
 // machine, the fastest chosen (no gradient: the fast methods compute values only). The direct
-// sum's rate is timed first; the fast methods only where it predicts kTimeFastMethodsAbove or more. The FGT's rate
+// sum's rate is timed first; the fast methods only where it predicts kTimeFastMethodsAbove or more.
+// Each rate is timed once per machine: kept in methods.json beside the task-size cache (see
+// tasksize::default_cache_path; KSUM_METHOD_CACHE=off neither reads nor writes it). The FGT's rate
 // comes from a timed FGT on points spread like these (their bounding box shrunk to hold ≤ 2·10⁵
 // points on the GPU, 2·10⁴ on the CPU, at the same density) at the same bandwidth and tolerance.
 // Where the direct sum is predicted shorter than this (seconds), the FMM and the FGT are not timed.
@@ -21,7 +23,8 @@ inline constexpr double kTimeFastMethodsAbove = 0.25;
 
 struct AutoChoice {
   Method method = Method::direct;
-  bool timed = false; // false: too few pairs to be worth timing (the direct sum)
+  bool timed = false;  // false: too few pairs to be worth timing (the direct sum)
+  bool cached = false; // some rate came from the cache file (timed by an earlier process)
   // Predicted seconds (infinity: not a candidate).
   double direct_seconds = 0, fmm_seconds = 0, fgt_seconds = 0;
   // For GaussOptions: the measured seconds per unit of the Gauss transform's cost model.

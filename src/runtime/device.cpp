@@ -54,6 +54,20 @@ std::vector<GpuInfo> gpus() {
   return out;
 }
 
+std::string gpu_name(int device) {
+#ifdef KSUM_USE_CUDA
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  return prop.name;
+#else
+  (void)device;
+  return {};
+#endif
+}
+
 int gpu_count() {
 #ifdef KSUM_USE_CUDA
   int count = 0;

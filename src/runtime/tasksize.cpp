@@ -1,5 +1,7 @@
 // The task-size model of seed 004 Paper II (include/ksum/tasksize.hpp): the model's equations,
 // the calibration of O and C(S) on the running machine with OpenMP tasks, and the cache file.
+#include "runtime/json_cache.hpp"
+
 #include <ksum/direct.hpp>
 #include <ksum/error.hpp>
 #include <ksum/tasksize.hpp>
@@ -566,30 +568,13 @@ bool from_json_checked(const nlohmann::json &j, Calibration &c, std::string *why
   return true;
 }
 
-bool read_file(const std::filesystem::path &path, nlohmann::json &j, std::string *why) {
-  std::ifstream in(path);
-  if (!in) {
-    if (why)
-      *why = fmt::format("{}: no cache file", path.string());
-    return false;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (why)
-      *why = fmt::format("{}: not a JSON object (corrupt cache)", path.string());
-    return false;
-  }
-  return true;
-}
 
 } // namespace
 
 bool load_calibration(const std::filesystem::path &path, const std::string &machine, int threads,
                       Calibration &out, std::string *why) {
   nlohmann::json j;
-  if (!read_file(path, j, why))
+  if (!detail::read_json_object(path, j, why))
     return false;
   const std::string key = cache_key(machine, threads);
   if (!j.contains(key)) {
@@ -606,69 +591,8 @@ bool load_calibration(const std::filesystem::path &path, const std::string &mach
   return true;
 }
 
-namespace {
-
-// An advisory lock on `path`.lock for the cache's read-modify-write (two processes calibrating at
-// once must not lose each other's entries); released by the destructor.
-class CacheLock {
-public:
-  explicit CacheLock(const std::filesystem::path &path) {
-    const std::string name = path.string() + ".lock";
-    fd_ = ::open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~CacheLock() {
-    if (fd_ >= 0) {
-      ::flock(fd_, LOCK_UN);
-      ::close(fd_);
-    }
-  }
-  CacheLock(const CacheLock &) = delete;
-  CacheLock &operator=(const CacheLock &) = delete;
-
-private:
-  int fd_ = -1;
-};
-
-} // namespace
-
 void save_calibration(const std::filesystem::path &path, const Calibration &c) {
-  std::error_code ec;
-  if (path.has_parent_path())
-    std::filesystem::create_directories(path.parent_path(), ec);
-  const CacheLock lock(path);
-  nlohmann::json j;
-  if (!read_file(path, j, nullptr))
-    j = nlohmann::json::object();
-  j[cache_key(c.machine, c.threads)] = to_json(c);
-  // Write a neighbour of a name no other process uses and rename it over the file, so that a
-  // crash never leaves half a cache.
-  std::random_device rd;
-  const std::filesystem::path tmp =
-      fmt::format("{}.{}.{:08x}.tmp", path.string(), ::getpid(), rd());
-  {
-    std::ofstream out(tmp);
-    if (!out)
-      throw Error(ErrorCode::io, fmt::format("{}: cannot write the task-size cache{}", tmp.string(),
-                                             ec ? ": " + ec.message() : ""));
-    out << j.dump(1) << "\n";
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw Error(ErrorCode::io, fmt::format("{}: write failed", tmp.string()));
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw Error(ErrorCode::io, fmt::format("{}: cannot replace the task-size cache: {}",
-                                           path.string(), ec.message()));
-  }
+  detail::write_json_key(path, cache_key(c.machine, c.threads), to_json(c), "task-size cache");
 }
 
 bool overhead_fell_back(const Calibration &c) {

@@ -7,8 +7,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -159,6 +161,57 @@ TEST_F(Cli, SumByTheFastGaussTransformMeetsItsToleranceAndRefusesOtherKernels) {
                      " --weights " + path("w.npy") + " -o " + path("v.npy"),
                  1, "tolerance 1e-13");
   EXPECT_FALSE(fs::exists(dir / "v.npy"));
+}
+
+// --method auto with the gaussian kernel: the first run times the direct sum, the FMM (not in 2D)
+// and the FGT on this machine, picks the FGT (10^10 pairs against 25 boxes of h = 0.2), meets the
+// FGT's tolerance, and keeps the rates in methods.json; the next run reads them from there.
+TEST_F(Cli, SumWithMethodAutoPicksTheFgtAndKeepsItsRates) {
+  const std::int64_t n = 100000;
+  const double eps = 5.0, tol = 1e-6;
+  const auto p = ksum::test::random_points(n, 2, 54);
+  const auto w = ksum::test::random_points(n, 1, 55, -1, 1);
+  ksum::io::write_table(path("p.npy"), p);
+  ksum::io::write_table(path("w.npy"), w);
+  const std::string cache = path("cache");
+  ::setenv("KSUM_CACHE_DIR", cache.c_str(), 1);
+  const std::string args = "sum --kernel gaussian --eps 5 --method auto --tol 1e-6 --threads 2 "
+                           "--backend cpu --sources " +
+                           path("p.npy") + " --weights " + path("w.npy") + " -f -o " +
+                           path("u.npy");
+  const auto first = ksum(args), second = ksum(args);
+  ::unsetenv("KSUM_CACHE_DIR");
+  ASSERT_EQ(first.code, 0) << first.output;
+  EXPECT_NE(first.output.find("method auto chose fgt: predicted direct "), std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("(rates timed on this machine)"), std::string::npos) << first.output;
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_NE(second.output.find("method auto chose fgt"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("rates timed on this machine earlier, from the cache"),
+            std::string::npos)
+      << second.output;
+  std::ifstream in(cache + "/methods.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const char *key : {"\"direct | cpu ", "\"fgt | cpu "})
+    EXPECT_NE(text.str().find(key), std::string::npos) << key << "\n" << text.str();
+  // The FGT's guarantee on sampled targets against a long-double sum (self term left out).
+  const auto u = ksum::io::read_table(path("u.npy"));
+  ASSERT_EQ(u.rows(), n);
+  double l1 = 0, worst = 0;
+  for (std::int64_t j = 0; j < n; ++j)
+    l1 += std::abs(w(j, 0));
+  for (std::int64_t i = 0; i < n; i += 4999) {
+    long double s = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (j == i)
+        continue;
+      const long double dx = (long double)p(i, 0) - p(j, 0), dy = (long double)p(i, 1) - p(j, 1);
+      s += w(j, 0) * std::exp(-(long double)eps * eps * (dx * dx + dy * dy));
+    }
+    worst = std::max(worst, std::abs(u(i, 0) - double(s)) / l1);
+  }
+  EXPECT_LE(worst, tol);
 }
 
 TEST_F(Cli, SumIn2DByTheFmmLogAndHarmonicKernels) {
