@@ -201,6 +201,16 @@ TEST(DirectFgtPlan, MethodNames) {
                "valid: direct, fmm, fgt, auto");
 }
 
+// Method automatic for the gaussian kernel, eps 5 (h = 0.2), tol 1e-6, on 2 CPU threads.
+DirectOptions auto_options() {
+  return {.kernel = Kernel::gaussian,
+          .eps = 5.0,
+          .backend = Backend::cpu,
+          .threads = 2,
+          .method = Method::automatic,
+          .tolerance = 1e-6};
+}
+
 // Method automatic times the direct sum and the FGT on this machine and picks the FGT where it
 // wins by far (2D, h = 0.2: 25 boxes against 9e8 pairs, a direct sum of ~0.5 s on 2 threads); the
 // result then meets the FGT's guarantee against the long-double reference.
@@ -208,12 +218,7 @@ TEST(DirectFgtPlan, AutomaticPicksTheFgtWhereItWinsAndMeetsItsTolerance) {
   const std::int64_t n = 30000;
   const auto src = random_points(n, 2, 61);
   const auto w = random_points(n, 1, 62, -1, 1);
-  const DirectOptions o{.kernel = Kernel::gaussian,
-                        .eps = 5.0,
-                        .backend = Backend::cpu,
-                        .threads = 2,
-                        .method = Method::automatic,
-                        .tolerance = 1e-6};
+  const DirectOptions o = auto_options();
   DirectSum<double> plan(o);
   plan.set_points(src);
   EXPECT_EQ(plan.stats().method, Method::fgt) << plan.stats().note;
@@ -234,12 +239,7 @@ TEST(DirectFgtPlan, AutomaticPicksTheFgtWhereItWinsAndMeetsItsTolerance) {
 TEST(DirectFgtPlan, AutomaticKeepsShortDirectSumsWithoutTimingTheFastMethods) {
   const auto src = random_points(2100, 2, 63);
   const auto w = random_points(2100, 1, 64, -1, 1);
-  DirectOptions o{.kernel = Kernel::gaussian,
-                  .eps = 5.0,
-                  .backend = Backend::cpu,
-                  .threads = 2,
-                  .method = Method::automatic,
-                  .tolerance = 1e-6};
+  DirectOptions o = auto_options();
   DirectSum<double> plan(o);
   plan.set_points(src);
   EXPECT_EQ(plan.stats().method, Method::direct);
