@@ -280,7 +280,18 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
           stats.note = std::move(why);
           return;
         }
-        method = Method::direct; // the plan's real boxes predicted the direct sum faster
+        // The plan's real boxes predicted the FGT slower than the direct sum: the next fastest.
+        if (choice.fmm_seconds < choice.direct_seconds) {
+          method = Method::fmm;
+          note = fmt::format("method auto: the fast Gauss transform's plan for these points "
+                             "predicted more than the direct sum, so the FMM ran (predicted {}; "
+                             "{})",
+                             predicted_times(choice),
+                             choice.cached ? "rates from the cache methods.json"
+                                           : "rates timed on this machine");
+        } else {
+          method = Method::direct;
+        }
       } else {
         note = std::move(why);
       }

@@ -57,7 +57,8 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend, s
   const std::int64_t ns = gpu ? 16384 : 4096, nt_max = gpu ? std::int64_t(1) << 22 : 1 << 18;
   const auto s = unit_cube(ns, d, 11).cast<T>();
   const Table<T> w(ns, 1, T(1));
-  DirectOptions dopt;
+  DirectOptions dopt; // method direct: never back into Method::automatic
+  dopt.method = Method::direct;
   dopt.kernel = o.kernel;
   dopt.eps = o.eps;
   dopt.backend = backend;
@@ -169,11 +170,34 @@ std::filesystem::path rates_file() {
   return p.has_parent_path() ? p.parent_path() / "methods.json" : std::filesystem::path();
 }
 
-// An entry of another version is timed again.
+// An entry of another version (or build kind, or ksum version) is timed again.
 constexpr int kRatesVersion = 1;
+#ifdef NDEBUG
+constexpr const char *kBuildKind = "release";
+#else
+constexpr const char *kBuildKind = "debug"; // sanitizer and debug builds: rates of their own
+#endif
+
+// The cached rate of an entry of methods.json: its value (-1: no such method) where the entry is
+// well formed and of this version and build kind, else NaN (then timed again).
+double cached_value(const nlohmann::json &entry) {
+  try {
+    if (!entry.is_object() || entry.value("version", -1) != kRatesVersion ||
+        entry.value("build", std::string()) != kBuildKind ||
+        entry.value("ksum", std::string()) != version() || !entry.contains("value") ||
+        !entry["value"].is_number())
+      return std::nan("");
+    const double v = entry["value"].get<double>();
+    return v == -1 ? inf : (std::isfinite(v) && v > 1e-300 && v < 1e300) ? v : std::nan("");
+  } catch (const nlohmann::json::exception &) { // a field of another type
+    return std::nan("");
+  }
+}
 
 // The rate under `key`: from this process's memo, else the cache file, else `measure` (then kept
-// in both; a cache that cannot be written is left alone). Infinity (no such method) is kept as -1.
+// in both; a cache that cannot be written is left alone). `measure` returns infinity where the
+// method cannot serve the case (kept, as -1) and NaN where it failed for now (e.g. out of GPU
+// memory: not a candidate in this process, timed again in the next).
 double remembered(const std::string &key, const std::function<double()> &measure,
                   bool *from_file) {
   static std::mutex mutex;
@@ -190,23 +214,23 @@ double remembered(const std::string &key, const std::function<double()> &measure
     if (file.empty() || !read_json_object(file, disk, nullptr))
       disk = nlohmann::json::object();
   }
-  if (const auto it = disk.find(key); it != disk.end() && it->is_object() &&
-                                      it->value("version", 0) == kRatesVersion &&
-                                      it->contains("value") && (*it)["value"].is_number()) {
-    const double v = (*it)["value"].get<double>();
-    if (v > 0 || v == -1) {
+  if (const auto it = disk.find(key); it != disk.end()) {
+    if (const double v = cached_value(*it); !std::isnan(v)) {
       if (from_file)
         *from_file = true;
-      return memo[key] = v > 0 ? v : inf;
+      return memo[key] = v;
     }
   }
   const double v = measure();
+  if (std::isnan(v))
+    return memo[key] = inf;
   memo[key] = v;
   if (!file.empty() && (std::isfinite(v) ? v > 0 : v == inf)) {
     try {
       write_json_key(file, key,
                      {{"value", std::isfinite(v) ? v : -1.0},
                       {"version", kRatesVersion},
+                      {"build", kBuildKind},
                       {"ksum", version()}},
                      "method-rate cache");
     } catch (const Error &) { // a read-only home: timed again next time
@@ -215,15 +239,25 @@ double remembered(const std::string &key, const std::function<double()> &measure
   return v;
 }
 
-// The device a method runs on: the CPU (model, threads) or the GPU(s).
+// A measurement's failure: infinity (kept) where the method refuses the case, NaN (not kept)
+// where it may be passing (out of memory, a busy device).
+double failed(const Error &e) {
+  return e.code() == ErrorCode::unsupported || e.code() == ErrorCode::invalid_argument
+             ? inf
+             : std::nan("");
+}
+
+// The device a method runs on: the CPU (model, threads), and the GPU(s) where it uses them (the
+// plans' set-ups run on the CPU's threads there too).
 std::string device_key(const DirectOptions &o, Backend backend, bool all_gpus) {
+  std::string key = fmt::format("cpu {} | threads {}", tasksize::machine_description(),
+                                o.threads > 0 ? o.threads : omp_get_max_threads());
   if (backend == Backend::cuda) {
     const int first = o.devices.empty() ? 0 : o.devices.front();
     const auto count = all_gpus ? (o.devices.empty() ? gpu_count() : int(o.devices.size())) : 1;
-    return fmt::format("gpu {} x{}", gpu_name(first), count);
+    key += fmt::format(" | gpu {} (#{}) x{}", gpu_name(first), first, count);
   }
-  return fmt::format("cpu {} | threads {}", tasksize::machine_description(),
-                     o.threads > 0 ? o.threads : omp_get_max_threads());
+  return key;
 }
 
 } // namespace
@@ -262,8 +296,8 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
         [&] {
           try {
             return fmm_cost(options, backend, single);
-          } catch (const Error &) { // e.g. the tolerance is beyond the FMM's reach
-            return inf;
+          } catch (const Error &e) { // e.g. the tolerance is beyond the FMM's reach
+            return failed(e);
           }
         },
         &file);
@@ -300,14 +334,14 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
       for (int k = 0; k < cal.d; ++k)
         sides += fmt::format("{}{:.2g}", k ? " x " : "", cal.hi[k] - cal.lo[k]);
       c.seconds_per_fgt_unit = remembered(
-          fmt::format("fgt | {} | tol {} | {} | {} points in {} h", device_key(options, fgt_backend,
-                                                                                false),
+          fmt::format("fgt | {} | tol {} | {} | {} points in {} h",
+                      device_key(options, on_gpu ? Backend::cuda : Backend::cpu, false),
                       options.tolerance, precision, cal.n, sides),
           [&] {
             try {
               return fgt_unit_seconds<T>(options, fgt_backend, on_gpu, cal);
-            } catch (const Error &) { // a plan the FGT refuses: not a candidate
-              return inf;
+            } catch (const Error &e) { // e.g. a plan the FGT refuses: not a candidate
+              return failed(e);
             }
           },
           &file);

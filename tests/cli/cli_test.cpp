@@ -175,6 +175,7 @@ TEST_F(Cli, SumWithMethodAutoPicksTheFgtAndKeepsItsRates) {
   ksum::io::write_table(path("w.npy"), w);
   const std::string cache = path("cache");
   ::setenv("KSUM_CACHE_DIR", cache.c_str(), 1);
+  ::unsetenv("KSUM_METHOD_CACHE");
   const std::string args = "sum --kernel gaussian --eps 5 --method auto --tol 1e-6 --threads 2 "
                            "--backend cpu --sources " +
                            path("p.npy") + " --weights " + path("w.npy") + " -f -o " +

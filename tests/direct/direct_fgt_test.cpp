@@ -11,6 +11,7 @@
 #include <ksum/fmm2d.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <memory>
 
@@ -215,6 +216,7 @@ DirectOptions auto_options() {
 // wins by far (2D, h = 0.2: 25 boxes against 9e8 pairs, a direct sum of ~0.5 s on 2 threads); the
 // result then meets the FGT's guarantee against the long-double reference.
 TEST(DirectFgtPlan, AutomaticPicksTheFgtWhereItWinsAndMeetsItsTolerance) {
+  ::setenv("KSUM_METHOD_CACHE", "off", 1); // rates timed here, none read or kept
   const std::int64_t n = 30000;
   const auto src = random_points(n, 2, 61);
   const auto w = random_points(n, 1, 62, -1, 1);
@@ -237,6 +239,7 @@ TEST(DirectFgtPlan, AutomaticPicksTheFgtWhereItWinsAndMeetsItsTolerance) {
 // 0.1 s on any machine) automatic times only its rate and keeps it; the gradient and small
 // problems stay direct without timing anything.
 TEST(DirectFgtPlan, AutomaticKeepsShortDirectSumsWithoutTimingTheFastMethods) {
+  ::setenv("KSUM_METHOD_CACHE", "off", 1); // rates timed here, none read or kept
   const auto src = random_points(2100, 2, 63);
   const auto w = random_points(2100, 1, 64, -1, 1);
   DirectOptions o = auto_options();
