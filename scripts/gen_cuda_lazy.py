@@ -13,6 +13,8 @@ fails with an undefined reference naming it):
 import argparse
 import os
 import re
+import shutil
+import subprocess
 
 FUNCTIONS = {
     "cublas": ["cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetPointerMode_v2",
@@ -83,6 +85,8 @@ def main():
     out += ['} // extern "C"', '']
     with open(a.out, "w") as f:
         f.write("\n".join(out))
+    if shutil.which("clang-format"):  # the house style (.clang-format)
+        subprocess.run(["clang-format", "-i", a.out], check=True)
     print(f"wrote {a.out}")
 
 

@@ -122,9 +122,9 @@ fgt::Extent calibration_box(const fgt::Extent &real, bool on_gpu) {
   int flat = 0;
   for (int k = 0; k < d; ++k)
     flat += real.hi[k] > real.lo[k] ? 0 : 1;
-  const double shrink =
-      flat == d ? 1.0
-                : std::pow(static_cast<double>(n_c) / static_cast<double>(real.n), 1.0 / (d - flat));
+  const double shrink = flat == d ? 1.0
+                                  : std::pow(static_cast<double>(n_c) / static_cast<double>(real.n),
+                                             1.0 / (d - flat));
   fgt::Extent cal = real;
   cal.n = cal.m = n_c;
   for (int k = 0; k < d; ++k)
@@ -198,8 +198,7 @@ double cached_value(const nlohmann::json &entry) {
 // in both; a cache that cannot be written is left alone). `measure` returns infinity where the
 // method cannot serve the case (kept, as -1) and NaN where it failed for now (e.g. out of GPU
 // memory: not a candidate in this process, timed again in the next).
-double remembered(const std::string &key, const std::function<double()> &measure,
-                  bool *from_file) {
+double remembered(const std::string &key, const std::function<double()> &measure, bool *from_file) {
   static std::mutex mutex;
   static std::map<std::string, double> memo;
   static bool loaded = false;

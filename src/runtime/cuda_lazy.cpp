@@ -8,7 +8,7 @@
 
 extern "C" {
 
-cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
   static const auto f = reinterpret_cast<decltype(&cublasCreate_v2)>(
       ksum::detail::cublas_library().symbol("cublasCreate_v2"));
   if (!f)
@@ -40,7 +40,7 @@ cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_
   return f(handle, mode);
 }
 
-const char* cublasGetStatusString(cublasStatus_t status) {
+const char *cublasGetStatusString(cublasStatus_t status) {
   static const auto f = reinterpret_cast<decltype(&cublasGetStatusString)>(
       ksum::detail::cublas_library().symbol("cublasGetStatusString"));
   if (!f)
@@ -48,7 +48,8 @@ const char* cublasGetStatusString(cublasStatus_t status) {
   return f(status);
 }
 
-cublasStatus_t cublasDaxpy_v2(cublasHandle_t handle, int n, const double* alpha, const double* x, int incx, double* y, int incy) {
+cublasStatus_t cublasDaxpy_v2(cublasHandle_t handle, int n, const double *alpha, const double *x,
+                              int incx, double *y, int incy) {
   static const auto f = reinterpret_cast<decltype(&cublasDaxpy_v2)>(
       ksum::detail::cublas_library().symbol("cublasDaxpy_v2"));
   if (!f)
@@ -56,7 +57,8 @@ cublasStatus_t cublasDaxpy_v2(cublasHandle_t handle, int n, const double* alpha,
   return f(handle, n, alpha, x, incx, y, incy);
 }
 
-cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float* alpha, const float* x, int incx, float* y, int incy) {
+cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha, const float *x,
+                              int incx, float *y, int incy) {
   static const auto f = reinterpret_cast<decltype(&cublasSaxpy_v2)>(
       ksum::detail::cublas_library().symbol("cublasSaxpy_v2"));
   if (!f)
@@ -64,7 +66,8 @@ cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float* alpha, 
   return f(handle, n, alpha, x, incx, y, incy);
 }
 
-cublasStatus_t cublasDcopy_v2(cublasHandle_t handle, int n, const double* x, int incx, double* y, int incy) {
+cublasStatus_t cublasDcopy_v2(cublasHandle_t handle, int n, const double *x, int incx, double *y,
+                              int incy) {
   static const auto f = reinterpret_cast<decltype(&cublasDcopy_v2)>(
       ksum::detail::cublas_library().symbol("cublasDcopy_v2"));
   if (!f)
@@ -72,7 +75,8 @@ cublasStatus_t cublasDcopy_v2(cublasHandle_t handle, int n, const double* x, int
   return f(handle, n, x, incx, y, incy);
 }
 
-cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float* x, int incx, float* y, int incy) {
+cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float *x, int incx, float *y,
+                              int incy) {
   static const auto f = reinterpret_cast<decltype(&cublasScopy_v2)>(
       ksum::detail::cublas_library().symbol("cublasScopy_v2"));
   if (!f)
@@ -80,7 +84,8 @@ cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float* x, int 
   return f(handle, n, x, incx, y, incy);
 }
 
-cublasStatus_t cublasDdot_v2(cublasHandle_t handle, int n, const double* x, int incx, const double* y, int incy, double* result) {
+cublasStatus_t cublasDdot_v2(cublasHandle_t handle, int n, const double *x, int incx,
+                             const double *y, int incy, double *result) {
   static const auto f = reinterpret_cast<decltype(&cublasDdot_v2)>(
       ksum::detail::cublas_library().symbol("cublasDdot_v2"));
   if (!f)
@@ -88,7 +93,8 @@ cublasStatus_t cublasDdot_v2(cublasHandle_t handle, int n, const double* x, int 
   return f(handle, n, x, incx, y, incy, result);
 }
 
-cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const float* x, int incx, const float* y, int incy, float* result) {
+cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const float *x, int incx, const float *y,
+                             int incy, float *result) {
   static const auto f = reinterpret_cast<decltype(&cublasSdot_v2)>(
       ksum::detail::cublas_library().symbol("cublasSdot_v2"));
   if (!f)
@@ -96,7 +102,8 @@ cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const float* x, int i
   return f(handle, n, x, incx, y, incy, result);
 }
 
-cublasStatus_t cublasDnrm2_v2(cublasHandle_t handle, int n, const double* x, int incx, double* result) {
+cublasStatus_t cublasDnrm2_v2(cublasHandle_t handle, int n, const double *x, int incx,
+                              double *result) {
   static const auto f = reinterpret_cast<decltype(&cublasDnrm2_v2)>(
       ksum::detail::cublas_library().symbol("cublasDnrm2_v2"));
   if (!f)
@@ -104,7 +111,8 @@ cublasStatus_t cublasDnrm2_v2(cublasHandle_t handle, int n, const double* x, int
   return f(handle, n, x, incx, result);
 }
 
-cublasStatus_t cublasSnrm2_v2(cublasHandle_t handle, int n, const float* x, int incx, float* result) {
+cublasStatus_t cublasSnrm2_v2(cublasHandle_t handle, int n, const float *x, int incx,
+                              float *result) {
   static const auto f = reinterpret_cast<decltype(&cublasSnrm2_v2)>(
       ksum::detail::cublas_library().symbol("cublasSnrm2_v2"));
   if (!f)
@@ -112,7 +120,8 @@ cublasStatus_t cublasSnrm2_v2(cublasHandle_t handle, int n, const float* x, int 
   return f(handle, n, x, incx, result);
 }
 
-cublasStatus_t cublasDscal_v2(cublasHandle_t handle, int n, const double* alpha, double* x, int incx) {
+cublasStatus_t cublasDscal_v2(cublasHandle_t handle, int n, const double *alpha, double *x,
+                              int incx) {
   static const auto f = reinterpret_cast<decltype(&cublasDscal_v2)>(
       ksum::detail::cublas_library().symbol("cublasDscal_v2"));
   if (!f)
@@ -120,7 +129,8 @@ cublasStatus_t cublasDscal_v2(cublasHandle_t handle, int n, const double* alpha,
   return f(handle, n, alpha, x, incx);
 }
 
-cublasStatus_t cublasSscal_v2(cublasHandle_t handle, int n, const float* alpha, float* x, int incx) {
+cublasStatus_t cublasSscal_v2(cublasHandle_t handle, int n, const float *alpha, float *x,
+                              int incx) {
   static const auto f = reinterpret_cast<decltype(&cublasSscal_v2)>(
       ksum::detail::cublas_library().symbol("cublasSscal_v2"));
   if (!f)
@@ -128,7 +138,9 @@ cublasStatus_t cublasSscal_v2(cublasHandle_t handle, int n, const float* alpha, 
   return f(handle, n, alpha, x, incx);
 }
 
-cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const double* alpha, const double* A, int lda, const double* x, int incx, const double* beta, double* y, int incy) {
+cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                              const double *alpha, const double *A, int lda, const double *x,
+                              int incx, const double *beta, double *y, int incy) {
   static const auto f = reinterpret_cast<decltype(&cublasDgemv_v2)>(
       ksum::detail::cublas_library().symbol("cublasDgemv_v2"));
   if (!f)
@@ -136,7 +148,9 @@ cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation_t trans, in
   return f(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 
-cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const float* alpha, const float* A, int lda, const float* x, int incx, const float* beta, float* y, int incy) {
+cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                              const float *alpha, const float *A, int lda, const float *x, int incx,
+                              const float *beta, float *y, int incy) {
   static const auto f = reinterpret_cast<decltype(&cublasSgemv_v2)>(
       ksum::detail::cublas_library().symbol("cublasSgemv_v2"));
   if (!f)
@@ -144,7 +158,10 @@ cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, in
   return f(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 
-cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const double* alpha, const double* A, int lda, const double* B, int ldb, const double* beta, double* C, int ldc) {
+cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
+                              cublasOperation_t transb, int m, int n, int k, const double *alpha,
+                              const double *A, int lda, const double *B, int ldb,
+                              const double *beta, double *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasDgemm_v2)>(
       ksum::detail::cublas_library().symbol("cublasDgemm_v2"));
   if (!f)
@@ -152,7 +169,10 @@ cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
   return f(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta, float* C, int ldc) {
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
+                              cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                              const float *A, int lda, const float *B, int ldb, const float *beta,
+                              float *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasSgemm_v2)>(
       ksum::detail::cublas_library().symbol("cublasSgemm_v2"));
   if (!f)
@@ -160,7 +180,10 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
   return f(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-cublasStatus_t cublasDgeam(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, const double* alpha, const double* A, int lda, const double* beta, const double* B, int ldb, double* C, int ldc) {
+cublasStatus_t cublasDgeam(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, const double *alpha,
+                           const double *A, int lda, const double *beta, const double *B, int ldb,
+                           double *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasDgeam)>(
       ksum::detail::cublas_library().symbol("cublasDgeam"));
   if (!f)
@@ -168,7 +191,10 @@ cublasStatus_t cublasDgeam(cublasHandle_t handle, cublasOperation_t transa, cubl
   return f(handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
 }
 
-cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, const float* alpha, const float* A, int lda, const float* beta, const float* B, int ldb, float* C, int ldc) {
+cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, const float *alpha,
+                           const float *A, int lda, const float *beta, const float *B, int ldb,
+                           float *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasSgeam)>(
       ksum::detail::cublas_library().symbol("cublasSgeam"));
   if (!f)
@@ -176,7 +202,9 @@ cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t transa, cubl
   return f(handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
 }
 
-cublasStatus_t cublasDdgmm(cublasHandle_t handle, cublasSideMode_t mode, int m, int n, const double* A, int lda, const double* x, int incx, double* C, int ldc) {
+cublasStatus_t cublasDdgmm(cublasHandle_t handle, cublasSideMode_t mode, int m, int n,
+                           const double *A, int lda, const double *x, int incx, double *C,
+                           int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasDdgmm)>(
       ksum::detail::cublas_library().symbol("cublasDdgmm"));
   if (!f)
@@ -184,7 +212,8 @@ cublasStatus_t cublasDdgmm(cublasHandle_t handle, cublasSideMode_t mode, int m, 
   return f(handle, mode, m, n, A, lda, x, incx, C, ldc);
 }
 
-cublasStatus_t cublasSdgmm(cublasHandle_t handle, cublasSideMode_t mode, int m, int n, const float* A, int lda, const float* x, int incx, float* C, int ldc) {
+cublasStatus_t cublasSdgmm(cublasHandle_t handle, cublasSideMode_t mode, int m, int n,
+                           const float *A, int lda, const float *x, int incx, float *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasSdgmm)>(
       ksum::detail::cublas_library().symbol("cublasSdgmm"));
   if (!f)
@@ -192,7 +221,10 @@ cublasStatus_t cublasSdgmm(cublasHandle_t handle, cublasSideMode_t mode, int m, 
   return f(handle, mode, m, n, A, lda, x, incx, C, ldc);
 }
 
-cublasStatus_t cublasDtrmm_v2(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const double* alpha, const double* A, int lda, const double* B, int ldb, double* C, int ldc) {
+cublasStatus_t cublasDtrmm_v2(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo,
+                              cublasOperation_t trans, cublasDiagType_t diag, int m, int n,
+                              const double *alpha, const double *A, int lda, const double *B,
+                              int ldb, double *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasDtrmm_v2)>(
       ksum::detail::cublas_library().symbol("cublasDtrmm_v2"));
   if (!f)
@@ -200,7 +232,10 @@ cublasStatus_t cublasDtrmm_v2(cublasHandle_t handle, cublasSideMode_t side, cubl
   return f(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);
 }
 
-cublasStatus_t cublasStrmm_v2(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int m, int n, const float* alpha, const float* A, int lda, const float* B, int ldb, float* C, int ldc) {
+cublasStatus_t cublasStrmm_v2(cublasHandle_t handle, cublasSideMode_t side, cublasFillMode_t uplo,
+                              cublasOperation_t trans, cublasDiagType_t diag, int m, int n,
+                              const float *alpha, const float *A, int lda, const float *B, int ldb,
+                              float *C, int ldc) {
   static const auto f = reinterpret_cast<decltype(&cublasStrmm_v2)>(
       ksum::detail::cublas_library().symbol("cublasStrmm_v2"));
   if (!f)
@@ -208,7 +243,7 @@ cublasStatus_t cublasStrmm_v2(cublasHandle_t handle, cublasSideMode_t side, cubl
   return f(handle, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb, C, ldc);
 }
 
-cusolverStatus_t cusolverDnCreate(cusolverDnHandle_t * handle) {
+cusolverStatus_t cusolverDnCreate(cusolverDnHandle_t *handle) {
   static const auto f = reinterpret_cast<decltype(&cusolverDnCreate)>(
       ksum::detail::cusolver_library().symbol("cusolverDnCreate"));
   if (!f)
@@ -232,7 +267,7 @@ cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t handle, cudaStream_t str
   return f(handle, streamId);
 }
 
-cusolverStatus_t cusolverDnCreateParams(cusolverDnParams_t * params) {
+cusolverStatus_t cusolverDnCreateParams(cusolverDnParams_t *params) {
   static const auto f = reinterpret_cast<decltype(&cusolverDnCreateParams)>(
       ksum::detail::cusolver_library().symbol("cusolverDnCreateParams"));
   if (!f)
@@ -248,23 +283,37 @@ cusolverStatus_t cusolverDnDestroyParams(cusolverDnParams_t params) {
   return f(params);
 }
 
-cusolverStatus_t cusolverDnXgetrf_bufferSize(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m, int64_t n, cudaDataType dataTypeA, const void * A, int64_t lda, cudaDataType computeType, size_t * workspaceInBytesOnDevice, size_t * workspaceInBytesOnHost) {
+cusolverStatus_t cusolverDnXgetrf_bufferSize(cusolverDnHandle_t handle, cusolverDnParams_t params,
+                                             int64_t m, int64_t n, cudaDataType dataTypeA,
+                                             const void *A, int64_t lda, cudaDataType computeType,
+                                             size_t *workspaceInBytesOnDevice,
+                                             size_t *workspaceInBytesOnHost) {
   static const auto f = reinterpret_cast<decltype(&cusolverDnXgetrf_bufferSize)>(
       ksum::detail::cusolver_library().symbol("cusolverDnXgetrf_bufferSize"));
   if (!f)
     return CUSOLVER_STATUS_NOT_INITIALIZED;
-  return f(handle, params, m, n, dataTypeA, A, lda, computeType, workspaceInBytesOnDevice, workspaceInBytesOnHost);
+  return f(handle, params, m, n, dataTypeA, A, lda, computeType, workspaceInBytesOnDevice,
+           workspaceInBytesOnHost);
 }
 
-cusolverStatus_t cusolverDnXgetrf(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m, int64_t n, cudaDataType dataTypeA, void * A, int64_t lda, int64_t * ipiv, cudaDataType computeType, void * bufferOnDevice, size_t workspaceInBytesOnDevice, void * bufferOnHost, size_t workspaceInBytesOnHost, int * info) {
+cusolverStatus_t cusolverDnXgetrf(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m,
+                                  int64_t n, cudaDataType dataTypeA, void *A, int64_t lda,
+                                  int64_t *ipiv, cudaDataType computeType, void *bufferOnDevice,
+                                  size_t workspaceInBytesOnDevice, void *bufferOnHost,
+                                  size_t workspaceInBytesOnHost, int *info) {
   static const auto f = reinterpret_cast<decltype(&cusolverDnXgetrf)>(
       ksum::detail::cusolver_library().symbol("cusolverDnXgetrf"));
   if (!f)
     return CUSOLVER_STATUS_NOT_INITIALIZED;
-  return f(handle, params, m, n, dataTypeA, A, lda, ipiv, computeType, bufferOnDevice, workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info);
+  return f(handle, params, m, n, dataTypeA, A, lda, ipiv, computeType, bufferOnDevice,
+           workspaceInBytesOnDevice, bufferOnHost, workspaceInBytesOnHost, info);
 }
 
-cusolverStatus_t cusolverDnXgetrs(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasOperation_t trans, int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void * A, int64_t lda, const int64_t * ipiv, cudaDataType dataTypeB, void * B, int64_t ldb, int * info) {
+cusolverStatus_t cusolverDnXgetrs(cusolverDnHandle_t handle, cusolverDnParams_t params,
+                                  cublasOperation_t trans, int64_t n, int64_t nrhs,
+                                  cudaDataType dataTypeA, const void *A, int64_t lda,
+                                  const int64_t *ipiv, cudaDataType dataTypeB, void *B, int64_t ldb,
+                                  int *info) {
   static const auto f = reinterpret_cast<decltype(&cusolverDnXgetrs)>(
       ksum::detail::cusolver_library().symbol("cusolverDnXgetrs"));
   if (!f)

@@ -41,8 +41,9 @@ const char *LazyLibrary::error_message() {
 }
 
 LazyLibrary &cublas_library() {
-  static LazyLibrary lib(fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR),
-                         fmt::format("{}/libcublas.so.{}", KSUM_CUDA_LIBRARY_DIR, CUBLAS_VER_MAJOR));
+  static LazyLibrary lib(
+      fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR),
+      fmt::format("{}/libcublas.so.{}", KSUM_CUDA_LIBRARY_DIR, CUBLAS_VER_MAJOR));
   return lib;
 }
 
