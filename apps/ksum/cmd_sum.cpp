@@ -355,7 +355,8 @@ void register_sum(CLI::App &app) {
   cmd->add_option("--tol", a.tol,
                   "fmm: relative error wanted (3D f64: 1e-11 .. 0.1; 2D f64: 1e-13 .. 0.1; f32: "
                   "1e-6 .. 0.1). fgt: absolute error per target relative to sum_j |w_j|, "
-                  "|u_i - exact| <= tol * sum_j |w_j| (f64: 1e-12 .. 0.5; f32: 1e-6 .. 0.5)")
+                  "|u_i - exact| <= tol * sum_j |w_j| (f64: 1e-12 .. 0.5; f32: 1e-6 .. 0.5). auto: the "
+                  "meaning of the method it chose (the note names it)")
       ->capture_default_str();
   cmd->add_option("--fmm-order", a.fmm_order,
                   "FMM: Chebyshev nodes per axis (2 .. 16); 0: chosen from --tol")
