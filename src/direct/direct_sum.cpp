@@ -155,6 +155,12 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                      .seconds_tree = fs.seconds_partition};
   }
 
+  // Where method auto's rates came from, for its notes.
+  static const char *rates_source(const detail::AutoChoice &c) {
+    return c.cached ? "rates timed on this machine earlier, from the cache methods.json"
+                    : "rates timed on this machine";
+  }
+
   // "direct 1.61 s, fmm 0.43 s, fgt 0.052 s": the candidates' predicted times.
   static std::string predicted_times(const detail::AutoChoice &c) {
     std::string s = fmt::format("direct {:.3g} s", c.direct_seconds);
@@ -200,9 +206,9 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       if (gs.method == GaussMethod::direct) { // handed over (GaussOptions::hand_over)
         if (measured)
           note = fmt::format("method auto: the fast Gauss transform's plan for these points "
-                             "predicts {:.3g} s against the direct sum's {:.3g} s (rates timed on "
-                             "this machine), so the direct sum ran",
-                             gs.predicted_fgt, gs.predicted_direct);
+                             "predicts {:.3g} s against the direct sum's {:.3g} s ({}), so the "
+                             "direct sum ran",
+                             gs.predicted_fgt, gs.predicted_direct, rates_source(*measured));
         else
           note = fmt::format("method fgt: at h = {:.3g}, tol {:.1e} and these points the fast "
                              "Gauss transform's cost model predicts the direct sum cheaper ({:.3g} "
@@ -265,9 +271,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       const auto choice = detail::choose_method(opt, chosen, sources, targets);
       method = choice.method;
       std::string why;
-      const char *source = choice.cached ? "rates timed on this machine earlier, from the cache "
-                                           "methods.json"
-                                         : "rates timed on this machine";
+      const char *source = rates_source(choice);
       if (choice.timed && choice.direct_seconds < detail::kTimeFastMethodsAbove)
         why = fmt::format("method auto chose direct: predicted {:.3g} s ({}), too short to pay for "
                           "timing the fast methods",
@@ -286,9 +290,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
           note = fmt::format("method auto: the fast Gauss transform's plan for these points "
                              "predicted more than the direct sum, so the FMM ran (predicted {}; "
                              "{})",
-                             predicted_times(choice),
-                             choice.cached ? "rates from the cache methods.json"
-                                           : "rates timed on this machine");
+                             predicted_times(choice), source);
         } else {
           method = Method::direct;
         }

@@ -57,18 +57,16 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend, s
   const std::int64_t ns = gpu ? 16384 : 4096, nt_max = gpu ? std::int64_t(1) << 22 : 1 << 18;
   const auto s = unit_cube(ns, d, 11).cast<T>();
   const Table<T> w(ns, 1, T(1));
-  DirectOptions dopt; // method direct: never back into Method::automatic
-  dopt.method = Method::direct;
-  dopt.kernel = o.kernel;
-  dopt.eps = o.eps;
-  dopt.backend = backend;
-  dopt.threads = o.threads;
-  dopt.devices = o.devices;
-  DirectSum<T> plan(dopt);
-  double rate = 0;
+  // Method direct: never back into Method::automatic.
+  DirectSum<T> plan({.kernel = o.kernel,
+                     .eps = o.eps,
+                     .backend = backend,
+                     .threads = o.threads,
+                     .devices = o.devices,
+                     .method = Method::direct});
   for (std::int64_t nt = gpu ? 16384 : 256;; nt *= 4) {
     plan.set_points(s, unit_cube(nt, d, 12).cast<T>());
-    if (rate == 0)
+    if (nt == (gpu ? 16384 : 256))
       plan.execute(w); // warm-up: the threads or the GPU's kernels and buffers
     const auto time_one = [&] {
       const auto t0 = std::chrono::steady_clock::now();
@@ -80,7 +78,6 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend, s
       t = std::min({t, time_one(), time_one()});
       return static_cast<double>(ns) * static_cast<double>(nt) / t;
     }
-    rate = 1;
   }
 }
 
@@ -325,8 +322,9 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
     const double cost = fgt::choose_fgt_for(e, options.tolerance, 0, on_gpu).cost;
     // The Gauss transform's fixed model (the GPU 50 times the CPU) is not off by 20: where it
     // predicts the FGT 20 times slower than the direct sum, it is not timed.
-    const double fixed_fgt = cost / (on_gpu ? 50.0 : 1.0);
-    const double fixed_direct = fgt::direct_cost(e) / (backend == Backend::cuda ? 50.0 : 1.0);
+    const double fixed_fgt = cost / (on_gpu ? fgt::kGpuSpeedup : 1.0);
+    const double fixed_direct =
+        fgt::direct_cost(e) / (backend == Backend::cuda ? fgt::kGpuSpeedup : 1.0);
     if (std::isfinite(cost) && fixed_fgt < 20 * fixed_direct) {
       const auto cal = calibration_box(e, on_gpu);
       std::string sides;

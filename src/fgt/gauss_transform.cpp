@@ -171,7 +171,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
       // while the IFGT stays on the CPU: it must beat the GPU's direct sum. Measured rates (seconds
       // per unit, timed on this device) replace both factors.
       const bool measured = opt.seconds_per_direct_unit > 0 && opt.seconds_per_fgt_unit > 0;
-      const double gpu_speed = backend == Backend::cuda ? 50.0 : 1.0;
+      const double gpu_speed = backend == Backend::cuda ? fgt::kGpuSpeedup : 1.0;
       const double direct_scale = measured ? opt.seconds_per_direct_unit : 1 / gpu_speed;
       const double fgt_scale = measured ? opt.seconds_per_fgt_unit : on_gpu ? 1 / gpu_speed : 1.0;
       stats.predicted_direct *= direct_scale;
