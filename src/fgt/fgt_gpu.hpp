@@ -4,6 +4,7 @@
 #include "fgt/fgt_cpu.hpp"
 #include "fgt/fgt_launch.hpp"
 
+#include <ksum/device.hpp>
 #include <ksum/direct.hpp>
 
 #include <concepts>
@@ -21,9 +22,11 @@ bool gpu_available();
 inline constexpr double kGpuSpeedup = 50;
 
 // Whether a plan on `backend` (resolved: cpu or cuda) with dimension d and order option `order`
-// runs its FGT on the GPU (d ≤ 4, p ≤ 16; larger plans run on the CPU).
+// runs its FGT on the GPU (d ≤ 4, p ≤ 16; larger plans run on the CPU). It asks the build, not
+// the device: a query of the device would wait for the CUDA driver's start, which the CLI
+// overlaps with this host work; the plan checks the device when it makes its GPU engine.
 inline bool runs_on_gpu(Backend backend, int d, int order) {
-  return backend == Backend::cuda && d <= kGpuMaxDim && order <= kGpuMaxOrder && gpu_available();
+  return backend == Backend::cuda && d <= kGpuMaxDim && order <= kGpuMaxOrder && cuda_enabled();
 }
 // choose_fgt within the limits of the engine that will run it.
 inline FgtGrid choose_fgt_for(const Extent &e, double eps, int order, bool on_gpu) {

@@ -153,7 +153,7 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
     Backend backend = opt.backend;
     if (backend == Backend::automatic)
       backend = gpu_count() == 0 ? Backend::cpu : Backend::cuda;
-    else if (backend == Backend::cuda && !fgt::gpu_available())
+    else if (backend == Backend::cuda && !cuda_enabled()) // the device: when the engine is made
       throw Error(ErrorCode::unsupported,
                   "backend gpu: this build of ksum has no CUDA backend or no GPU is visible");
 
