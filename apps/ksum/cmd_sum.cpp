@@ -237,8 +237,9 @@ template <class T> void run_sum(const SumArgs &a) {
   // once and backend auto picks the CPU.
   std::future<double> gpu_start;
   if (a.backend != "cpu")
-    gpu_start = std::async(std::launch::async,
-                           [d = a.devices.empty() ? 0 : a.devices.front()] { return gpu_warm_up(d); });
+    gpu_start = std::async(std::launch::async, [d = a.devices.empty() ? 0 : a.devices.front()] {
+      return gpu_warm_up(d);
+    });
   const auto src = io::read_table(a.sources);
   Table<double> tgt;
   if (!a.targets.empty())
@@ -281,7 +282,8 @@ template <class T> void run_sum(const SumArgs &a) {
     const auto &s = plan.stats();
     note(fmt::format("ksum sum timing: read {:.3f} s; GPU context {:.3f} s (the driver's start "
                      "and the context, on their own thread from the start beside the reading and "
-                     "the plan's host work; the set-up includes any wait for them); plan set-up {:.3f} s (tree {:.3f}, "
+                     "the plan's host work; the set-up includes any wait for them); plan set-up "
+                     "{:.3f} s (tree {:.3f}, "
                      "of which sort {:.3f}; operators {:.3f}); sum {:.3f} s; write {:.3f} s; total "
                      "{:.3f} s since main() (the process start before it is not counted)",
                      t_read, t_gpu_start, t_setup, s.seconds_tree, s.seconds_sort,
@@ -343,22 +345,24 @@ void register_sum(CLI::App &app) {
                   "Weights, one row per source, one column per right-hand side")
       ->required();
   cmd->add_flag("--gradient", a.gradient, "Also write the gradient (d more columns per rhs)");
-  cmd->add_option("--method", a.method,
-                  "direct|fmm|fgt|auto: direct (every pair), fmm (fast multipole method to --tol: "
-                  "3D, or 2D log/harmonic), fgt (the fast Gauss transform: gaussian kernel only, "
-                  "any dimension, bandwidth h = 1/eps, i.e. exp(-|x-y|^2/h^2)), or auto (the fastest of "
-                  "direct, fmm (3D) and, for the gaussian kernel, fgt, by rates timed on this "
-                  "machine first; --timing's set-up includes that; the note says what it chose)")
+  cmd->add_option(
+         "--method", a.method,
+         "direct|fmm|fgt|auto: direct (every pair), fmm (fast multipole method to --tol: "
+         "3D, or 2D log/harmonic), fgt (the fast Gauss transform: gaussian kernel only, "
+         "any dimension, bandwidth h = 1/eps, i.e. exp(-|x-y|^2/h^2)), or auto (the fastest of "
+         "direct, fmm (3D) and, for the gaussian kernel, fgt, by rates timed on this "
+         "machine first; --timing's set-up includes that; the note says what it chose)")
       ->check(CLI::IsMember({"direct", "fmm", "fgt", "auto"}))
       ->capture_default_str();
   cmd->add_flag("--force-method", a.force_method,
                 "fgt: run the fast Gauss transform even where its cost model predicts the direct "
                 "sum cheaper (without it such a run hands over to the direct sum and says so)");
-  cmd->add_option("--tol", a.tol,
-                  "fmm: relative error wanted (3D f64: 1e-11 .. 0.1; 2D f64: 1e-13 .. 0.1; f32: "
-                  "1e-6 .. 0.1). fgt: absolute error per target relative to sum_j |w_j|, "
-                  "|u_i - exact| <= tol * sum_j |w_j| (f64: 1e-12 .. 0.5; f32: 1e-6 .. 0.5). auto: the "
-                  "meaning of the method it chose (the note names it)")
+  cmd->add_option(
+         "--tol", a.tol,
+         "fmm: relative error wanted (3D f64: 1e-11 .. 0.1; 2D f64: 1e-13 .. 0.1; f32: "
+         "1e-6 .. 0.1). fgt: absolute error per target relative to sum_j |w_j|, "
+         "|u_i - exact| <= tol * sum_j |w_j| (f64: 1e-12 .. 0.5; f32: 1e-6 .. 0.5). auto: the "
+         "meaning of the method it chose (the note names it)")
       ->capture_default_str();
   cmd->add_option("--fmm-order", a.fmm_order,
                   "FMM: Chebyshev nodes per axis (2 .. 16); 0: chosen from --tol")

@@ -210,7 +210,8 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
           stats.radius = g.rho;
           for (std::int64_t k = 0; k < d; ++k)
             stats.radius = k == 0 ? g.side[k] / 2 : std::max(stats.radius, g.side[k] / 2);
-          stats.error_bound = fgt->p > 0 ? std::max(g.estimate, opt.tolerance / 2) : opt.tolerance / 2;
+          stats.error_bound =
+              fgt->p > 0 ? std::max(g.estimate, opt.tolerance / 2) : opt.tolerance / 2;
           stats.boxes = fgt->src.boxes() + (self ? 0 : fgt->tgt.boxes());
           stats.pairs_direct = fgt->pairs[0];
           stats.pairs_hermite = fgt->pairs[1];
@@ -309,12 +310,13 @@ GaussTransform<T>::GaussTransform(GaussOptions options) : impl_(std::make_unique
     throw Error(
         ErrorCode::invalid_argument,
         fmt::format("box_chunk must be >= 0 (0: the task-size model), got {}", options.box_chunk));
-  for (const auto &[name, v] : {std::pair{"seconds_per_direct_unit", options.seconds_per_direct_unit},
-                                {"seconds_per_fgt_unit", options.seconds_per_fgt_unit}})
+  for (const auto &[name, v] :
+       {std::pair{"seconds_per_direct_unit", options.seconds_per_direct_unit},
+        {"seconds_per_fgt_unit", options.seconds_per_fgt_unit}})
     if (!std::isfinite(v) || v < 0)
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("{} must be finite and >= 0 (0: the fixed cost model), got {}", name,
-                              v));
+      throw Error(
+          ErrorCode::invalid_argument,
+          fmt::format("{} must be finite and >= 0 (0: the fixed cost model), got {}", name, v));
   impl_->opt = std::move(options);
   impl_->threads = impl_->opt.threads > 0 ? impl_->opt.threads : omp_get_max_threads();
 }
