@@ -1,6 +1,7 @@
 // The 3D FMM benchmark (issue 5), public API only (DirectSum with method fmm):
 //   fmm3d_bench time  --kernel K --n N [--dist D] [--tol T] [--backend B] [--precision f32|f64]
 //                     [--eps E] [--reps R] [--check S] [--save DIR] [--order P] [--leaf S]
+//                     [--lowrank 0|1]
 //       setup and execute times (median of R executes after a warm-up), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
 //       points, weights and result as .npy (for the FMM3D peer script, same points).
@@ -39,7 +40,8 @@ struct Args {
   double tol = 1e-6, eps = 1;
   int reps = 3;
   int order = 0, max_order = 12; // orders mode: the fixed order of a run, the last one tried
-  std::int64_t leaf = 0;          // fixed leaf size (0: the FMM's choice)
+  std::int64_t leaf = 0;         // fixed leaf size (0: the FMM's choice)
+  bool lowrank = true;           // the CPU M2L's low-rank operators (DirectOptions::fmm_lowrank)
 };
 
 Table<double> make_points(const std::string &d, std::int64_t n, std::uint64_t seed) {
@@ -95,6 +97,7 @@ Timing run(const Args &a, Method method, const Table<double> &p, const Table<dou
   o.tolerance = a.tol;
   o.fmm_order = a.order;
   o.fmm_leaf_size = a.leaf;
+  o.fmm_lowrank = a.lowrank;
   o.backend = parse_backend(a.backend);
   const auto pt = p.cast<T>();
   const auto wt = w.cast<T>();
@@ -133,14 +136,16 @@ void time_mode(const Args &a) {
   const auto w = weights(a.n, 2);
   Table<double> u;
   const auto t = run_any(a, Method::fmm, p, w, &u);
-  fmt::print("| kernel | dist | N | tol | prec | backend | order | depth | boxes | setup [s] | "
-             "tree (sort) / operators [s] | execute [s] | up / M2L / down / near [s] | rel. l2 "
-             "error |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  fmt::print(
+      "| kernel | dist | N | tol | prec | backend | order | M2L rank | leaf | depth | boxes | "
+      "setup [s] | tree (sort) / operators [s] | execute [s] | up / M2L / down / near [s] "
+      "| rel. l2 error |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto &s = t.stats;
-  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} ({:.4f}) / "
-             "{:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
+  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} "
+             "({:.4f}) / {:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
              a.kernel, a.dist, a.n, a.tol, a.precision, to_string(t.backend), s.fmm_order,
-             s.tree_depth, s.tree_boxes, t.setup, s.seconds_tree, s.seconds_sort,
+             s.fmm_m2l_rank > 0 ? fmt::format("{:.1f}", s.fmm_m2l_rank) : std::string("full"),
+             s.fmm_leaf_size, s.tree_depth, s.tree_boxes, t.setup, s.seconds_tree, s.seconds_sort,
              s.seconds_operators, t.execute, s.seconds_upward, s.seconds_m2l, s.seconds_downward,
              s.seconds_near, t.error);
   if (!a.save.empty()) {
@@ -311,6 +316,8 @@ int main(int argc, char **argv) {
       a.order = std::stoi(v);
     else if (k == "--leaf")
       a.leaf = static_cast<std::int64_t>(std::stod(v));
+    else if (k == "--lowrank")
+      a.lowrank = v != "0";
     else {
       fmt::print(stderr, "fmm3d_bench: unknown option {}\n", k);
       return 2;

@@ -40,6 +40,9 @@ struct SumStats {
   std::int64_t tree_boxes = 0; // fgt: occupied boxes (sources and targets)
   // The FMM's sampled interpolation error for its order; fgt: the proven bound on |u − û| / Σ|w|.
   double estimated_error = 0;
+  double fmm_m2l_rank =
+      0; // 3D FMM on the CPU: the mean rank of its low-rank M2L operators (0: full)
+  std::int64_t fmm_leaf_size = 0; // 3D FMM: the most points per leaf the tree was built with
   double seconds_setup = 0, seconds_execute = 0;
   // FMM set-up: the tree (codes, radix sort, boxes, lists) and the M2L operators (and uploads).
   double seconds_tree = 0, seconds_sort = 0, seconds_operators = 0;
@@ -82,6 +85,10 @@ struct DirectOptions {
   bool force_method = false;
   int fmm_order = 0;              // FMM: Chebyshev order p (2 … 16); 0: from the tolerance
   std::int64_t fmm_leaf_size = 0; // FMM: most points of either kind per leaf box; 0: from p
+  // 3D FMM on the CPU: the M2L's 16 class operators in low rank (a truncated SVD exact to
+  // tolerance / 10 relative to each operator beyond its leading part) and the leaf size that
+  // balances them; false: the full p³ × p³ matrices (for comparison). The GPU runs the full ones.
+  bool fmm_lowrank = true;
   // CPU direct sum: targets per task (a block of targets against all sources, one OpenMP dynamic
   // chunk). 0: chosen by the task-size model from this machine's calibration (`ksum tune`; see
   // include/ksum/tasksize.hpp), or 32 without one. The results do not depend on it.

@@ -321,6 +321,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                             .near_chunk = opt.fmm_near_chunk,
                             .m2l_chunk = opt.fmm_m2l_chunk,
                             .pass_chunk = opt.fmm_pass_chunk,
+                            .compress_m2l = opt.fmm_lowrank,
                             .gpu = chosen == Backend::cuda,
                             .gpu_single = sizeof(T) == 4,
                             .device = opt.devices.empty() ? 0 : opt.devices.front()});
@@ -343,6 +344,8 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                        .tree_depth = fs.depth,
                        .tree_boxes = fs.boxes,
                        .estimated_error = fs.estimated_error,
+                       .fmm_m2l_rank = fs.m2l_rank,
+                       .fmm_leaf_size = fs.leaf_size,
                        .seconds_setup = seconds_since(t_setup),
                        .seconds_tree = fs.seconds_tree,
                        .seconds_sort = fs.tree_phases.sort,

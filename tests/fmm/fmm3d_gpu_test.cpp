@@ -87,16 +87,25 @@ TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
   const auto p = datasets::plummer(30000, 41);
   const auto w = signed_weights(30000, 3, 42);
   DirectSum<double> gpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cuda));
-  DirectSum<double> cpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu));
+  auto full = fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu);
+  full.fmm_lowrank = false; // the GPU's M2L: the full operators
+  DirectSum<double> cpu(full);
+  DirectSum<double> low(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu));
   gpu.set_points(p);
   cpu.set_points(p);
-  const auto ug = gpu.execute(w), uc = cpu.execute(w);
-  double e2 = 0, r2 = 0;
-  for (std::int64_t k = 0; k < ug.rows() * ug.cols(); ++k) {
-    e2 += (ug.data()[k] - uc.data()[k]) * (ug.data()[k] - uc.data()[k]);
-    r2 += uc.data()[k] * uc.data()[k];
-  }
-  EXPECT_LE(std::sqrt(e2 / r2), 1e-12); // the same algorithm: only rounding differs
+  low.set_points(p);
+  const auto ug = gpu.execute(w), uc = cpu.execute(w), ul = low.execute(w);
+  auto relative = [](const Table<double> &a, const Table<double> &b) {
+    double e2 = 0, r2 = 0;
+    for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k) {
+      e2 += (a.data()[k] - b.data()[k]) * (a.data()[k] - b.data()[k]);
+      r2 += b.data()[k] * b.data()[k];
+    }
+    return std::sqrt(e2 / r2);
+  };
+  EXPECT_LE(relative(ug, uc), 1e-12); // the same algorithm: only rounding differs
+  EXPECT_GT(low.stats().fmm_m2l_rank, 0);
+  EXPECT_LE(relative(ug, ul), 1e-8); // the CPU's default: low-rank M2L, within the tolerance
   EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ug), 1e-8);
 }
 

@@ -11,6 +11,8 @@
 // Eigen's products run inside our OpenMP loops, one thread each: no nested team of its own.
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
+#include <Eigen/QR>
+#include <Eigen/SVD>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,6 +33,10 @@ using Clock = std::chrono::steady_clock;
 constexpr double operator_cache_bytes = 1.5 * (1u << 30);
 constexpr double gpu_operator_bytes = 8.0 * (1u << 30);
 constexpr std::size_t max_cols = 2048; // columns per CPU M2L product
+// The CPU's low-rank M2L operators are exact to this share of the tolerance (relative Frobenius
+// error per class operator).
+constexpr double m2l_cut_share = 0.1;
+constexpr std::int64_t min_lowrank_pairs = 4096;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -86,6 +92,66 @@ void tensor3(int p, const double *tx, const double *ty, const double *tz, bool t
     }
 }
 
+// One M2L class operator K (P × P, column-major) in low rank, K ≈ U W (U: P × r, W: r × P), with
+// ‖K − U W‖_F ≤ cut · ‖K − K₁‖_F (K₁: its leading singular pair); rank −1 where that needs r > P /
+// 2 (no saving: U W costs 4 P r flops per column against K's 2 P²). A range finder on s = 16, 32, …
+// Gaussian columns (a fixed seed: the same factors every time), its basis Q kept once the
+// projection's residual ‖K − Q Qᵀ K‖_F, computed as such, is within half the allowed error; then
+// the SVD of Qᵀ K (s × P) and the smallest r whose dropped singular values and that residual stay
+// within the cut.
+struct LowRank {
+  int rank = -1;
+  std::vector<double> u, w; // P × r and r × P, column-major
+};
+
+LowRank compress_class(const double *k, int P, double cut) {
+  using Mat = Eigen::MatrixXd;
+  LowRank out;
+  const Eigen::Map<const Mat> K(k, P, P);
+  const double kf2 = K.squaredNorm();
+  if (!(kf2 > 0) || !std::isfinite(kf2))
+    return out;
+  std::mt19937_64 rng(0x6d326cull);
+  std::normal_distribution<double> gauss;
+  for (int s = 16; 2 * s <= P + 16; s *= 2) {
+    const int cols = std::min(s, P);
+    Mat omega(P, cols);
+    for (Eigen::Index j = 0; j < omega.size(); ++j)
+      omega.data()[j] = gauss(rng);
+    const Mat Y = K * omega;
+    const Eigen::HouseholderQR<Mat> qr(Y);
+    const Mat Q = qr.householderQ() * Mat::Identity(P, cols);
+    const Mat B = Q.transpose() * K; // cols × P
+    const double res2 = (K - Q * B).squaredNorm();
+    if (res2 > cut * cut * kf2 / 4)
+      continue;
+    const Eigen::BDCSVD<Mat> svd(B, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    const auto &sv = svd.singularValues();
+    // Relative to what is left beyond the leading singular pair: that pair is nearly the
+    // operator's constant part (its mean over the box pair), which weights of both signs cancel,
+    // so that sums far smaller than |K| |w| are still resolved (multiquadric: 8.7e-6 at 1e-6
+    // relative to the whole norm, 20,000 points, signed weights).
+    const double allowed = cut * cut * std::max(kf2 - sv[0] * sv[0], 0.0);
+    if (res2 > allowed / 4)
+      continue;
+    int r = static_cast<int>(sv.size());
+    double dropped = res2;
+    while (r > 1 && dropped + sv[r - 1] * sv[r - 1] <= allowed) {
+      --r;
+      dropped += sv[r] * sv[r];
+    }
+    if (2 * r > P)
+      return out;
+    out.rank = r;
+    const Mat U = Q * svd.matrixU().leftCols(r);
+    const Mat W = sv.head(r).asDiagonal() * svd.matrixV().leftCols(r).transpose();
+    out.u.assign(U.data(), U.data() + U.size());
+    out.w.assign(W.data(), W.data() + W.size());
+    return out;
+  }
+  return out;
+}
+
 } // namespace
 
 struct BbFmm::Operators {
@@ -98,6 +164,19 @@ struct BbFmm::Operators {
   std::vector<double> level_scale;
   std::vector<std::int32_t> perm_flat, pinv_flat; // the same tables, 48 P each (GPU)
   std::vector<double> m2m_flat;                   // both octant bits, p² each (GPU)
+  // Per set: its 16 class operators in low rank for the CPU's M2L (empty: not compressed; a class
+  // of rank −1 uses its full matrix).
+  std::vector<std::vector<LowRank>> low;
+
+  // The 16 classes of `set` (16 P × P matrices) compressed to relative Frobenius error `cut`.
+  std::vector<LowRank> compress(const std::vector<double> &set, double cut, int threads) const {
+    std::vector<LowRank> out(16);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int c = 0; c < 16; ++c)
+      out[static_cast<std::size_t>(c)] =
+          compress_class(set.data() + static_cast<std::size_t>(c) * P * P, P, cut);
+    return out;
+  }
 
   explicit Operators(int order) : p(order), P(order * order * order), cheb(order) {
     const auto &sym = m2l_symmetry();
@@ -296,7 +375,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // tolerance / 2.
   auto order_for = [&](double half, int from) {
     for (int p = std::max(from, 2); p <= max_chebyshev_order; ++p)
-      if (calibrated_ratio(opt_.kernel, p) * interpolation_error(opt_.kernel, p, homog ? 1.0 : half) <=
+      if (calibrated_ratio(opt_.kernel, p) *
+              interpolation_error(opt_.kernel, p, homog ? 1.0 : half) <=
           target_err)
         return p;
     throw Error(ErrorCode::invalid_argument,
@@ -306,7 +386,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
                             opt_.tolerance, max_chebyshev_order, kernel_info(opt_.kernel).name));
   };
   // Guess the order from the unit cube, build the tree with the leaf size it implies, then check
-  // every level that has far interactions; rebuild (at most twice) while the order changes the leaf size.
+  // every level that has far interactions; rebuild (at most twice) while the order changes the leaf
+  // size.
   int p = opt_.order > 0 ? opt_.order : order_for(1.0, 2);
   // The levels of the tree that have far interactions (V, X or W lists).
   auto far_levels = [&] {
@@ -323,14 +404,44 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     }
     return far_level;
   };
-  for (int attempt = 0;; ++attempt) {
+  // The CPU's M2L runs on low-rank class operators (compress_class) to a share of the tolerance.
+  const bool lowrank = !opt_.gpu && opt_.compress_m2l;
+  const double cut = m2l_cut_share * opt_.tolerance;
+  // A homogeneous kernel's one operator set and its low-rank classes for order unit_p, made while
+  // the order is chosen (the leaf size depends on the ranks) and kept for the plan.
+  int unit_p = 0;
+  std::vector<double> unit_set;
+  std::vector<LowRank> unit_low;
+  auto leaf_for = [&](int p) -> std::int64_t {
     const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
     // Leaves of up to 2·p³ points: a uniform tree then holds 0.25 … 2 p³ per leaf, where the near
     // field (∝ points per leaf) and the M2L (∝ p⁶ per box) cost about the same. With p³ the tree
     // went a level deeper for p = 5, 6 at 10^6 points and its M2L took 2.6× (p = 6: 9.0 against
-    // 1.1 s, whole execute 10.2 against 3.9 s on 2 cores; bench/results/2026-11-27-fmm-order-calibration).
-    const std::int64_t leaf =
-        opt_.leaf_size > 0 ? opt_.leaf_size : std::max<std::int64_t>(32, 2 * P);
+    // 1.1 s, whole execute 10.2 against 3.9 s on 2 cores;
+    // bench/results/2026-11-27-fmm-order-calibration).
+    std::int64_t leaf = std::max<std::int64_t>(32, 2 * P);
+    // (Only where the tree will have the V pairs that make the M2L low rank: ~189 per box of
+    // ~2 P points.)
+    if (lowrank && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
+      if (unit_p != p) {
+        const Operators tmp(p);
+        unit_set = tmp.build(opt_.kernel, 1.0, threads);
+        unit_low = tmp.compress(unit_set, cut, threads);
+        unit_p = p;
+      }
+      // Low rank r: the M2L costs 4 P r flops per V pair instead of 2 P². The balance of the
+      // near field (∝ leaf²) with it then moves the leaf size by √(2 r / P): 2 √(2 P r).
+      double r = 0;
+      for (const auto &c : unit_low)
+        r += c.rank >= 0 ? c.rank / 16.0 : std::numeric_limits<double>::infinity();
+      if (std::isfinite(r))
+        leaf = std::max<std::int64_t>(32, std::llround(2 * std::sqrt(2 * double(P) * r)));
+    }
+    return leaf;
+  };
+  for (int attempt = 0;; ++attempt) {
+    const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
+    const std::int64_t leaf = opt_.leaf_size > 0 ? opt_.leaf_size : leaf_for(p);
     tree_ = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
                            FmmTreeOptions{.leaf_size = leaf,
                                           .expansion_size = P,
@@ -360,9 +471,9 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     double est = 0;
     for (std::size_t l = 0; l < far_level.size(); ++l)
       if (far_level[l])
-        est = std::max(est, interpolation_error(opt_.kernel, p,
-                                                homog ? 1.0
-                                                      : tree_.half_side(static_cast<std::int32_t>(l))));
+        est = std::max(
+            est, interpolation_error(opt_.kernel, p,
+                                     homog ? 1.0 : tree_.half_side(static_cast<std::int32_t>(l))));
     stats_.estimated_error = est;
   }
   stats_.depth = tree_.depth;
@@ -406,7 +517,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     const double h = 2 * tree_.half_side(l);
     if (homog) {
       if (ops.sets.empty())
-        ops.sets.push_back(ops.build(opt_.kernel, 1.0, threads));
+        ops.sets.push_back(unit_p == p ? std::move(unit_set)
+                                       : ops.build(opt_.kernel, 1.0, threads));
       ops.level_set[static_cast<std::size_t>(l)] = 0;
       ops.level_scale[static_cast<std::size_t>(l)] = std::pow(h, *homog);
     } else {
@@ -425,6 +537,35 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     ops.sets[static_cast<std::size_t>(set)] =
         ops.build(opt_.kernel, 2 * tree_.half_side(l), threads);
     cached += set_bytes;
+  }
+  if (lowrank) {
+    // A set is compressed where its V pairs are enough to repay that in one apply (the range
+    // finder costs about as much as a few thousand full products; the plans of small problems
+    // keep the full matrices).
+    std::vector<std::int64_t> pairs(ops.sets.size(), 0);
+    for (std::int32_t l = 0; l <= tree_.depth; ++l)
+      if (const int set = ops.level_set[static_cast<std::size_t>(l)]; set >= 0)
+        pairs[static_cast<std::size_t>(set)] +=
+            tree_.v.offsets[static_cast<std::size_t>(
+                tree_.level_begin[static_cast<std::size_t>(l) + 1])] -
+            tree_.v
+                .offsets[static_cast<std::size_t>(tree_.level_begin[static_cast<std::size_t>(l)])];
+    ops.low.resize(ops.sets.size());
+    for (std::size_t set = 0; set < ops.sets.size(); ++set)
+      if (!ops.sets[set].empty() && pairs[set] >= min_lowrank_pairs)
+        ops.low[set] = homog && unit_p == p && set == 0 ? std::move(unit_low)
+                                                        : ops.compress(ops.sets[set], cut, threads);
+  }
+  stats_.m2l_rank = 0;
+  {
+    double classes = 0;
+    for (const auto &set : ops.low)
+      for (const auto &c : set)
+        if (c.rank >= 0) {
+          stats_.m2l_rank += c.rank;
+          ++classes;
+        }
+    stats_.m2l_rank = classes > 0 ? stats_.m2l_rank / classes : 0;
   }
   has_local_.assign(tree_.boxes.size(), 0);
   for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
@@ -626,6 +767,12 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
     if (ops.sets[static_cast<std::size_t>(set)].empty())
       built = ops.build(opt_.kernel, 2 * tr.half_side(l), threads);
     const auto &mats = built.empty() ? ops.sets[static_cast<std::size_t>(set)] : built;
+    // The low-rank classes of a kept set (a set rebuilt here runs in full).
+    const std::vector<LowRank> *low = built.empty() &&
+                                              static_cast<std::size_t>(set) < ops.low.size() &&
+                                              !ops.low[static_cast<std::size_t>(set)].empty()
+                                          ? &ops.low[static_cast<std::size_t>(set)]
+                                          : nullptr;
     std::vector<std::int32_t> targets;
     for (std::int32_t b = tr.level_begin[static_cast<std::size_t>(l)];
          b < tr.level_begin[static_cast<std::size_t>(l) + 1]; ++b)
@@ -640,7 +787,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
         [&](std::int64_t blocks) {
 #pragma omp parallel num_threads(threads)
           {
-            std::vector<double> X, Y;
+            std::vector<double> X, Y, Z;
             struct Col {
               std::int32_t a, b;
               std::uint8_t t;
@@ -679,11 +826,21 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
                     for (int q = 0; q < P; ++q)
                       dst[q] = src[pi[static_cast<std::size_t>(q)]];
                   }
-                  Eigen::Map<const Eigen::MatrixXd> K(
-                      mats.data() + static_cast<std::size_t>(c) * P * P, P, P);
                   Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
                   Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
-                  Ym.noalias() = K * Xm;
+                  const LowRank *lr = low ? &(*low)[static_cast<std::size_t>(c)] : nullptr;
+                  if (lr && lr->rank >= 0) { // U (W X): 4 P r flops per column for 2 P²
+                    Eigen::Map<const Eigen::MatrixXd> U(lr->u.data(), P, lr->rank),
+                        W(lr->w.data(), lr->rank, P);
+                    Z.resize(static_cast<std::size_t>(lr->rank * nc));
+                    Eigen::Map<Eigen::MatrixXd> Zm(Z.data(), lr->rank, nc);
+                    Zm.noalias() = W * Xm;
+                    Ym.noalias() = U * Zm;
+                  } else {
+                    Eigen::Map<const Eigen::MatrixXd> K(
+                        mats.data() + static_cast<std::size_t>(c) * P * P, P, P);
+                    Ym.noalias() = K * Xm;
+                  }
                   for (std::int64_t j = 0; j < nc; ++j) {
                     const Col &cl = cols[c0 + static_cast<std::size_t>(j)];
                     const auto &pi = ops.perm[cl.t];

@@ -41,6 +41,9 @@ struct BbFmmOptions {
   // CPU apply(): boxes per task of the upward (P2M, M2M), X-list (P2L) and downward (L2L) passes;
   // 0: the task-size model per level and pass (8 in the first apply).
   std::int64_t pass_chunk = 0;
+  // The CPU's M2L on low-rank class operators (exact to tolerance / 10 each); off: the full
+  // p³ × p³ matrices and the leaf size of those (for comparison).
+  bool compress_m2l = true;
   bool gpu = false;        // run apply() on the GPU (fmm_gpu.hpp)
   bool gpu_single = false; // in float there
   int device = 0;
@@ -49,6 +52,7 @@ struct BbFmmOptions {
 struct BbFmmStats {
   int order = 0;
   double estimated_error = 0; // the sampled interpolation error of the chosen p
+  double m2l_rank = 0;        // the CPU M2L's mean rank over its low-rank class operators (0: none)
   std::int32_t depth = 0;
   std::int64_t leaf_size = 0, boxes = 0, leaves = 0;
   std::int64_t v_pairs = 0, u_pairs = 0, w_pairs = 0, x_pairs = 0;
