@@ -1,7 +1,8 @@
 // The 3D FMM benchmark (issue 5), public API only (DirectSum with method fmm):
 //   fmm3d_bench time  --kernel K --n N [--dist D] [--tol T] [--backend B] [--precision f32|f64]
 //                     [--eps E] [--reps R] [--check S] [--save DIR] [--order P] [--leaf S]
-//                     [--lowrank 0|1]
+//                     [--lowrank 0|1]  (the M2L in low rank on both backends or neither;
+//                     default: the library's, CPU yes and GPU no)
 //       setup and execute times (median of R executes after a warm-up), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
 //       points, weights and result as .npy (for the FMM3D peer script, same points).
@@ -41,7 +42,8 @@ struct Args {
   int reps = 3;
   int order = 0, max_order = 12; // orders mode: the fixed order of a run, the last one tried
   std::int64_t leaf = 0;         // fixed leaf size (0: the FMM's choice)
-  bool lowrank = true;           // the CPU M2L's low-rank operators (DirectOptions::fmm_lowrank)
+  int lowrank = -1; // the M2L's low-rank operators on both backends (1), neither (0), or the
+                    // library's defaults (−1: CPU yes, GPU no)
 };
 
 Table<double> make_points(const std::string &d, std::int64_t n, std::uint64_t seed) {
@@ -97,7 +99,8 @@ Timing run(const Args &a, Method method, const Table<double> &p, const Table<dou
   o.tolerance = a.tol;
   o.fmm_order = a.order;
   o.fmm_leaf_size = a.leaf;
-  o.fmm_lowrank = a.lowrank;
+  if (a.lowrank >= 0)
+    o.fmm_lowrank = o.fmm_lowrank_gpu = a.lowrank == 1;
   o.backend = parse_backend(a.backend);
   const auto pt = p.cast<T>();
   const auto wt = w.cast<T>();
@@ -317,7 +320,7 @@ int main(int argc, char **argv) {
     else if (k == "--leaf")
       a.leaf = static_cast<std::int64_t>(std::stod(v));
     else if (k == "--lowrank")
-      a.lowrank = v != "0";
+      a.lowrank = v == "0" ? 0 : 1;
     else {
       fmt::print(stderr, "fmm3d_bench: unknown option {}\n", k);
       return 2;

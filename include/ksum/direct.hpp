@@ -87,8 +87,13 @@ struct DirectOptions {
   std::int64_t fmm_leaf_size = 0; // FMM: most points of either kind per leaf box; 0: from p
   // 3D FMM on the CPU: the M2L's 16 class operators in low rank (a truncated SVD exact to
   // tolerance / 10 relative to each operator beyond its leading part) and the leaf size that
-  // balances them; false: the full p³ × p³ matrices (for comparison). The GPU runs the full ones.
+  // balances them; false: the full p³ × p³ matrices (for comparison).
   bool fmm_lowrank = true;
+  // 3D FMM on the GPU: the same low-rank M2L (the tree keeps the full operators' leaf size). Off
+  // by default: at 10⁶ points on an H200 it cut the M2L from 9.9 to 6.3 ms at 1e-6 (none at 1e-3)
+  // but added 14–33 ms of set-up; larger problems, whose execute the M2L dominates, are not
+  // measured yet (docs/fmm3d.md).
+  bool fmm_lowrank_gpu = false;
   // CPU direct sum: targets per task (a block of targets against all sources, one OpenMP dynamic
   // chunk). 0: chosen by the task-size model from this machine's calibration (`ksum tune`; see
   // include/ksum/tasksize.hpp), or 32 without one. The results do not depend on it.

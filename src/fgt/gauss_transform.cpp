@@ -238,6 +238,10 @@ template <std::floating_point T> struct GaussTransform<T>::Impl {
         stats.boxes = ifgt->k;
       }
     }
+    // The device, now that the host work is done (the CLI starts the driver beside it).
+    if (opt.backend == Backend::cuda && !fgt::gpu_available())
+      throw Error(ErrorCode::unsupported,
+                  "backend gpu: this build of ksum has no CUDA backend or no GPU is visible");
     if (method == GaussMethod::direct) {
       DirectOptions o;
       o.kernel = Kernel::gaussian;

@@ -86,15 +86,20 @@ TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
   KSUM_REQUIRE_GPU();
   const auto p = datasets::plummer(30000, 41);
   const auto w = signed_weights(30000, 3, 42);
+  // The GPU's default M2L is full, the CPU's low rank; fmm_lowrank_gpu = true gives the GPU the
+  // CPU's factors, fmm_lowrank = false the CPU the full operators.
+  auto options = [](Backend b, bool lowrank) {
+    auto o = fmm_options(Kernel::multiquadric, 1e-8, 64, b);
+    o.fmm_lowrank = o.fmm_lowrank_gpu = lowrank;
+    return o;
+  };
   DirectSum<double> gpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cuda));
-  auto full = fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu);
-  full.fmm_lowrank = false; // the GPU's M2L: the full operators
-  DirectSum<double> cpu(full);
-  DirectSum<double> low(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu));
-  gpu.set_points(p);
-  cpu.set_points(p);
-  low.set_points(p);
-  const auto ug = gpu.execute(w), uc = cpu.execute(w), ul = low.execute(w);
+  DirectSum<double> cpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cpu));
+  DirectSum<double> gpu_low(options(Backend::cuda, true)), cpu_full(options(Backend::cpu, false));
+  for (auto *plan : {&gpu, &cpu, &gpu_low, &cpu_full})
+    plan->set_points(p);
+  const auto ugf = gpu.execute(w), ucl = cpu.execute(w);
+  const auto ugl = gpu_low.execute(w), ucf = cpu_full.execute(w);
   auto relative = [](const Table<double> &a, const Table<double> &b) {
     double e2 = 0, r2 = 0;
     for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k) {
@@ -103,10 +108,14 @@ TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
     }
     return std::sqrt(e2 / r2);
   };
-  EXPECT_LE(relative(ug, uc), 1e-12); // the same algorithm: only rounding differs
-  EXPECT_GT(low.stats().fmm_m2l_rank, 0);
-  EXPECT_LE(relative(ug, ul), 1e-8); // the CPU's default: low-rank M2L, within the tolerance
-  EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ug), 1e-8);
+  EXPECT_EQ(gpu.stats().fmm_m2l_rank, 0);
+  EXPECT_GT(cpu.stats().fmm_m2l_rank, 0);
+  EXPECT_EQ(gpu_low.stats().fmm_m2l_rank, cpu.stats().fmm_m2l_rank);
+  EXPECT_LE(relative(ugf, ucf), 1e-12); // the same algorithm: only rounding differs
+  EXPECT_LE(relative(ugl, ucl), 1e-12); // the same, with the low-rank operators
+  EXPECT_LE(relative(ugl, ucf), 1e-8);  // low rank against full: within the tolerance
+  EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ugf), 1e-8);
+  EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ugl), 1e-8);
 }
 
 TEST(FmmGpu, IdenticalPointsAndSmallInputs) {

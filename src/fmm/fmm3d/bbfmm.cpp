@@ -404,8 +404,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     }
     return far_level;
   };
-  // The CPU's M2L runs on low-rank class operators (compress_class) to a share of the tolerance.
-  const bool lowrank = !opt_.gpu && opt_.compress_m2l;
+  // The M2L runs on low-rank class operators (compress_class) to a share of the tolerance.
+  const bool lowrank = opt_.gpu ? opt_.compress_m2l_gpu : opt_.compress_m2l;
   const double cut = m2l_cut_share * opt_.tolerance;
   // A homogeneous kernel's one operator set and its low-rank classes for order unit_p, made while
   // the order is chosen (the leaf size depends on the ranks) and kept for the plan.
@@ -422,7 +422,9 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     std::int64_t leaf = std::max<std::int64_t>(32, 2 * P);
     // (Only where the tree will have the V pairs that make the M2L low rank: ~189 per box of
     // ~2 P points.)
-    if (lowrank && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
+    // On the CPU only: the GPU's near field is cheap against its M2L launches, and its trees stay
+    // at 2 p³ (deeper ones were slower there, docs/fmm3d.md).
+    if (lowrank && !opt_.gpu && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
       if (unit_p != p) {
         const Operators tmp(p);
         unit_set = tmp.build(opt_.kernel, 1.0, threads);
@@ -538,35 +540,27 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
         ops.build(opt_.kernel, 2 * tree_.half_side(l), threads);
     cached += set_bytes;
   }
-  if (lowrank) {
-    // A set is compressed where its V pairs are enough to repay that in one apply (the range
-    // finder costs about as much as a few thousand full products; the plans of small problems
-    // keep the full matrices).
-    std::vector<std::int64_t> pairs(ops.sets.size(), 0);
-    for (std::int32_t l = 0; l <= tree_.depth; ++l)
-      if (const int set = ops.level_set[static_cast<std::size_t>(l)]; set >= 0)
-        pairs[static_cast<std::size_t>(set)] +=
-            tree_.v.offsets[static_cast<std::size_t>(
-                tree_.level_begin[static_cast<std::size_t>(l) + 1])] -
-            tree_.v
-                .offsets[static_cast<std::size_t>(tree_.level_begin[static_cast<std::size_t>(l)])];
-    ops.low.resize(ops.sets.size());
+  // A set is compressed where its V pairs are enough to repay that in one apply (the range finder
+  // costs about as much as a few thousand full products; the plans of small problems keep the
+  // full matrices). Sets built later (the GPU's) are compressed then.
+  std::vector<std::int64_t> v_pairs(ops.sets.size(), 0);
+  for (std::int32_t l = 0; l <= tree_.depth; ++l)
+    if (const int set = ops.level_set[static_cast<std::size_t>(l)]; set >= 0)
+      v_pairs[static_cast<std::size_t>(set)] +=
+          tree_.v.offsets[static_cast<std::size_t>(
+              tree_.level_begin[static_cast<std::size_t>(l) + 1])] -
+          tree_.v.offsets[static_cast<std::size_t>(tree_.level_begin[static_cast<std::size_t>(l)])];
+  ops.low.resize(ops.sets.size());
+  auto compress_built = [&] {
+    if (!lowrank)
+      return;
     for (std::size_t set = 0; set < ops.sets.size(); ++set)
-      if (!ops.sets[set].empty() && pairs[set] >= min_lowrank_pairs)
-        ops.low[set] = homog && unit_p == p && set == 0 ? std::move(unit_low)
-                                                        : ops.compress(ops.sets[set], cut, threads);
-  }
-  stats_.m2l_rank = 0;
-  {
-    double classes = 0;
-    for (const auto &set : ops.low)
-      for (const auto &c : set)
-        if (c.rank >= 0) {
-          stats_.m2l_rank += c.rank;
-          ++classes;
-        }
-    stats_.m2l_rank = classes > 0 ? stats_.m2l_rank / classes : 0;
-  }
+      if (!ops.sets[set].empty() && ops.low[set].empty() && v_pairs[set] >= min_lowrank_pairs)
+        ops.low[set] = homog && unit_p == p && set == 0 && !unit_low.empty()
+                           ? std::move(unit_low)
+                           : ops.compress(ops.sets[set], cut, threads);
+  };
+  compress_built();
   has_local_.assign(tree_.boxes.size(), 0);
   for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
     const FmmBox &B = tree_.boxes[b];
@@ -601,7 +595,33 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
             ops.build(opt_.kernel, 2 * tree_.half_side(l), threads);
       g.level_ops.push_back(set >= 0 ? ops.sets[static_cast<std::size_t>(set)].data() : nullptr);
     }
+    compress_built();
+    // Views of each level's low-rank classes, uploaded by the engine.
+    std::vector<GpuSetup::LowRankSet> views(ops.low.size());
+    for (std::size_t set = 0; set < ops.low.size(); ++set)
+      for (std::size_t c = 0; c < ops.low[set].size(); ++c) {
+        views[set].rank[c] = ops.low[set][c].rank;
+        views[set].u[c] = ops.low[set][c].u.data();
+        views[set].w[c] = ops.low[set][c].w.data();
+      }
+    for (std::int32_t l = 0; l <= tree_.depth; ++l) {
+      const int set = ops.level_set[static_cast<std::size_t>(l)];
+      g.level_low.push_back(set >= 0 && !ops.low[static_cast<std::size_t>(set)].empty()
+                                ? &views[static_cast<std::size_t>(set)]
+                                : nullptr);
+    }
     gpu_ = make_fmm_gpu(g, opt_.gpu_single, opt_.device);
+  }
+  stats_.m2l_rank = 0;
+  {
+    double classes = 0;
+    for (const auto &set : ops.low)
+      for (const auto &c : set)
+        if (c.rank >= 0) {
+          stats_.m2l_rank += c.rank;
+          ++classes;
+        }
+    stats_.m2l_rank = classes > 0 ? stats_.m2l_rank / classes : 0;
   }
   stats_.operator_bytes = 0;
   for (const auto &set : ops.sets)

@@ -44,8 +44,9 @@ struct BbFmmOptions {
   // The CPU's M2L on low-rank class operators (exact to tolerance / 10 each); off: the full
   // p³ × p³ matrices and the leaf size of those (for comparison).
   bool compress_m2l = true;
-  bool gpu = false;        // run apply() on the GPU (fmm_gpu.hpp)
-  bool gpu_single = false; // in float there
+  bool compress_m2l_gpu = false; // the same on the GPU (DirectOptions::fmm_lowrank_gpu)
+  bool gpu = false;              // run apply() on the GPU (fmm_gpu.hpp)
+  bool gpu_single = false;       // in float there
   int device = 0;
 };
 

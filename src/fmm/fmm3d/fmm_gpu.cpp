@@ -1,6 +1,6 @@
 // The GPU FMM's host engine (fmm_gpu.hpp): uploads, work lists, and the passes in order on one
-// stream; M2L per level and symmetry class as gather → cuBLAS GEMM → scatter, in column chunks that
-// fit the GPU's free memory.
+// stream; M2L per level and symmetry class as gather → cuBLAS GEMM (two, U (W X), for a class in
+// low rank) → scatter, in column chunks that fit the GPU's free memory.
 #include "fmm/fmm3d/fmm_gpu.hpp"
 #include "fmm/fmm3d/chebyshev.hpp"
 #include "fmm/fmm3d/fmm_launch.hpp"
@@ -167,6 +167,25 @@ public:
         ops_.emplace_back(std::make_unique<DeviceArray<T>>());
         std::vector<T> c(h, h + set_size);
         ops_.back()->upload(c.data(), static_cast<std::int64_t>(set_size));
+        low_.emplace_back();
+        if (l < s.level_low.size() && s.level_low[l]) {
+          const auto &v = *s.level_low[l];
+          auto lr = std::make_unique<LowRank>();
+          std::vector<T> d;
+          for (int k = 0; k < 16; ++k) {
+            lr->rank[k] = v.rank[k];
+            if (v.rank[k] < 0)
+              continue;
+            const auto size = static_cast<std::size_t>(P_) * static_cast<std::size_t>(v.rank[k]);
+            lr->u[k] = std::ssize(d);
+            d.insert(d.end(), v.u[k], v.u[k] + size);
+            lr->w[k] = std::ssize(d);
+            d.insert(d.end(), v.w[k], v.w[k] + size);
+            max_rank_ = std::max(max_rank_, v.rank[k]);
+          }
+          lr->data.upload(d.data(), std::ssize(d));
+          low_.back() = std::move(lr);
+        }
         it = seen.end() - 1;
       }
       level_op_[l] = static_cast<int>(it - seen.begin());
@@ -265,25 +284,37 @@ public:
     const std::int64_t chunk = std::min(max_pairs, biggest);
     X_.reserve(chunk * nrhs * P_);
     Y_.reserve(chunk * nrhs * P_);
+    if (max_rank_ > 0)
+      Z_.reserve(chunk * nrhs * max_rank_);
     const T one = 1, zero = 0;
+    // Y = A B (column-major; A: rows × inner, B: inner × cols).
+    auto gemm = [&](int rows, int cols, int inner, const T *A, const T *B, T *C) {
+      if constexpr (sizeof(T) == 8)
+        cublas_check(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, inner, &one, A, rows,
+                                 B, inner, &zero, C, rows),
+                     dev_, "DGEMM");
+      else
+        cublas_check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, inner, &one, A, rows,
+                                 B, inner, &zero, C, rows),
+                     dev_, "SGEMM");
+    };
     for (const auto &gr : groups_) {
-      const T *K =
-          ops_[static_cast<std::size_t>(level_op_[static_cast<std::size_t>(gr.level)])]->ptr +
-          static_cast<std::int64_t>(gr.cls) * P_ * P_;
+      const auto set = static_cast<std::size_t>(level_op_[static_cast<std::size_t>(gr.level)]);
+      const T *K = ops_[set]->ptr + static_cast<std::int64_t>(gr.cls) * P_ * P_;
+      const LowRank *lr = low_[set] && low_[set]->rank[gr.cls] >= 0 ? low_[set].get() : nullptr;
       const T scale = static_cast<T>(level_scale_[static_cast<std::size_t>(gr.level)]);
       for (std::int64_t k0 = gr.begin; k0 < gr.end; k0 += chunk) {
         const std::int64_t np = std::min(chunk, gr.end - k0);
         detail::launch_m2l_gather(g, gb_.ptr + k0, gt_.ptr + k0, np, pinv_.ptr, mult_.ptr, X_.ptr,
                                   st);
         const int cols = static_cast<int>(np * nrhs);
-        if constexpr (sizeof(T) == 8)
-          cublas_check(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, P_, cols, P_, &one, K, P_,
-                                   X_.ptr, P_, &zero, Y_.ptr, P_),
-                       dev_, "DGEMM");
-        else
-          cublas_check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, P_, cols, P_, &one, K, P_,
-                                   X_.ptr, P_, &zero, Y_.ptr, P_),
-                       dev_, "SGEMM");
+        if (lr) { // U (W X): 4 P r flops per column for 2 P²
+          const int r = lr->rank[gr.cls];
+          gemm(r, cols, P_, lr->data.ptr + lr->w[gr.cls], X_.ptr, Z_.ptr);
+          gemm(P_, cols, r, lr->data.ptr + lr->u[gr.cls], Z_.ptr, Y_.ptr);
+        } else {
+          gemm(P_, cols, P_, K, X_.ptr, Y_.ptr);
+        }
         detail::launch_m2l_scatter(g, ga_.ptr + k0, gt_.ptr + k0, np, perm_.ptr, scale, Y_.ptr,
                                    loc_.ptr, st);
       }
@@ -361,6 +392,15 @@ private:
   std::vector<std::int32_t> coincident_;
   std::vector<Group> groups_;
   std::vector<std::unique_ptr<DeviceArray<T>>> ops_;
+  // Per device set: its low-rank classes (rank < 0: in full), U then W of each class in one array.
+  struct LowRank {
+    int rank[16];
+    std::int64_t u[16], w[16]; // offsets into data
+    DeviceArray<T> data;
+  };
+  std::vector<std::unique_ptr<LowRank>> low_; // parallel to ops_; null: every class in full
+  int max_rank_ = 0;
+  DeviceArray<T> Z_;
   std::vector<int> level_op_;
   std::vector<double> level_scale_;
 };

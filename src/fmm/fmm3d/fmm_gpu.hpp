@@ -23,6 +23,13 @@ struct GpuSetup {
   // Per level: its 16 P × P class operators (column-major) or null, and their scale.
   std::vector<const double *> level_ops;
   std::vector<double> level_scale;
+  // Per level: its classes in low rank, K_c ≈ U_c W_c (U_c: P × rank, W_c: rank × P, column-major;
+  // rank < 0: that class in full), or null: every class in full.
+  struct LowRankSet {
+    int rank[16] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    const double *u[16] = {}, *w[16] = {};
+  };
+  std::vector<const LowRankSet *> level_low;
   const std::vector<char> *has_local = nullptr;
 };
 
