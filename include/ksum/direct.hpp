@@ -40,8 +40,9 @@ struct SumStats {
   std::int64_t tree_boxes = 0; // fgt: occupied boxes (sources and targets)
   // The FMM's sampled interpolation error for its order; fgt: the proven bound on |u − û| / Σ|w|.
   double estimated_error = 0;
-  double fmm_m2l_rank =
-      0; // 3D FMM on the CPU: the mean rank of its low-rank M2L operators (0: full)
+  // 3D FMM: the mean rank of its low-rank M2L class operators (classes kept in full not counted;
+  // 0: every class in full).
+  double fmm_m2l_rank = 0;
   std::int64_t fmm_leaf_size = 0; // 3D FMM: the most points per leaf the tree was built with
   double seconds_setup = 0, seconds_execute = 0;
   // FMM set-up: the tree (codes, radix sort, boxes, lists) and the M2L operators (and uploads).

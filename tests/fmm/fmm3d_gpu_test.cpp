@@ -100,20 +100,12 @@ TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
     plan->set_points(p);
   const auto ugf = gpu.execute(w), ucl = cpu.execute(w);
   const auto ugl = gpu_low.execute(w), ucf = cpu_full.execute(w);
-  auto relative = [](const Table<double> &a, const Table<double> &b) {
-    double e2 = 0, r2 = 0;
-    for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k) {
-      e2 += (a.data()[k] - b.data()[k]) * (a.data()[k] - b.data()[k]);
-      r2 += b.data()[k] * b.data()[k];
-    }
-    return std::sqrt(e2 / r2);
-  };
   EXPECT_EQ(gpu.stats().fmm_m2l_rank, 0);
   EXPECT_GT(cpu.stats().fmm_m2l_rank, 0);
   EXPECT_EQ(gpu_low.stats().fmm_m2l_rank, cpu.stats().fmm_m2l_rank);
-  EXPECT_LE(relative(ugf, ucf), 1e-12); // the same algorithm: only rounding differs
-  EXPECT_LE(relative(ugl, ucl), 1e-12); // the same, with the low-rank operators
-  EXPECT_LE(relative(ugl, ucf), 1e-8);  // low rank against full: within the tolerance
+  EXPECT_LE(relative_l2(ugf, ucf), 1e-12); // the same algorithm: only rounding differs
+  EXPECT_LE(relative_l2(ugl, ucl), 1e-12); // the same, with the low-rank operators
+  EXPECT_LE(relative_l2(ugl, ucf), 1e-8);  // low rank against full: within the tolerance
   EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ugf), 1e-8);
   EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ugl), 1e-8);
 }

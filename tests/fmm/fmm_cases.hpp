@@ -54,6 +54,16 @@ inline double sampled_error(Kernel k, double eps, const Table<double> &src,
   return r2 > 0 ? std::sqrt(e2 / r2) : std::sqrt(e2);
 }
 
+// ‖a − b‖₂ / ‖b‖₂ over every entry (two results of the same shape).
+inline double relative_l2(const Table<double> &a, const Table<double> &b) {
+  double e2 = 0, r2 = 0;
+  for (std::int64_t k = 0; k < a.rows() * a.cols(); ++k) {
+    e2 += (a.data()[k] - b.data()[k]) * (a.data()[k] - b.data()[k]);
+    r2 += b.data()[k] * b.data()[k];
+  }
+  return std::sqrt(e2 / r2);
+}
+
 inline double eps_for(Kernel k) {
   return k == Kernel::laplace ? 1.0 : 3.0;
 }

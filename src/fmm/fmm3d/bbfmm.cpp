@@ -113,8 +113,10 @@ LowRank compress_class(const double *k, int P, double cut) {
     return out;
   std::mt19937_64 rng(0x6d326cull);
   std::normal_distribution<double> gauss;
-  for (int s = 16; 2 * s <= P + 16; s *= 2) {
-    const int cols = std::min(s, P);
+  // s = 16, 32, … and last ⌈P/2⌉ + 8 (the largest useful rank plus a little oversampling).
+  const int cap = std::min(P, (P + 1) / 2 + 8);
+  for (int s = std::min(16, cap);; s = std::min(2 * s, cap)) {
+    const int cols = s;
     Mat omega(P, cols);
     for (Eigen::Index j = 0; j < omega.size(); ++j)
       omega.data()[j] = gauss(rng);
@@ -123,8 +125,11 @@ LowRank compress_class(const double *k, int P, double cut) {
     const Mat Q = qr.householderQ() * Mat::Identity(P, cols);
     const Mat B = Q.transpose() * K; // cols × P
     const double res2 = (K - Q * B).squaredNorm();
-    if (res2 > cut * cut * kf2 / 4)
+    if (res2 > cut * cut * kf2 / 4) {
+      if (s == cap)
+        return out;
       continue;
+    }
     const Eigen::BDCSVD<Mat> svd(B, Eigen::ComputeThinU | Eigen::ComputeThinV);
     const auto &sv = svd.singularValues();
     // Relative to what is left beyond the leading singular pair: that pair is nearly the
@@ -132,8 +137,11 @@ LowRank compress_class(const double *k, int P, double cut) {
     // so that sums far smaller than |K| |w| are still resolved (multiquadric: 8.7e-6 at 1e-6
     // relative to the whole norm, 20,000 points, signed weights).
     const double allowed = cut * cut * std::max(kf2 - sv[0] * sv[0], 0.0);
-    if (res2 > allowed / 4)
+    if (res2 > allowed / 4) {
+      if (s == cap)
+        return out;
       continue;
+    }
     int r = static_cast<int>(sv.size());
     double dropped = res2;
     while (r > 1 && dropped + sv[r - 1] * sv[r - 1] <= allowed) {
@@ -412,6 +420,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   int unit_p = 0;
   std::vector<double> unit_set;
   std::vector<LowRank> unit_low;
+  double seconds_unit = 0; // building and factoring those (counted as the operators' time)
   auto leaf_for = [&](int p) -> std::int64_t {
     const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
     // Leaves of up to 2·p³ points: a uniform tree then holds 0.25 … 2 p³ per leaf, where the near
@@ -426,18 +435,20 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     // at 2 p³ (deeper ones were slower there, docs/fmm3d.md).
     if (lowrank && !opt_.gpu && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
       if (unit_p != p) {
+        const auto t_unit = Clock::now();
         const Operators tmp(p);
         unit_set = tmp.build(opt_.kernel, 1.0, threads);
         unit_low = tmp.compress(unit_set, cut, threads);
         unit_p = p;
+        seconds_unit += since(t_unit);
       }
       // Low rank r: the M2L costs 4 P r flops per V pair instead of 2 P². The balance of the
       // near field (∝ leaf²) with it then moves the leaf size by √(2 r / P): 2 √(2 P r).
+      // (A class in full costs what rank P / 2 does.)
       double r = 0;
       for (const auto &c : unit_low)
-        r += c.rank >= 0 ? c.rank / 16.0 : std::numeric_limits<double>::infinity();
-      if (std::isfinite(r))
-        leaf = std::max<std::int64_t>(32, std::llround(2 * std::sqrt(2 * double(P) * r)));
+        r += (c.rank >= 0 ? std::min<double>(c.rank, P / 2.0) : P / 2.0) / 16.0;
+      leaf = std::max<std::int64_t>(32, std::llround(2 * std::sqrt(2 * double(P) * r)));
     }
     return leaf;
   };
@@ -501,8 +512,12 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.u_pairs = static_cast<std::int64_t>(tree_.u.boxes.size());
   stats_.w_pairs = static_cast<std::int64_t>(tree_.w.boxes.size());
   stats_.x_pairs = static_cast<std::int64_t>(tree_.x.boxes.size());
-  stats_.seconds_tree = since(t0);
+  stats_.seconds_tree = since(t0) - seconds_unit;
   stats_.tree_phases = tree_.seconds;
+  if (unit_p != p) { // factors of an order not kept: not held through the operators' build
+    unit_set = {};
+    unit_low = {};
+  }
 
   const auto t1 = Clock::now();
   ops_ = std::make_unique<Operators>(p);
@@ -626,7 +641,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.operator_bytes = 0;
   for (const auto &set : ops.sets)
     stats_.operator_bytes += 8.0 * static_cast<double>(set.size());
-  stats_.seconds_operators = since(t1);
+  stats_.seconds_operators = since(t1) + seconds_unit;
 }
 
 void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {

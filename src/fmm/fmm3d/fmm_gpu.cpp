@@ -271,13 +271,13 @@ public:
     }
     lap(times.upward);
 
-    // M2L: columns in chunks of at most `cols` (X and Y together within a quarter of free memory,
-    // at most 2 GiB).
+    // M2L: columns in chunks of at most `cols` (X, Y and Z together within a quarter of free
+    // memory, at most 2 GiB).
     std::size_t free_b = 0, total_b = 0;
     cuda_check(cudaMemGetInfo(&free_b, &total_b), dev_, "cudaMemGetInfo");
     const double budget = std::min(0.25 * static_cast<double>(free_b), 2.0 * (1u << 30));
     const std::int64_t max_pairs = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(budget / (2.0 * sizeof(T) * P_ * nrhs)));
+        1, static_cast<std::int64_t>(budget / ((2.0 * P_ + max_rank_) * sizeof(T) * nrhs)));
     std::int64_t biggest = 0;
     for (const auto &gr : groups_)
       biggest = std::max(biggest, gr.end - gr.begin);
