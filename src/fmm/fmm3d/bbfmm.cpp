@@ -95,10 +95,10 @@ void tensor3(int p, const double *tx, const double *ty, const double *tz, bool t
 // One M2L class operator K (P × P, column-major) in low rank, K ≈ U W (U: P × r, W: r × P), with
 // ‖K − U W‖_F ≤ cut · ‖K − K₁‖_F (K₁: its leading singular pair); rank −1 where that needs r > P /
 // 2 (no saving: U W costs 4 P r flops per column against K's 2 P²). A range finder on s = 16, 32, …
-// Gaussian columns (a fixed seed: the same factors every time), its basis Q kept once the
-// projection's residual ‖K − Q Qᵀ K‖_F, computed as such, is within half the allowed error; then
-// the SVD of Qᵀ K (s × P) and the smallest r whose dropped singular values and that residual stay
-// within the cut.
+// Gaussian columns (a fixed seed: the same factors every time); with the SVD of Qᵀ K (s × P), its
+// basis Q is kept once the projection's residual ‖K − Q Qᵀ K‖_F, computed as such, is within half
+// the allowed error; then the smallest r whose dropped singular values and that residual stay
+// within it.
 struct LowRank {
   int rank = -1;
   std::vector<double> u, w; // P × r and r × P, column-major
@@ -125,11 +125,6 @@ LowRank compress_class(const double *k, int P, double cut) {
     const Mat Q = qr.householderQ() * Mat::Identity(P, cols);
     const Mat B = Q.transpose() * K; // cols × P
     const double res2 = (K - Q * B).squaredNorm();
-    if (res2 > cut * cut * kf2 / 4) {
-      if (s == cap)
-        return out;
-      continue;
-    }
     const Eigen::BDCSVD<Mat> svd(B, Eigen::ComputeThinU | Eigen::ComputeThinV);
     const auto &sv = svd.singularValues();
     // Relative to what is left beyond the leading singular pair: that pair is nearly the
@@ -429,10 +424,9 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     // 1.1 s, whole execute 10.2 against 3.9 s on 2 cores;
     // bench/results/2026-11-27-fmm-order-calibration).
     std::int64_t leaf = std::max<std::int64_t>(32, 2 * P);
-    // (Only where the tree will have the V pairs that make the M2L low rank: ~189 per box of
-    // ~2 P points.)
-    // On the CPU only: the GPU's near field is cheap against its M2L launches, and its trees stay
-    // at 2 p³ (deeper ones were slower there, docs/fmm3d.md).
+    // Only where the tree will have the V pairs that make the M2L low rank (~189 per box of ~2 P
+    // points), and on the CPU only: the GPU's low rank is an option whose leaf size was not
+    // measured, so its trees keep 2 p³.
     if (lowrank && !opt_.gpu && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
       if (unit_p != p) {
         const auto t_unit = Clock::now();
@@ -627,17 +621,14 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     }
     gpu_ = make_fmm_gpu(g, opt_.gpu_single, opt_.device);
   }
-  stats_.m2l_rank = 0;
-  {
-    double classes = 0;
-    for (const auto &set : ops.low)
-      for (const auto &c : set)
-        if (c.rank >= 0) {
-          stats_.m2l_rank += c.rank;
-          ++classes;
-        }
-    stats_.m2l_rank = classes > 0 ? stats_.m2l_rank / classes : 0;
-  }
+  double rank_sum = 0, classes = 0;
+  for (const auto &set : ops.low)
+    for (const auto &c : set)
+      if (c.rank >= 0) {
+        rank_sum += c.rank;
+        ++classes;
+      }
+  stats_.m2l_rank = classes > 0 ? rank_sum / classes : 0;
   stats_.operator_bytes = 0;
   for (const auto &set : ops.sets)
     stats_.operator_bytes += 8.0 * static_cast<double>(set.size());
