@@ -2,7 +2,8 @@
 //   fmm3d_bench time  --kernel K --n N [--dist D] [--tol T] [--backend B] [--precision f32|f64]
 //                     [--eps E] [--reps R] [--check S] [--save DIR] [--order P] [--leaf S]
 //                     [--lowrank 0|1]  (the M2L in low rank on both backends or neither;
-//                     default: the library's, CPU yes and GPU no)
+//                     default: the library's, CPU yes and GPU no) [--devices 0,1]
+//                     (the GPUs that share the targets; default: the library's choice)
 //       setup and execute times (median of R executes after a warm-up), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
 //       points, weights and result as .npy (for the FMM3D peer script, same points).
@@ -24,9 +25,11 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,7 @@ struct Args {
   int reps = 3;
   int order = 0, max_order = 12; // orders mode: the fixed order of a run, the last one tried
   std::int64_t leaf = 0;         // fixed leaf size (0: the FMM's choice)
+  std::vector<int> devices;      // --devices 0,1 (empty: the library's choice)
   int lowrank = -1; // the M2L's low-rank operators on both backends (1), neither (0), or the
                     // library's defaults (−1: CPU yes, GPU no)
 };
@@ -102,6 +106,7 @@ Timing run(const Args &a, Method method, const Table<double> &p, const Table<dou
   if (a.lowrank >= 0)
     o.fmm_lowrank = o.fmm_lowrank_gpu = a.lowrank == 1;
   o.backend = parse_backend(a.backend);
+  o.devices = a.devices;
   const auto pt = p.cast<T>();
   const auto wt = w.cast<T>();
   Timing t;
@@ -144,13 +149,16 @@ void time_mode(const Args &a) {
       "setup [s] | tree (sort) / operators [s] | execute [s] | up / M2L / down / near [s] "
       "| rel. l2 error |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto &s = t.stats;
-  fmt::print("| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} "
-             "({:.4f}) / {:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
-             a.kernel, a.dist, a.n, a.tol, a.precision, to_string(t.backend), s.fmm_order,
-             s.fmm_m2l_rank > 0 ? fmt::format("{:.1f}", s.fmm_m2l_rank) : std::string("full"),
-             s.fmm_leaf_size, s.tree_depth, s.tree_boxes, t.setup, s.seconds_tree, s.seconds_sort,
-             s.seconds_operators, t.execute, s.seconds_upward, s.seconds_m2l, s.seconds_downward,
-             s.seconds_near, t.error);
+  fmt::print(
+      "| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} "
+      "({:.4f}) / {:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
+      a.kernel, a.dist, a.n, a.tol, a.precision,
+      a.devices.empty() ? std::string(to_string(t.backend))
+                        : fmt::format("{} {}", to_string(t.backend), fmt::join(a.devices, ",")),
+      s.fmm_order, s.fmm_m2l_rank > 0 ? fmt::format("{:.1f}", s.fmm_m2l_rank) : std::string("full"),
+      s.fmm_leaf_size, s.tree_depth, s.tree_boxes, t.setup, s.seconds_tree, s.seconds_sort,
+      s.seconds_operators, t.execute, s.seconds_upward, s.seconds_m2l, s.seconds_downward,
+      s.seconds_near, t.error);
   if (!a.save.empty()) {
     io::write_table(a.save + "/points.npy", p, {.overwrite = true});
     io::write_table(a.save + "/weights.npy", w, {.overwrite = true});
@@ -321,7 +329,11 @@ int main(int argc, char **argv) {
       a.leaf = static_cast<std::int64_t>(std::stod(v));
     else if (k == "--lowrank")
       a.lowrank = v == "0" ? 0 : 1;
-    else {
+    else if (k == "--devices") {
+      std::stringstream ss(v);
+      for (std::string id; std::getline(ss, id, ',');)
+        a.devices.push_back(std::stoi(id));
+    } else {
       fmt::print(stderr, "fmm3d_bench: unknown option {}\n", k);
       return 2;
     }

@@ -65,7 +65,9 @@
 #          default: the FMM on 1e6 Plummer points before and after DistributedSum::rebalance;
 #          fmmgpu, not in the default: the FMM on 1 GPU and one rank per GPU at KSUM_FMM_GPU_N,
 #          default 1e7 and 1e8, with the slowest rank's parts; rbffmm, not in the default: GMRES
-#          with distributed FMM products, 1e6 per GPU and 2e4 per CPU rank);
+#          with distributed FMM products, 1e6 per GPU and 2e4 per CPU rank; fmmgpu also runs
+#          fmm3d_bench in one process on GPU 0 and on all GPUs, M2L full and low rank; fmmgpu1:
+#          only those);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -667,11 +669,24 @@ if want distributed; then
       --reps 1 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 || rc=1
   fi
   fi
-  if [[ ,$cases, == *,fmmgpu,* ]]; then
+  if [[ ,$cases, == *,fmmgpu,* || ,$cases, == *,fmmgpu1,* ]]; then
   # The FMM on the GPUs at the issue's sizes (Laplace, 1e-6): sizes in KSUM_FMM_GPU_N (default
   # 1e7 and 1e8), one rank on one GPU, then one rank per GPU; best of 2 executes, with the slowest
   # rank's parts (exchange, pseudo-particle weights, local FMM and its phases).
   for n in ${KSUM_FMM_GPU_N:-10000000 100000000}; do
+    # One process (no MPI) on GPU 0, then sharing the targets over all GPUs (DirectSum's devices;
+    # each GPU runs the whole upward pass and its share of the rest), the GPUs' M2L full and in low
+    # rank (KSUM_FMM_GPU_LOWRANK, default "0 1"); execute = median of 2 after a warm-up.
+    all_gpus=$(seq -s, 0 $(( ${ngpu:-1} - 1 )))
+    for lr in ${KSUM_FMM_GPU_LOWRANK:-0 1}; do
+      for devs in 0 $( [ "${ngpu:-0}" -ge 2 ] && echo "$all_gpus" ); do
+        timeout 200 $build/bench/fmm3d_bench time --kernel laplace --n $n --tol 1e-6 \
+          --backend gpu --devices $devs --lowrank $lr --reps 2 --check 100 \
+          >> "$OUT/distributed/fmm_gpu_one_process.md" 2>&1 ||
+          { echo "fmm3d_bench (N = $n, devices $devs, lowrank $lr) failed" >> "$OUT/distributed/fmm_gpu_one_process.md"; rc=1; }
+      done
+    done
+    [[ ,$cases, == *,fmmgpu1,* ]] && continue # the one-process runs only
     CUDA_VISIBLE_DEVICES=0 timeout 300 $build/bench/distributed_bench --backend gpu --n 0 \
       --n-per-rank 0 --fmm-n $n --reps 2 --json "$dj" >> "$OUT/distributed/fmm_gpu.md" 2>&1 ||
       { echo "1 rank (fmm gpu, N = $n) failed" >> "$OUT/distributed/fmm_gpu.md"; rc=1; }

@@ -191,6 +191,19 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     return g;
   }
 
+  // The 3D FMM's GPUs: those listed, or from 2^22 targets on every visible one (each runs the
+  // whole upward pass and its share of the rest; below that size one GPU's execute is mostly
+  // launches, which a second GPU would repeat rather than share), else the first.
+  static std::vector<int> fmm_devices(const DirectOptions &o, std::int64_t targets) {
+    if (!o.devices.empty())
+      return o.devices;
+    const int visible = targets >= (std::int64_t{1} << 22) ? gpu_count() : 1;
+    std::vector<int> ids;
+    for (int id = 0; id < std::max(visible, 1); ++id)
+      ids.push_back(id);
+    return ids;
+  }
+
   // The FGT plan, or (returning false, with `note` set) nothing when its cost model predicts the
   // direct sum cheaper and force_method is off.
   bool set_fgt(const Table<T> &sources, const Table<T> *targets,
@@ -311,21 +324,22 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
       if (opt.gradient)
         throw Error(ErrorCode::unsupported,
                     "the FMM computes values only; use method direct for the gradient");
-      auto f = std::make_unique<fmm::BbFmm>(
-          fmm::BbFmmOptions{.kernel = opt.kernel,
-                            .eps = opt.eps,
-                            .tolerance = opt.tolerance,
-                            .order = opt.fmm_order,
-                            .leaf_size = opt.fmm_leaf_size,
-                            .threads = opt.threads,
-                            .near_chunk = opt.fmm_near_chunk,
-                            .m2l_chunk = opt.fmm_m2l_chunk,
-                            .pass_chunk = opt.fmm_pass_chunk,
-                            .compress_m2l = opt.fmm_lowrank,
-                            .compress_m2l_gpu = opt.fmm_lowrank_gpu,
-                            .gpu = chosen == Backend::cuda,
-                            .gpu_single = sizeof(T) == 4,
-                            .device = opt.devices.empty() ? 0 : opt.devices.front()});
+      auto f = std::make_unique<fmm::BbFmm>(fmm::BbFmmOptions{
+          .kernel = opt.kernel,
+          .eps = opt.eps,
+          .tolerance = opt.tolerance,
+          .order = opt.fmm_order,
+          .leaf_size = opt.fmm_leaf_size,
+          .threads = opt.threads,
+          .near_chunk = opt.fmm_near_chunk,
+          .m2l_chunk = opt.fmm_m2l_chunk,
+          .pass_chunk = opt.fmm_pass_chunk,
+          .compress_m2l = opt.fmm_lowrank,
+          .compress_m2l_gpu = opt.fmm_lowrank_gpu,
+          .gpu = chosen == Backend::cuda,
+          .gpu_single = sizeof(T) == 4,
+          .device = opt.devices.empty() ? 0 : opt.devices.front(),
+          .devices = chosen == Backend::cuda ? fmm_devices(opt, nt) : std::vector<int>{}});
       const auto s64 = sources.template cast<double>();
       const auto t64 = targets ? targets->template cast<double>() : Table<double>();
       f->set_points(s64.data(), s64.rows(), targets ? t64.data() : nullptr, t64.rows());

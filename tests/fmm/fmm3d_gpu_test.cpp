@@ -110,6 +110,46 @@ TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
   EXPECT_LE(sampled_error(Kernel::multiquadric, 3.0, p, nullptr, w, ugl), 1e-8);
 }
 
+// Several GPUs share the targets (two engines on GPU 0 where only one is visible): the same
+// results as one GPU to rounding, within the tolerance of the reference, self and separate
+// targets, several right-hand sides, double and float.
+TEST(FmmGpu, SeveralGpusAgreeWithOneGpu) {
+  KSUM_REQUIRE_GPU();
+  const std::vector<int> two = gpu_count() > 1 ? std::vector<int>{0, 1} : std::vector<int>{0, 0};
+  const auto src = datasets::plummer(40000, 51);
+  const auto tgt = points(Dist::uniform, 7000, 52);
+  const auto w = signed_weights(40000, 2, 53);
+  for (const Kernel kern : {Kernel::laplace, Kernel::multiquadric})
+    for (const bool self : {true, false}) {
+      auto o = fmm_options(kern, 1e-6, 64, Backend::cuda);
+      DirectSum<double> one(o);
+      o.devices = two;
+      DirectSum<double> split(o);
+      o.devices = {0, 0, 0};
+      DirectSum<double> three(o);
+      for (auto *plan : {&one, &split, &three})
+        if (self)
+          plan->set_points(src);
+        else
+          plan->set_points(src, tgt);
+      const auto u1 = one.execute(w), u2 = split.execute(w), u3 = three.execute(w);
+      SCOPED_TRACE(std::string(kernel_info(kern).name) + (self ? " self" : " separate targets"));
+      EXPECT_LE(relative_l2(u2, u1), 1e-12);
+      EXPECT_LE(relative_l2(u3, u1), 1e-12);
+      EXPECT_LE(sampled_error(kern, eps_for(kern), src, self ? nullptr : &tgt, w, u2), 1e-6);
+      EXPECT_EQ(split.stats().fmm_order, one.stats().fmm_order);
+    }
+  auto o = fmm_options(Kernel::laplace, 1e-4, 64, Backend::cuda);
+  DirectSum<float> one(o);
+  o.devices = two;
+  DirectSum<float> split(o);
+  const auto sf = src.cast<float>();
+  const auto wf = w.cast<float>();
+  one.set_points(sf);
+  split.set_points(sf);
+  EXPECT_LE(relative_l2(split.execute(wf).cast<double>(), one.execute(wf).cast<double>()), 1e-5);
+}
+
 TEST(FmmGpu, IdenticalPointsAndSmallInputs) {
   KSUM_REQUIRE_GPU();
   const std::int64_t n = 100000;

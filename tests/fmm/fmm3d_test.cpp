@@ -4,6 +4,7 @@
 // and fp32; robustness (N = 0, 1, identical and coincident points, coordinates over 24 decades,
 // deep trees); the contract (every refused input names itself).
 #include "fmm/fmm3d/bbfmm.hpp"
+#include "fmm/fmm3d/fmm_tree.hpp"
 #include "fmm/fmm_cases.hpp"
 #include "support/expect_error.hpp"
 
@@ -11,6 +12,7 @@
 #include <ksum/direct.hpp>
 #include <ksum/reference.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -466,6 +468,52 @@ TEST(FmmTree, EveryPairIsCountedExactlyOnce) {
     for (std::int64_t i = 0; i < 1000; ++i)
       ASSERT_NEAR(u(i, 0), 5000.0, 1e-6) << i;
   }
+}
+
+// The targets' split over several GPUs: ranges that cover [0, m) in order, cut at leaf boundaries;
+// on uniform points (work ∝ targets) parts of nearly equal size.
+TEST(FmmTree, SplitTargetsCoversTheTargetsAtLeafBoundaries) {
+  for (const Dist d : {Dist::uniform, Dist::plummer}) {
+    for (const bool self : {true, false}) {
+      const auto s = points(d, 60000, 130);
+      const auto t = points(d, 40000, 131);
+      const auto sc = s.cast<double>(), tc = t.cast<double>();
+      const auto tree = fmm::build_fmm_tree(sc.data(), s.rows(), self ? nullptr : tc.data(),
+                                            t.rows(), {.leaf_size = 64, .expansion_size = 125});
+      std::vector<std::int64_t> starts; // every leaf's first target
+      for (const auto &b : tree.boxes)
+        if (b.leaf() && b.targets() > 0)
+          starts.push_back(b.tb);
+      for (const int parts : {1, 2, 3, 4, 7}) {
+        const auto bounds = fmm::split_targets(tree, 125, parts);
+        ASSERT_EQ(std::ssize(bounds), parts + 1);
+        EXPECT_EQ(bounds.front(), 0);
+        EXPECT_EQ(bounds.back(), tree.m);
+        for (int k = 1; k < parts; ++k) {
+          EXPECT_LE(bounds[k - 1], bounds[k]);
+          EXPECT_NE(std::find(starts.begin(), starts.end(), bounds[k]), starts.end())
+              << "bound " << bounds[k] << " is not a leaf's first target";
+        }
+        if (d != Dist::uniform)
+          continue;
+        const double mean = static_cast<double>(tree.m) / parts;
+        for (int k = 0; k < parts; ++k)
+          EXPECT_NEAR(static_cast<double>(bounds[k + 1] - bounds[k]), mean, 0.15 * mean)
+              << parts << " parts, part " << k;
+      }
+    }
+  }
+  // One leaf and more parts than leaves: the leaf goes whole to one part, the others are empty.
+  const auto q = points(Dist::uniform, 10, 132);
+  const auto qc = q.cast<double>();
+  const auto tiny = fmm::build_fmm_tree(qc.data(), 10, nullptr, 0, {.leaf_size = 64});
+  const auto b = fmm::split_targets(tiny, 125, 3);
+  ASSERT_EQ(std::ssize(b), 4);
+  EXPECT_EQ(b.front(), 0);
+  EXPECT_EQ(b.back(), 10);
+  EXPECT_EQ(std::count_if(b.begin() + 1, b.end(), [](std::int64_t v) { return v == 0; }) +
+                std::count_if(b.begin() + 1, b.end(), [](std::int64_t v) { return v == 10; }),
+            3);
 }
 
 #endif

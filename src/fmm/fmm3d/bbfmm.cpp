@@ -619,7 +619,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
                                 ? &views[static_cast<std::size_t>(set)]
                                 : nullptr);
     }
-    gpu_ = make_fmm_gpu(g, opt_.gpu_single, opt_.device);
+    gpu_ = make_fmm_gpu(g, opt_.gpu_single,
+                        opt_.devices.empty() ? std::vector<int>{opt_.device} : opt_.devices);
   }
   double rank_sum = 0, classes = 0;
   for (const auto &set : ops.low)

@@ -48,6 +48,8 @@ struct BbFmmOptions {
   bool gpu = false;              // run apply() on the GPU (fmm_gpu.hpp)
   bool gpu_single = false;       // in float there
   int device = 0;
+  // Several GPUs share the work by targets (make_fmm_gpu); empty: `device` alone.
+  std::vector<int> devices{};
 };
 
 struct BbFmmStats {

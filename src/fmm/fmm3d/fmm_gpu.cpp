@@ -13,7 +13,9 @@
 #include <bit>
 #include <chrono>
 #include <cublas_v2.h>
+#include <exception>
 #include <fmt/format.h>
+#include <thread>
 #include <type_traits>
 
 namespace ksum::fmm {
@@ -35,10 +37,20 @@ template <class T, class U> void upload_as(DeviceArray<T> &d, const std::vector<
 
 template <class T> class FmmGpuImpl final : public FmmGpu {
 public:
-  FmmGpuImpl(const GpuSetup &s, int device) : dev_(device), kernel_(s.kernel) {
+  // Targets [t0, t1) of the sorted order only (t1 < 0: all of them): the upward pass runs over
+  // every source, the far and near fields only for the boxes that hold some of those targets.
+  FmmGpuImpl(const GpuSetup &s, int device, std::int64_t t0 = 0, std::int64_t t1 = -1)
+      : dev_(device), kernel_(s.kernel) {
     cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
     const FmmTree &t = *s.tree;
     tree_ = &t;
+    all_ = t1 < 0;
+    t0_ = all_ ? 0 : t0;
+    t1_ = all_ ? t.m : t1;
+    const auto mine = [&](std::int32_t b) {
+      const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+      return all_ || (B.te > B.tb && B.tb < t1_ && B.te > t0_);
+    };
     p_ = s.p;
     P_ = p_ * p_ * p_;
     nb_ = static_cast<std::int64_t>(t.boxes.size());
@@ -90,6 +102,8 @@ public:
         src_leaves.push_back(b);
       if (!B.leaf() && B.sources() > 0)
         parents[l].push_back(b);
+      if (!mine(b))
+        continue;
       if (B.parent >= 0 && B.targets() > 0 && (*s.has_local)[static_cast<std::size_t>(B.parent)])
         children[l].push_back(b);
       if (B.leaf() && B.targets() > 0 && (*s.has_local)[static_cast<std::size_t>(b)])
@@ -137,13 +151,14 @@ public:
         Group g{l, c, std::ssize(ga), 0};
         for (std::int32_t a = t.level_begin[static_cast<std::size_t>(l)];
              a < t.level_begin[static_cast<std::size_t>(l) + 1]; ++a)
-          for (auto e = t.v.offsets[static_cast<std::size_t>(a)];
-               e < t.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
-            if (t.v_class[static_cast<std::size_t>(e)] == c) {
-              ga.push_back(a);
-              gb.push_back(t.v.boxes[static_cast<std::size_t>(e)]);
-              gt.push_back(t.v_transform[static_cast<std::size_t>(e)]);
-            }
+          if (mine(a))
+            for (auto e = t.v.offsets[static_cast<std::size_t>(a)];
+                 e < t.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
+              if (t.v_class[static_cast<std::size_t>(e)] == c) {
+                ga.push_back(a);
+                gb.push_back(t.v.boxes[static_cast<std::size_t>(e)]);
+                gt.push_back(t.v_transform[static_cast<std::size_t>(e)]);
+              }
         g.end = std::ssize(ga);
         if (g.end > g.begin)
           groups_.push_back(g);
@@ -206,7 +221,10 @@ public:
     run(w, nrhs, out, times);
   }
 
-  template <class U> void run(const U *w_in, std::int64_t nrhs, U *out_in, GpuTimes &times) {
+  // out_in: the results in the input order; or, with `sorted` given, this engine's targets
+  // [t0, t1) of each right-hand side into sorted[r m + t0 …] (tree order), out_in unused.
+  template <class U>
+  void run(const U *w_in, std::int64_t nrhs, U *out_in, GpuTimes &times, T *sorted = nullptr) {
     using Clock = std::chrono::steady_clock;
     cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
     const FmmTree &t = *tree_;
@@ -348,6 +366,16 @@ public:
     detail::launch_pairs(kernel_, g, u, st);
     lap(times.near);
 
+    if (sorted) {
+      for (std::int64_t r = 0; r < nrhs; ++r)
+        if (t1_ > t0_)
+          cuda_check(cudaMemcpyAsync(sorted + r * m + t0_, us_.ptr + r * m + t0_,
+                                     sizeof(T) * static_cast<std::size_t>(t1_ - t0_),
+                                     cudaMemcpyDeviceToHost, stream_),
+                     dev_, "cudaMemcpy from the GPU");
+      sync();
+      return;
+    }
     raw_.reserve(std::max<std::int64_t>(m * nrhs, 1));
     detail::launch_permute(us_.ptr, (t.self ? src_order_ : tgt_order_).ptr, m, nrhs, true, raw_.ptr,
                            stream_);
@@ -374,6 +402,8 @@ private:
   int dev_;
   Kernel kernel_;
   const FmmTree *tree_ = nullptr;
+  bool all_ = true;              // every target; else only [t0_, t1_)
+  std::int64_t t0_ = 0, t1_ = 0; // in the sorted order
   int p_ = 0, P_ = 0;
   std::int64_t nb_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -417,14 +447,103 @@ static void require_gpu(int device, const char *without) {
                 fmt::format("GPU {} does not exist ({} visible)", device, count));
 }
 
+namespace {
+
+// Runs `work(k)` for k < count on threads of their own (one per GPU), rethrowing the first
+// failure after every thread has finished.
+template <class F> void on_each(std::size_t count, F &&work) {
+  std::vector<std::exception_ptr> failed(count);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < count; ++k)
+    threads.emplace_back([&, k] {
+      try {
+        work(k);
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    });
+  for (auto &th : threads)
+    th.join();
+  for (auto &e : failed)
+    if (e)
+      std::rethrow_exception(e);
+}
+
+// Several GPUs (an id listed twice: two engines sharing that GPU, as the tests do on one GPU):
+// each holds the whole tree and every source, runs the upward pass over all of
+// them, and the far and near fields of its own range of the sorted targets (split_targets, at
+// leaf boundaries, of about equal estimated work). The ranges come back in tree order and the host
+// puts them in the input order.
+template <class T> class MultiFmmGpu final : public FmmGpu {
+public:
+  MultiFmmGpu(const GpuSetup &s, const std::vector<int> &devices) : tree_(s.tree) {
+    const auto bounds =
+        split_targets(*s.tree, std::int64_t{s.p} * s.p * s.p, static_cast<int>(devices.size()));
+    parts_.resize(devices.size());
+    on_each(devices.size(), [&](std::size_t k) {
+      if (bounds[k + 1] > bounds[k])
+        parts_[k] = std::make_unique<FmmGpuImpl<T>>(s, devices[k], bounds[k], bounds[k + 1]);
+    });
+    std::erase(parts_, nullptr);
+  }
+  void apply(const double *w, std::int64_t nrhs, double *out, GpuTimes &times) override {
+    run(w, nrhs, out, times);
+  }
+  void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) override {
+    run(w, nrhs, out, times);
+  }
+
+private:
+  template <class U> void run(const U *w, std::int64_t nrhs, U *out, GpuTimes &times) {
+    const FmmTree &t = *tree_;
+    const std::int64_t m = t.m;
+    sorted_.resize(static_cast<std::size_t>(m * nrhs));
+    std::vector<GpuTimes> each(parts_.size());
+    on_each(parts_.size(), [&](std::size_t k) {
+      parts_[k]->run(w, nrhs, static_cast<U *>(nullptr), each[k], sorted_.data());
+    });
+    const auto &order = t.self ? t.src_order : t.tgt_order;
+    for (std::int64_t r = 0; r < nrhs; ++r)
+#pragma omp parallel for schedule(static) if (m > 100000)
+      for (std::int64_t k = 0; k < m; ++k)
+        out[r * m + order[static_cast<std::size_t>(k)]] =
+            static_cast<U>(sorted_[static_cast<std::size_t>(r * m + k)]);
+    times = GpuTimes{};
+    for (const auto &g : each) { // the slowest GPU's phases
+      times.upward = std::max(times.upward, g.upward);
+      times.m2l = std::max(times.m2l, g.m2l);
+      times.downward = std::max(times.downward, g.downward);
+      times.near = std::max(times.near, g.near);
+    }
+  }
+  const FmmTree *tree_;
+  std::vector<std::unique_ptr<FmmGpuImpl<T>>> parts_;
+  std::vector<T> sorted_; // the results in tree order, every part's range
+};
+
+} // namespace
+
 std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device) {
-  require_gpu(device, "the FMM runs on the CPU (backend cpu)");
+  return make_fmm_gpu(setup, single, std::vector<int>{device});
+}
+
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single,
+                                     const std::vector<int> &devices) {
+  if (devices.empty())
+    throw Error(ErrorCode::invalid_argument, "the GPU FMM needs at least one device");
+  for (const int d : devices)
+    require_gpu(d, "the FMM runs on the CPU (backend cpu)");
   if (setup.p > 16)
     throw Error(ErrorCode::unsupported,
                 fmt::format("the GPU FMM handles order up to 16, not {}", setup.p));
+  if (devices.size() > 1) {
+    if (single)
+      return std::make_unique<MultiFmmGpu<float>>(setup, devices);
+    return std::make_unique<MultiFmmGpu<double>>(setup, devices);
+  }
   if (single)
-    return std::make_unique<FmmGpuImpl<float>>(setup, device);
-  return std::make_unique<FmmGpuImpl<double>>(setup, device);
+    return std::make_unique<FmmGpuImpl<float>>(setup, devices.front());
+  return std::make_unique<FmmGpuImpl<double>>(setup, devices.front());
 }
 
 namespace {

@@ -67,5 +67,9 @@ std::unique_ptr<GpuCellMultipoles> make_gpu_cell_multipoles(const double *pts, s
 // single: float arithmetic on the GPU. device: the CUDA device. Throws Error(unsupported) in a
 // build without CUDA or when no GPU is visible, Error(device) when the GPU runs out of memory.
 std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single, int device);
+// Several GPUs (an id listed twice shares that GPU): each runs the upward pass over every source
+// and the rest for its own share of the targets (split_targets); one device: the engine above.
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &setup, bool single,
+                                     const std::vector<int> &devices);
 
 } // namespace ksum::fmm

@@ -12,6 +12,11 @@ std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &, bool, int) {
               "this ksum was built without CUDA: the FMM runs on the CPU (backend cpu)");
 }
 
+std::unique_ptr<FmmGpu> make_fmm_gpu(const GpuSetup &, bool, const std::vector<int> &) {
+  throw Error(ErrorCode::unsupported,
+              "this ksum was built without CUDA: the FMM runs on the CPU (backend cpu)");
+}
+
 std::unique_ptr<GpuCellMultipoles> make_gpu_cell_multipoles(const double *, std::int64_t,
                                                             const std::vector<CellRange> &, int) {
   throw Error(ErrorCode::unsupported,

@@ -385,4 +385,63 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
   return t;
 }
 
+std::vector<std::int64_t> split_targets(const FmmTree &t, std::int64_t P, int parts) {
+  parts = std::max(parts, 1);
+  const auto nb = static_cast<std::int32_t>(t.boxes.size());
+  const double p2 = static_cast<double>(P) * static_cast<double>(P) / 25.0;
+  // Work per target, inherited down the tree (boxes are breadth first: a parent comes first).
+  std::vector<double> density(static_cast<std::size_t>(nb), 0.0);
+  struct Leaf {
+    std::int64_t tb, te;
+    double work;
+  };
+  std::vector<Leaf> leaves;
+  for (std::int32_t b = 0; b < nb; ++b) {
+    const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+    const double tg = static_cast<double>(B.targets());
+    if (tg <= 0)
+      continue;
+    double work = static_cast<double>(t.v.size(b)) * p2;
+    for (auto e = t.x.offsets[static_cast<std::size_t>(b)];
+         e < t.x.offsets[static_cast<std::size_t>(b) + 1]; ++e)
+      work +=
+          static_cast<double>(
+              t.boxes[static_cast<std::size_t>(t.x.boxes[static_cast<std::size_t>(e)])].sources()) *
+          static_cast<double>(P);
+    if (B.leaf()) {
+      double near = 0;
+      for (auto e = t.u.offsets[static_cast<std::size_t>(b)];
+           e < t.u.offsets[static_cast<std::size_t>(b) + 1]; ++e)
+        near += static_cast<double>(
+            t.boxes[static_cast<std::size_t>(t.u.boxes[static_cast<std::size_t>(e)])].sources());
+      work += tg * (near + static_cast<double>(t.w.size(b)) * static_cast<double>(P) +
+                    static_cast<double>(P) / 8.0);
+    }
+    double &d = density[static_cast<std::size_t>(b)];
+    d = (B.parent >= 0 ? density[static_cast<std::size_t>(B.parent)] : 0.0) + work / tg;
+    if (B.leaf())
+      leaves.push_back(Leaf{B.tb, B.te, d * tg});
+  }
+  std::sort(leaves.begin(), leaves.end(), [](const Leaf &a, const Leaf &b) { return a.tb < b.tb; });
+  double total = 0;
+  for (const Leaf &l : leaves)
+    total += l.work;
+  std::vector<std::int64_t> bounds(static_cast<std::size_t>(parts) + 1, t.m);
+  bounds[0] = 0;
+  double done = 0;
+  int k = 1;
+  for (const Leaf &l : leaves) {
+    // A part ends before the leaf that would take it past its share.
+    while (k < parts && done + 0.5 * l.work > total * k / parts) {
+      bounds[static_cast<std::size_t>(k)] = l.tb;
+      ++k;
+    }
+    done += l.work;
+  }
+  for (int j = 1; j <= parts; ++j) // monotone, whatever the rounding above
+    bounds[static_cast<std::size_t>(j)] =
+        std::max(bounds[static_cast<std::size_t>(j)], bounds[static_cast<std::size_t>(j) - 1]);
+  return bounds;
+}
+
 } // namespace ksum::fmm

@@ -87,6 +87,15 @@ struct FmmTreeOptions {
 FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targets, std::int64_t m,
                        const FmmTreeOptions &options);
 
+// Cuts the sorted targets into `parts` contiguous ranges at leaf boundaries, of about equal
+// estimated work (several GPUs, each computing the far and near fields of its own targets):
+// bounds[k] … bounds[k + 1] is part k (parts + 1 entries, bounds[0] = 0, bounds[parts] = m; a part
+// may be empty). A box's work is its V pairs (P² / 25 point pairs each: a GEMM column against
+// point pairs evaluated one by one), its X sources (P each), its W boxes (P per target), its U
+// sources per target and its L2P (P / 8 per target); a box's work is shared by the leaves below it
+// in proportion to their targets. P = p³.
+std::vector<std::int64_t> split_targets(const FmmTree &tree, std::int64_t P, int parts);
+
 // The 16 canonical V-list offsets (0 ≤ a ≤ b ≤ c ≤ 3, c ≥ 2) and the 48 signed axis permutations.
 struct M2lSymmetry {
   int canonical[16][3];
