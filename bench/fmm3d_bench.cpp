@@ -147,18 +147,19 @@ void time_mode(const Args &a) {
   fmt::print(
       "| kernel | dist | N | tol | prec | backend | order | M2L rank | leaf | depth | boxes | "
       "setup [s] | tree (sort) / operators [s] | execute [s] | up / M2L / down / near [s] "
-      "| rel. l2 error |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| transfers [s] | rel. l2 error |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto &s = t.stats;
   fmt::print(
       "| {} | {} | {} | {:.0e} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {:.4f} "
-      "({:.4f}) / {:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.2e} |\n",
+      "({:.4f}) / {:.4f} | {:.4f} | {:.4f} / {:.4f} / {:.4f} / {:.4f} | {:.4f} | {:.2e} |\n",
       a.kernel, a.dist, a.n, a.tol, a.precision,
       a.devices.empty() ? std::string(to_string(t.backend))
                         : fmt::format("{} {}", to_string(t.backend), fmt::join(a.devices, ",")),
       s.fmm_order, s.fmm_m2l_rank > 0 ? fmt::format("{:.1f}", s.fmm_m2l_rank) : std::string("full"),
       s.fmm_leaf_size, s.tree_depth, s.tree_boxes, t.setup, s.seconds_tree, s.seconds_sort,
       s.seconds_operators, t.execute, s.seconds_upward, s.seconds_m2l, s.seconds_downward,
-      s.seconds_near, t.error);
+      s.seconds_near, s.seconds_transfer, t.error);
   if (!a.save.empty()) {
     io::write_table(a.save + "/points.npy", p, {.overwrite = true});
     io::write_table(a.save + "/weights.npy", w, {.overwrite = true});

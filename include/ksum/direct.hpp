@@ -49,6 +49,9 @@ struct SumStats {
   double seconds_tree = 0, seconds_sort = 0, seconds_operators = 0;
   // FMM phases of the last execute: P2M + M2M; M2L; P2L + L2L + L2P; M2P + P2P (near field).
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
+  // 3D FMM on the GPU, last execute: the weights' way in and the results' way out (host copies,
+  // uploads, the permutations to the tree order and back, downloads).
+  double seconds_transfer = 0;
   std::int64_t cpu_block = 0; // CPU direct sum: the targets per task of the last execute
   // 3D FMM on the CPU: the near pass's target leaves per task in the last execute; the M2L's
   // blocks of 16 target boxes per task and the upward pass's boxes per task, both at the deepest

@@ -487,7 +487,16 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   check_finite(weights, "weights");
   const auto t_exec = std::chrono::steady_clock::now();
   const auto p = im.problem(weights.data(), weights.cols());
-  Table<T> out(im.m, p.out_cols());
+  // Zeros written by all threads: one thread's first touch of 10^8 values took a few tenths of a
+  // second, and a GPU's download into untouched pages faults them in one by one.
+  Table<T> out(im.m, p.out_cols(), Uninitialized{});
+  {
+    const std::int64_t size = out.rows() * out.cols();
+    T *o = out.data();
+#pragma omp parallel for schedule(static) if (size > 100000)
+    for (std::int64_t k = 0; k < size; ++k)
+      o[k] = T(0);
+  }
   if (im.gauss) {
     out = im.gauss->execute(weights);
     if (im.self)
@@ -522,6 +531,7 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
       im.stats.seconds_m2l = fs.seconds_m2l;
       im.stats.seconds_downward = fs.seconds_downward;
       im.stats.seconds_near = fs.seconds_near;
+      im.stats.seconds_transfer = fs.seconds_transfer;
       im.stats.fmm_near_chunk = fs.near_chunk;
       im.stats.fmm_m2l_chunk = fs.m2l_chunk;
       im.stats.fmm_pass_chunk = fs.pass_chunk;

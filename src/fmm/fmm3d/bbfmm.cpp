@@ -687,6 +687,7 @@ void BbFmm::record(const GpuTimes &times) {
   stats_.seconds_m2l = times.m2l;
   stats_.seconds_downward = times.downward;
   stats_.seconds_near = times.near;
+  stats_.seconds_transfer = times.transfer;
 }
 
 void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {

@@ -65,6 +65,7 @@ struct BbFmmStats {
   FmmTreeTimes tree_phases; // of the last tree built (set_points may build two: see the order)
   // of the last apply():
   double seconds_upward = 0, seconds_m2l = 0, seconds_downward = 0, seconds_near = 0;
+  double seconds_transfer = 0; // GPU: the weights in and the results out (GpuTimes::transfer)
   double seconds_apply = 0;
   std::int64_t near_chunk = 0; // the CPU near pass's leaves per task (0: not run on the CPU)
   // The CPU M2L's blocks per task and the upward pass's boxes per task at the deepest level (the

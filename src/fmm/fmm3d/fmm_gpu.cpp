@@ -35,6 +35,48 @@ template <class T, class U> void upload_as(DeviceArray<T> &d, const std::vector<
   d.upload(c.data(), static_cast<std::int64_t>(c.size()));
 }
 
+// Page-locked host memory (DMA at the link's speed, where pageable memory goes through the driver's
+// staging copies), kept between applies; grows, never shrinks.
+template <class T> class Pinned {
+public:
+  Pinned() = default;
+  Pinned(const Pinned &) = delete;
+  Pinned &operator=(const Pinned &) = delete;
+  ~Pinned() { release(); }
+  T *reserve(std::int64_t n, int dev) {
+    if (n > size_) {
+      release();
+      void *p = nullptr;
+      cuda_check(cudaHostAlloc(&p, sizeof(T) * static_cast<std::size_t>(n), cudaHostAllocPortable),
+                 dev, "cudaHostAlloc");
+      ptr_ = static_cast<T *>(p);
+      size_ = n;
+    }
+    return ptr_;
+  }
+
+private:
+  void release() {
+    if (ptr_)
+      cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+  T *ptr_ = nullptr;
+  std::int64_t size_ = 0;
+};
+
+// Pinned buffers pay from an engine's second apply on (a plan applied once would spend more on
+// locking the pages than the faster copies save) and for at least this many values.
+constexpr std::int64_t pin_from = std::int64_t{1} << 20;
+
+// dst[k] = src[k], k < n, on the host's threads.
+template <class D, class S> void parallel_copy(D *dst, const S *src, std::int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 100000)
+  for (std::int64_t k = 0; k < n; ++k)
+    dst[k] = static_cast<D>(src[k]);
+}
+
 template <class T> class FmmGpuImpl final : public FmmGpu {
 public:
   // Targets [t0, t1) of the sorted order only (t1 < 0: all of them): the upward pass runs over
@@ -223,15 +265,25 @@ public:
 
   // out_in: the results in the input order; or, with `sorted` given, this engine's targets
   // [t0, t1) of each right-hand side into sorted[r m + t0 …] (tree order), out_in unused.
+  // staged: the weights already converted to T in pinned memory (several GPUs share one copy).
   template <class U>
-  void run(const U *w_in, std::int64_t nrhs, U *out_in, GpuTimes &times, T *sorted = nullptr) {
+  void run(const U *w_in, std::int64_t nrhs, U *out_in, GpuTimes &times, T *sorted = nullptr,
+           const T *staged = nullptr) {
     using Clock = std::chrono::steady_clock;
+    const auto t_in = Clock::now();
     cuda_check(cudaSetDevice(dev_), dev_, "cudaSetDevice");
     const FmmTree &t = *tree_;
     const std::int64_t n = t.n, m = t.m;
     const std::int64_t exp_size = nb_ * nrhs * P_;
+    const bool pin = ++applies_ > 1 && std::max(n, m) * nrhs >= pin_from;
     {
-      if constexpr (std::is_same_v<U, T>) {
+      if (staged) {
+        raw_.upload(staged, n * nrhs);
+      } else if (pin) {
+        T *h = pin_in_.reserve(n * nrhs, dev_);
+        parallel_copy(h, w_in, n * nrhs);
+        raw_.upload(h, n * nrhs);
+      } else if constexpr (std::is_same_v<U, T>) {
         raw_.upload(w_in, n * nrhs);
       } else {
         std::vector<T> c(w_in, w_in + n * nrhs);
@@ -273,7 +325,9 @@ public:
     g.m2m = m2m_.ptr;
     void *st = stream_;
     auto sync = [&] { cuda_check(cudaStreamSynchronize(stream_), dev_, "the FMM passes"); };
+    sync();
     auto t0 = Clock::now();
+    times.transfer = std::chrono::duration<double>(t0 - t_in).count();
     auto lap = [&](double &into) {
       sync();
       const auto now = Clock::now();
@@ -366,6 +420,10 @@ public:
     detail::launch_pairs(kernel_, g, u, st);
     lap(times.near);
 
+    const auto t_out = Clock::now();
+    const auto add_out = [&] {
+      times.transfer += std::chrono::duration<double>(Clock::now() - t_out).count();
+    };
     if (sorted) {
       for (std::int64_t r = 0; r < nrhs; ++r)
         if (t1_ > t0_)
@@ -374,18 +432,24 @@ public:
                                      cudaMemcpyDeviceToHost, stream_),
                      dev_, "cudaMemcpy from the GPU");
       sync();
+      add_out();
       return;
     }
     raw_.reserve(std::max<std::int64_t>(m * nrhs, 1));
     detail::launch_permute(us_.ptr, (t.self ? src_order_ : tgt_order_).ptr, m, nrhs, true, raw_.ptr,
                            stream_);
-    if constexpr (std::is_same_v<U, T>) {
+    if (pin) {
+      T *h = pin_out_.reserve(m * nrhs, dev_);
+      raw_.download(h, m * nrhs);
+      parallel_copy(out_in, h, m * nrhs);
+    } else if constexpr (std::is_same_v<U, T>) {
       raw_.download(out_in, m * nrhs);
     } else {
       std::vector<T> c(static_cast<std::size_t>(m * nrhs));
       raw_.download(c.data(), m * nrhs);
       std::copy(c.begin(), c.end(), out_in);
     }
+    add_out();
   }
 
 private:
@@ -404,6 +468,8 @@ private:
   const FmmTree *tree_ = nullptr;
   bool all_ = true;              // every target; else only [t0_, t1_)
   std::int64_t t0_ = 0, t1_ = 0; // in the sorted order
+  std::int64_t applies_ = 0;
+  Pinned<T> pin_in_, pin_out_; // the weights' and results' host copies (from the second apply)
   int p_ = 0, P_ = 0;
   std::int64_t nb_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -476,7 +542,8 @@ template <class F> void on_each(std::size_t count, F &&work) {
 // puts them in the input order.
 template <class T> class MultiFmmGpu final : public FmmGpu {
 public:
-  MultiFmmGpu(const GpuSetup &s, const std::vector<int> &devices) : tree_(s.tree) {
+  MultiFmmGpu(const GpuSetup &s, const std::vector<int> &devices)
+      : tree_(s.tree), dev0_(devices.front()) {
     const auto bounds =
         split_targets(*s.tree, std::int64_t{s.p} * s.p * s.p, static_cast<int>(devices.size()));
     parts_.resize(devices.size());
@@ -495,30 +562,50 @@ public:
 
 private:
   template <class U> void run(const U *w, std::int64_t nrhs, U *out, GpuTimes &times) {
+    using Clock = std::chrono::steady_clock;
+    const auto t_in = Clock::now();
     const FmmTree &t = *tree_;
-    const std::int64_t m = t.m;
-    sorted_.resize(static_cast<std::size_t>(m * nrhs));
+    const std::int64_t n = t.n, m = t.m;
+    // From the second apply on, one pinned copy of the weights for every GPU and pinned results.
+    const bool pin = ++applies_ > 1 && std::max(n, m) * nrhs >= pin_from;
+    const T *staged = nullptr;
+    T *sorted = nullptr;
+    if (pin) {
+      T *h = in_.reserve(n * nrhs, dev0_);
+      parallel_copy(h, w, n * nrhs);
+      staged = h;
+      sorted = out_.reserve(m * nrhs, dev0_);
+    } else {
+      sorted_.resize(static_cast<std::size_t>(m * nrhs));
+      sorted = sorted_.data();
+    }
+    const double staging = std::chrono::duration<double>(Clock::now() - t_in).count();
     std::vector<GpuTimes> each(parts_.size());
     on_each(parts_.size(), [&](std::size_t k) {
-      parts_[k]->run(w, nrhs, static_cast<U *>(nullptr), each[k], sorted_.data());
+      parts_[k]->run(w, nrhs, static_cast<U *>(nullptr), each[k], sorted, staged);
     });
+    const auto t_out = Clock::now();
     const auto &order = t.self ? t.src_order : t.tgt_order;
     for (std::int64_t r = 0; r < nrhs; ++r)
 #pragma omp parallel for schedule(static) if (m > 100000)
       for (std::int64_t k = 0; k < m; ++k)
-        out[r * m + order[static_cast<std::size_t>(k)]] =
-            static_cast<U>(sorted_[static_cast<std::size_t>(r * m + k)]);
+        out[r * m + order[static_cast<std::size_t>(k)]] = static_cast<U>(sorted[r * m + k]);
     times = GpuTimes{};
     for (const auto &g : each) { // the slowest GPU's phases
       times.upward = std::max(times.upward, g.upward);
       times.m2l = std::max(times.m2l, g.m2l);
       times.downward = std::max(times.downward, g.downward);
       times.near = std::max(times.near, g.near);
+      times.transfer = std::max(times.transfer, g.transfer);
     }
+    times.transfer += staging + std::chrono::duration<double>(Clock::now() - t_out).count();
   }
   const FmmTree *tree_;
+  int dev0_;
   std::vector<std::unique_ptr<FmmGpuImpl<T>>> parts_;
-  std::vector<T> sorted_; // the results in tree order, every part's range
+  std::int64_t applies_ = 0;
+  std::vector<T> sorted_; // the results in tree order, every part's range (first apply)
+  Pinned<T> in_, out_;    // the weights for every GPU and the results, from the second apply
 };
 
 } // namespace

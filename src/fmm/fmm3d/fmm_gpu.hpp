@@ -35,6 +35,9 @@ struct GpuSetup {
 
 struct GpuTimes {
   double upward = 0, m2l = 0, downward = 0, near = 0;
+  // The weights' way in and the results' way out: host copies, uploads, the permutations to the
+  // tree order and back, downloads.
+  double transfer = 0;
 };
 
 class FmmGpu {
