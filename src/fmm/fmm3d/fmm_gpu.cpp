@@ -8,6 +8,7 @@
 #include "runtime/cuda_array.hpp"
 
 #include <ksum/error.hpp>
+#include <ksum/table.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -604,8 +605,8 @@ private:
   int dev0_;
   std::vector<std::unique_ptr<FmmGpuImpl<T>>> parts_;
   std::int64_t applies_ = 0;
-  std::vector<T> sorted_; // the results in tree order, every part's range (first apply)
-  Pinned<T> in_, out_;    // the weights for every GPU and the results, from the second apply
+  detail::uninit_vector<T> sorted_; // the results in tree order, every part's range (first apply)
+  Pinned<T> in_, out_; // the weights for every GPU and the results, from the second apply
 };
 
 } // namespace
