@@ -374,7 +374,9 @@ void register_sum(CLI::App &app) {
       ->check(CLI::IsMember({"f32", "f64"}))
       ->capture_default_str();
   cmd->add_option("--threads", a.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--devices", a.devices, "GPU ids to split the targets over (default: all)")
+  cmd->add_option("--devices", a.devices,
+                  "GPU ids to split the targets over (default: all; the 3D FMM takes all from 2^22 "
+                  "targets on, else the first; an id may repeat to share one GPU)")
       ->delimiter(',');
   cmd->add_option("--device-memory", a.device_memory,
                   "Bytes of GPU memory to use per device (0: 90% of free); larger inputs are "

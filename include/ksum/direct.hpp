@@ -70,7 +70,10 @@ struct DirectOptions {
   bool gradient = false;                // also compute ∇ₓu (d columns per right-hand side)
   Backend backend = Backend::automatic; // automatic: the GPU when one is present, else the CPU
   int threads = 0;                      // CPU threads; 0: OpenMP's default
-  std::vector<int> devices{};           // empty: all visible (fgt: the first one listed, or 0)
+  // GPUs sharing the targets; empty: all visible (fgt: the first one listed, or 0; the 3D FMM: all
+  // from 2^22 targets on, else GPU 0). The 3D FMM runs its upward pass on each listed GPU and the
+  // rest on each one's share of the targets; an id listed twice runs two engines on that GPU.
+  std::vector<int> devices{};
   // Bytes of device memory one GPU may use; 0: 90 % of its free memory. Inputs larger than this are
   // streamed in chunks (tests set it small to exercise that path).
   std::int64_t device_memory_limit = 0;

@@ -159,7 +159,9 @@ class DirectSum:
 
     @property
     def stats(self):
-        """What the plan did: method, FMM order, tree, timings (seconds)."""
+        """What the plan did: method, FMM order, tree, leaf size, mean M2L rank (0: full
+        operators), timings (seconds; ``seconds_transfer``: the GPU FMM's weights in and results
+        out)."""
         if self._points and self._points[0] == "device-staged":
             return self._points[1].stats
         return self._plan.stats if self._plan is not None else {}

@@ -34,6 +34,9 @@ nb::dict stats_dict(const SumStats &s) {
   d["seconds_m2l"] = s.seconds_m2l;
   d["seconds_downward"] = s.seconds_downward;
   d["seconds_near"] = s.seconds_near;
+  d["seconds_transfer"] = s.seconds_transfer;
+  d["fmm_m2l_rank"] = s.fmm_m2l_rank;
+  d["fmm_leaf_size"] = s.fmm_leaf_size;
   d["note"] = s.note;
   return d;
 }

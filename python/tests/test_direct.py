@@ -170,6 +170,10 @@ def test_fmm3d_plan(rng, tol):
     ref = ksum.DirectSum("laplace", backend="cpu").set_points(x)(w)
     assert fmm.stats["method"] == "fmm"
     assert rel_l2(u, ref) < 10 * tol
+    # The tree's leaf size is reported; on the CPU no GPU transfers are timed.
+    assert fmm.stats["fmm_leaf_size"] > 0
+    assert fmm.stats["fmm_m2l_rank"] >= 0
+    assert fmm.stats["seconds_transfer"] == 0
 
 
 def test_lfmm3d_matches_fmm3dpy_formula(rng):

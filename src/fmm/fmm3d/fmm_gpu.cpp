@@ -67,9 +67,12 @@ private:
   std::int64_t size_ = 0;
 };
 
-// Pinned buffers pay from an engine's second apply on (a plan applied once would spend more on
-// locking the pages than the faster copies save) and for at least this many values.
+// Pinned buffers from an engine's fourth apply on (pin_after earlier ones) and for at least
+// pin_from values: locking the pages of 10^8 weights and results (1.6 GB) cost ~0.5 s once on the
+// H200 host, more than a few applies save by the faster copies; a solver's tens of products
+// amortise it.
 constexpr std::int64_t pin_from = std::int64_t{1} << 20;
+constexpr std::int64_t pin_after = 3;
 
 // dst[k] = src[k], k < n, on the host's threads.
 template <class D, class S> void parallel_copy(D *dst, const S *src, std::int64_t n) {
@@ -276,7 +279,7 @@ public:
     const FmmTree &t = *tree_;
     const std::int64_t n = t.n, m = t.m;
     const std::int64_t exp_size = nb_ * nrhs * P_;
-    const bool pin = ++applies_ > 1 && std::max(n, m) * nrhs >= pin_from;
+    const bool pin = ++applies_ > pin_after && std::max(n, m) * nrhs >= pin_from;
     {
       if (staged) {
         raw_.upload(staged, n * nrhs);
@@ -470,7 +473,7 @@ private:
   bool all_ = true;              // every target; else only [t0_, t1_)
   std::int64_t t0_ = 0, t1_ = 0; // in the sorted order
   std::int64_t applies_ = 0;
-  Pinned<T> pin_in_, pin_out_; // the weights' and results' host copies (from the second apply)
+  Pinned<T> pin_in_, pin_out_; // the weights' and results' host copies (pin_after)
   int p_ = 0, P_ = 0;
   std::int64_t nb_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -567,8 +570,8 @@ private:
     const auto t_in = Clock::now();
     const FmmTree &t = *tree_;
     const std::int64_t n = t.n, m = t.m;
-    // From the second apply on, one pinned copy of the weights for every GPU and pinned results.
-    const bool pin = ++applies_ > 1 && std::max(n, m) * nrhs >= pin_from;
+    // From the fourth apply on, one pinned copy of the weights for every GPU and pinned results.
+    const bool pin = ++applies_ > pin_after && std::max(n, m) * nrhs >= pin_from;
     const T *staged = nullptr;
     T *sorted = nullptr;
     if (pin) {
@@ -605,8 +608,8 @@ private:
   int dev0_;
   std::vector<std::unique_ptr<FmmGpuImpl<T>>> parts_;
   std::int64_t applies_ = 0;
-  detail::uninit_vector<T> sorted_; // the results in tree order, every part's range (first apply)
-  Pinned<T> in_, out_; // the weights for every GPU and the results, from the second apply
+  detail::uninit_vector<T> sorted_; // the results in tree order, every part's range (unpinned)
+  Pinned<T> in_, out_;              // the weights for every GPU and the results (pin_after)
 };
 
 } // namespace
