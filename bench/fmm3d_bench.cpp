@@ -2,7 +2,7 @@
 //   fmm3d_bench time  --kernel K --n N [--dist D] [--tol T] [--backend B] [--precision f32|f64]
 //                     [--eps E] [--reps R] [--check S] [--save DIR] [--order P] [--leaf S]
 //                     [--lowrank 0|1]  (the M2L in low rank on both backends or neither;
-//                     default: the library's, CPU yes and GPU no) [--devices 0,1]
+//                     default: the library's, CPU yes, GPU from 2^22 points) [--devices 0,1]
 //                     (the GPUs that share the targets; default: the library's choice)
 //       setup and execute times (median of R executes after a warm-up), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
@@ -47,7 +47,7 @@ struct Args {
   std::int64_t leaf = 0;         // fixed leaf size (0: the FMM's choice)
   std::vector<int> devices;      // --devices 0,1 (empty: the library's choice)
   int lowrank = -1; // the M2L's low-rank operators on both backends (1), neither (0), or the
-                    // library's defaults (−1: CPU yes, GPU no)
+                    // library's defaults (−1: CPU yes, GPU from 2^22 points)
 };
 
 Table<double> make_points(const std::string &d, std::int64_t n, std::uint64_t seed) {
@@ -103,8 +103,10 @@ Timing run(const Args &a, Method method, const Table<double> &p, const Table<dou
   o.tolerance = a.tol;
   o.fmm_order = a.order;
   o.fmm_leaf_size = a.leaf;
-  if (a.lowrank >= 0)
+  if (a.lowrank >= 0) {
     o.fmm_lowrank = o.fmm_lowrank_gpu = a.lowrank == 1;
+    o.fmm_lowrank_gpu_from = 0; // --lowrank 1: whatever the size
+  }
   o.backend = parse_backend(a.backend);
   o.devices = a.devices;
   const auto pt = p.cast<T>();

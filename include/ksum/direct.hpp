@@ -96,11 +96,12 @@ struct DirectOptions {
   // tolerance / 10 relative to each operator beyond its leading part) and the leaf size that
   // balances them; false: the full p³ × p³ matrices (for comparison).
   bool fmm_lowrank = true;
-  // 3D FMM on the GPU: the same low-rank M2L (the tree keeps the full operators' leaf size). Off
-  // by default: at 10⁶ points on an H200 it cut the M2L from 9.9 to 6.3 ms at 1e-6 (none at 1e-3)
-  // but added 14–33 ms of set-up; larger problems, whose execute the M2L dominates, are not
-  // measured yet (docs/fmm3d.md).
-  bool fmm_lowrank_gpu = false;
+  // 3D FMM on the GPU: the same low-rank M2L (the tree keeps the full operators' leaf size), for
+  // problems of at least fmm_lowrank_gpu_from points (sources or targets). On an H200 at 1e-6 it
+  // cut the M2L from 0.079 to 0.047 s at 10⁷ points and from 0.71 to 0.39 s at 10⁸, the errors
+  // unchanged; at 10⁶ it saved at most 3.6 ms for 14–33 ms more set-up (docs/fmm3d.md).
+  bool fmm_lowrank_gpu = true;
+  std::int64_t fmm_lowrank_gpu_from = std::int64_t{1} << 22;
   // CPU direct sum: targets per task (a block of targets against all sources, one OpenMP dynamic
   // chunk). 0: chosen by the task-size model from this machine's calibration (`ksum tune`; see
   // include/ksum/tasksize.hpp), or 32 without one. The results do not depend on it.

@@ -335,7 +335,8 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
           .m2l_chunk = opt.fmm_m2l_chunk,
           .pass_chunk = opt.fmm_pass_chunk,
           .compress_m2l = opt.fmm_lowrank,
-          .compress_m2l_gpu = opt.fmm_lowrank_gpu,
+          .compress_m2l_gpu =
+              opt.fmm_lowrank_gpu && std::max(sources.rows(), nt) >= opt.fmm_lowrank_gpu_from,
           .gpu = chosen == Backend::cuda,
           .gpu_single = sizeof(T) == 4,
           .device = opt.devices.empty() ? 0 : opt.devices.front(),

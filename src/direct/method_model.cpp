@@ -82,8 +82,13 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend, s
 }
 
 // Seconds per point (set-up and one apply, N = M) of the 3D FMM.
+// The points of the FMM timed for the method model.
+std::int64_t fmm_timed_points(Backend backend) {
+  return backend == Backend::cuda ? 200000 : 30000;
+}
+
 double fmm_cost(const DirectOptions &o, Backend backend, bool single) {
-  const std::int64_t n = backend == Backend::cuda ? 200000 : 30000;
+  const std::int64_t n = fmm_timed_points(backend);
   const auto p = unit_cube(n, 3, 13);
   std::vector<double> w(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
   const auto t0 = std::chrono::steady_clock::now();
@@ -92,7 +97,7 @@ double fmm_cost(const DirectOptions &o, Backend backend, bool single) {
                 .tolerance = o.tolerance,
                 .threads = o.threads,
                 .compress_m2l = o.fmm_lowrank,
-                .compress_m2l_gpu = o.fmm_lowrank_gpu,
+                .compress_m2l_gpu = o.fmm_lowrank_gpu && n >= o.fmm_lowrank_gpu_from,
                 .gpu = backend == Backend::cuda,
                 .gpu_single = single,
                 .device = o.devices.empty() ? 0 : o.devices.front()});
@@ -292,7 +297,10 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
     const double per_point = remembered(
         fmt::format("fmm | {} | {} eps {} | tol {} | {}{}", device_key(options, backend, false),
                     kernel, options.eps, options.tolerance, precision,
-                    (backend == Backend::cuda ? options.fmm_lowrank_gpu : options.fmm_lowrank)
+                    (backend == Backend::cuda
+                         ? options.fmm_lowrank_gpu &&
+                               fmm_timed_points(backend) >= options.fmm_lowrank_gpu_from
+                         : options.fmm_lowrank)
                         ? ""
                         : " | full m2l"),
         [&] {

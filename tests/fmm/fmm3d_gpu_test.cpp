@@ -86,11 +86,13 @@ TEST(FmmGpu, SeveralRightHandSidesAndAgreementWithTheCpu) {
   KSUM_REQUIRE_GPU();
   const auto p = datasets::plummer(30000, 41);
   const auto w = signed_weights(30000, 3, 42);
-  // The GPU's default M2L is full, the CPU's low rank; fmm_lowrank_gpu = true gives the GPU the
-  // CPU's factors, fmm_lowrank = false the CPU the full operators.
+  // The GPU's default M2L at this size is full (low rank from 2^22 points), the CPU's low rank;
+  // fmm_lowrank_gpu_from = 0 gives the GPU the CPU's factors, fmm_lowrank = false the CPU the full
+  // operators.
   auto options = [](Backend b, bool lowrank) {
     auto o = fmm_options(Kernel::multiquadric, 1e-8, 64, b);
     o.fmm_lowrank = o.fmm_lowrank_gpu = lowrank;
+    o.fmm_lowrank_gpu_from = 0;
     return o;
   };
   DirectSum<double> gpu(fmm_options(Kernel::multiquadric, 1e-8, 64, Backend::cuda));
