@@ -4,7 +4,7 @@
 //                     [--lowrank 0|1]  (the M2L in low rank on both backends or neither;
 //                     default: the library's, CPU yes, GPU from 2^22 points) [--devices 0,1]
 //                     (the GPUs that share the targets; default: the library's choice)
-//       setup and execute times (median of R executes after W warm-ups, --warmup W, default 1;
+//       setup and execute times (median of R executes after W ≥ 1 warm-ups, --warmup W, default 1;
 //       the GPU FMM takes pinned host copies from its fourth execute), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
 //       points, weights and result as .npy (for the FMM3D peer script, same points).

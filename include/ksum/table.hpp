@@ -40,6 +40,13 @@ template <class T> struct DefaultInitAllocator : std::allocator<T> {
     else
       std::allocator<T>::deallocate(p, n);
   }
+#if defined(__cpp_lib_allocate_at_least)
+  // std::allocator's would allocate large buffers with operator new, which deallocate() above
+  // would then free with free().
+  std::allocation_result<T *> allocate_at_least(std::size_t n) {
+    return {allocate(n), n};
+  }
+#endif
   template <class U> void construct(U *p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void *>(p)) U;
   }

@@ -81,12 +81,12 @@ template <class T> double direct_rate(const DirectOptions &o, Backend backend, s
   }
 }
 
-// Seconds per point (set-up and one apply, N = M) of the 3D FMM.
 // The points of the FMM timed for the method model.
 std::int64_t fmm_timed_points(Backend backend) {
   return backend == Backend::cuda ? 200000 : 30000;
 }
 
+// Seconds per point (set-up and one apply, N = M) of the 3D FMM.
 double fmm_cost(const DirectOptions &o, Backend backend, bool single) {
   const std::int64_t n = fmm_timed_points(backend);
   const auto p = unit_cube(n, 3, 13);

@@ -44,12 +44,17 @@ public:
   Pinned(const Pinned &) = delete;
   Pinned &operator=(const Pinned &) = delete;
   ~Pinned() { release(); }
-  T *reserve(std::int64_t n, int dev) {
+  // At least n values, or nullptr where the pages cannot be locked (the caller then copies
+  // through pageable memory). The current device's context allocates them.
+  T *try_reserve(std::int64_t n) {
     if (n > size_) {
       release();
       void *p = nullptr;
-      cuda_check(cudaHostAlloc(&p, sizeof(T) * static_cast<std::size_t>(n), cudaHostAllocPortable),
-                 dev, "cudaHostAlloc");
+      if (cudaHostAlloc(&p, sizeof(T) * static_cast<std::size_t>(n), cudaHostAllocPortable) !=
+          cudaSuccess) {
+        cudaGetLastError(); // not sticky: clear it
+        return nullptr;
+      }
       ptr_ = static_cast<T *>(p);
       size_ = n;
     }
@@ -254,6 +259,7 @@ public:
   }
 
   ~FmmGpuImpl() override {
+    cudaSetDevice(dev_); // the handle and stream belong to this GPU, whichever thread frees them
     if (blas_)
       cublasDestroy(blas_);
     if (stream_)
@@ -279,14 +285,19 @@ public:
     const FmmTree &t = *tree_;
     const std::int64_t n = t.n, m = t.m;
     const std::int64_t exp_size = nb_ * nrhs * P_;
-    const bool pin = ++applies_ > pin_after && std::max(n, m) * nrhs >= pin_from;
+    bool pin = ++applies_ > pin_after && std::max(n, m) * nrhs >= pin_from && !sorted;
+    T *pinned_in = nullptr, *pinned_out = nullptr;
+    if (pin) {
+      pinned_in = staged ? nullptr : pin_in_.try_reserve(n * nrhs);
+      pinned_out = pin_out_.try_reserve(m * nrhs);
+      pin = pinned_out && (staged || pinned_in);
+    }
     {
       if (staged) {
         raw_.upload(staged, n * nrhs);
       } else if (pin) {
-        T *h = pin_in_.reserve(n * nrhs, dev_);
-        parallel_copy(h, w_in, n * nrhs);
-        raw_.upload(h, n * nrhs);
+        parallel_copy(pinned_in, w_in, n * nrhs);
+        raw_.upload(pinned_in, n * nrhs);
       } else if constexpr (std::is_same_v<U, T>) {
         raw_.upload(w_in, n * nrhs);
       } else {
@@ -443,9 +454,8 @@ public:
     detail::launch_permute(us_.ptr, (t.self ? src_order_ : tgt_order_).ptr, m, nrhs, true, raw_.ptr,
                            stream_);
     if (pin) {
-      T *h = pin_out_.reserve(m * nrhs, dev_);
-      raw_.download(h, m * nrhs);
-      parallel_copy(out_in, h, m * nrhs);
+      raw_.download(pinned_out, m * nrhs);
+      parallel_copy(out_in, pinned_out, m * nrhs);
     } else if constexpr (std::is_same_v<U, T>) {
       raw_.download(out_in, m * nrhs);
     } else {
@@ -524,16 +534,26 @@ namespace {
 template <class F> void on_each(std::size_t count, F &&work) {
   std::vector<std::exception_ptr> failed(count);
   std::vector<std::thread> threads;
-  for (std::size_t k = 0; k < count; ++k)
-    threads.emplace_back([&, k] {
-      try {
-        work(k);
-      } catch (...) {
-        failed[k] = std::current_exception();
-      }
-    });
-  for (auto &th : threads)
-    th.join();
+  threads.reserve(count);
+  const auto join = [&] {
+    for (auto &th : threads)
+      if (th.joinable())
+        th.join();
+  };
+  try {
+    for (std::size_t k = 0; k < count; ++k)
+      threads.emplace_back([&, k] {
+        try {
+          work(k);
+        } catch (...) {
+          failed[k] = std::current_exception();
+        }
+      });
+  } catch (...) { // a thread that could not start: the started ones finish first
+    join();
+    throw;
+  }
+  join();
   for (auto &e : failed)
     if (e)
       std::rethrow_exception(e);
@@ -571,15 +591,21 @@ private:
     const FmmTree &t = *tree_;
     const std::int64_t n = t.n, m = t.m;
     // From the fourth apply on, one pinned copy of the weights for every GPU and pinned results.
-    const bool pin = ++applies_ > pin_after && std::max(n, m) * nrhs >= pin_from;
+    bool pin = ++applies_ > pin_after && std::max(n, m) * nrhs >= pin_from;
     const T *staged = nullptr;
     T *sorted = nullptr;
     if (pin) {
-      T *h = in_.reserve(n * nrhs, dev0_);
-      parallel_copy(h, w, n * nrhs);
-      staged = h;
-      sorted = out_.reserve(m * nrhs, dev0_);
-    } else {
+      cuda_check(cudaSetDevice(dev0_), dev0_, "cudaSetDevice"); // the context that locks the pages
+      T *h = in_.try_reserve(n * nrhs);
+      sorted = out_.try_reserve(m * nrhs);
+      pin = h && sorted;
+      if (pin) {
+        parallel_copy(h, w, n * nrhs);
+        staged = h;
+        detail::uninit_vector<T>().swap(sorted_); // the pageable results are not needed again
+      }
+    }
+    if (!pin) {
       sorted_.resize(static_cast<std::size_t>(m * nrhs));
       sorted = sorted_.data();
     }
