@@ -706,7 +706,7 @@ public:
       g.tn.upload(ch.tn.data(), std::ssize(ch.tn));
       const auto nb = std::ssize(g.host_boxes);
       g.boxes.upload(g.host_boxes.data(), nb);
-      std::vector<std::int32_t> ids(static_cast<std::size_t>(nb));
+      std::vector<std::int32_t> ids(g.host_boxes.size());
       for (std::int64_t k = 0; k < nb; ++k)
         ids[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(k);
       g.ids.upload(ids.data(), nb);
