@@ -191,13 +191,14 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
     return g;
   }
 
-  // The 3D FMM's GPUs: those listed, or from 2^22 targets on every visible one (each runs the
-  // whole upward pass and its share of the rest; below that size one GPU's execute is mostly
-  // launches, which a second GPU would repeat rather than share), else the first.
+  // The 3D FMM's GPUs: those listed, or from fmm_all_gpus_from targets on every visible one (each
+  // runs the whole upward pass and its share of the rest; below that size one GPU's execute is
+  // mostly launches, which a second GPU would repeat rather than share), else the first.
+  static constexpr std::int64_t fmm_all_gpus_from = std::int64_t{1} << 22;
   static std::vector<int> fmm_devices(const DirectOptions &o, std::int64_t targets) {
     if (!o.devices.empty())
       return o.devices;
-    const int visible = targets >= (std::int64_t{1} << 22) ? gpu_count() : 1;
+    const int visible = targets >= fmm_all_gpus_from ? gpu_count() : 1;
     std::vector<int> ids;
     for (int id = 0; id < std::max(visible, 1); ++id)
       ids.push_back(id);
@@ -489,9 +490,10 @@ template <std::floating_point T> Table<T> DirectSum<T>::execute(const Table<T> &
   const auto t_exec = std::chrono::steady_clock::now();
   const auto p = im.problem(weights.data(), weights.cols());
   // Zeros written by all threads: one thread's first touch of 10^8 values took a few tenths of a
-  // second, and a GPU's download into untouched pages faults them in one by one.
+  // second, and a GPU's download into untouched pages faults them in one by one. (The Gauss
+  // transform returns its own table, which replaces this one.)
   Table<T> out(im.m, p.out_cols(), Uninitialized{});
-  {
+  if (!im.gauss) {
     const std::int64_t size = out.rows() * out.cols();
     T *o = out.data();
 #pragma omp parallel for schedule(static) if (size > 100000)

@@ -425,8 +425,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     // bench/results/2026-11-27-fmm-order-calibration).
     std::int64_t leaf = std::max<std::int64_t>(32, 2 * P);
     // Only where the tree will have the V pairs that make the M2L low rank (~189 per box of ~2 P
-    // points), and on the CPU only: the GPU's low rank is an option whose leaf size was not
-    // measured, so its trees keep 2 p³.
+    // points), and on the CPU only: on the GPU (low rank from 2^22 points) a low-rank leaf size
+    // was not measured, so its trees keep 2 p³.
     if (lowrank && !opt_.gpu && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
       if (unit_p != p) {
         const auto t_unit = Clock::now();

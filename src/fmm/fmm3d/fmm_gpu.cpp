@@ -74,8 +74,8 @@ private:
 
 // Pinned buffers from an engine's fourth apply on (pin_after earlier ones) and for at least
 // pin_from values: locking the pages of 10^8 weights and results (1.6 GB) cost ~0.5 s once on the
-// H200 host, more than a few applies save by the faster copies; a solver's tens of products
-// amortise it.
+// H200 host (inferred from the execute that allocated them, not timed apart), more than a few
+// applies save by the faster copies; a solver's tens of products amortise it.
 constexpr std::int64_t pin_from = std::int64_t{1} << 20;
 constexpr std::int64_t pin_after = 3;
 
