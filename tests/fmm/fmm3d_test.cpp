@@ -363,6 +363,60 @@ TEST(Fmm, LowRankM2LMeetsTheToleranceAndAgreesWithTheFullOperators) {
       }
 }
 
+TEST(Fmm, FloatM2LAtLooseTolerancesAgreesWithDouble) {
+  // From tolerance 1e-4 on the CPU's low-rank M2L runs in float, with the cube symmetry of each
+  // pair folded into the class factors (no permuted gather or scatter). Against the same plan in
+  // double (BbFmmOptions::m2l_float off): the results differ by float rounding, far below the
+  // tolerance. Clustered trees use many of the 48 symmetries; laplace has one operator set for
+  // all levels, multiquadric one per level; one and two right-hand sides of signed weights.
+  const std::int64_t n = 8000;
+  std::mt19937_64 rng(71);
+  std::uniform_real_distribution<double> uw(-1, 1);
+  std::vector<double> w(static_cast<std::size_t>(2 * n));
+  for (auto &v : w)
+    v = uw(rng);
+  for (const Dist d : {Dist::uniform, Dist::plummer}) {
+    const auto pts = points(d, n, 72);
+    std::vector<double> cm(static_cast<std::size_t>(3 * n));
+    for (std::int64_t i = 0; i < n; ++i)
+      for (int ax = 0; ax < 3; ++ax)
+        cm[static_cast<std::size_t>(ax * n + i)] = pts(i, ax);
+    for (const Kernel k : {Kernel::laplace, Kernel::multiquadric})
+      for (const double tol : {1e-3, 1e-4, 1e-5})
+        for (const std::int64_t nrhs : {1, 2}) {
+          fmm::BbFmmOptions o;
+          o.kernel = k;
+          o.eps = eps_for(k);
+          o.tolerance = tol;
+          o.leaf_size = 48;
+          auto od = o;
+          od.m2l_float = false;
+          fmm::BbFmm f(o), g(od);
+          f.set_points(cm.data(), n, nullptr, 0);
+          g.set_points(cm.data(), n, nullptr, 0);
+          const std::string what = fmt::format("{} {} tol {} nrhs {}", kernel_info(k).name,
+                                               d == Dist::uniform ? "uniform" : "plummer", tol, nrhs);
+          ASSERT_GT(f.stats().m2l_rank, 0) << what;
+          EXPECT_EQ(f.stats().m2l_float, tol >= 1e-4) << what;
+          EXPECT_FALSE(g.stats().m2l_float) << what;
+          std::vector<double> uf(static_cast<std::size_t>(n * nrhs)), ud(uf.size());
+          f.apply(w.data(), nrhs, uf.data());
+          g.apply(w.data(), nrhs, ud.data());
+          double e2 = 0, r2 = 0;
+          for (std::size_t i = 0; i < uf.size(); ++i) {
+            e2 += (uf[i] - ud[i]) * (uf[i] - ud[i]);
+            r2 += ud[i] * ud[i];
+          }
+          const double diff = std::sqrt(e2 / r2);
+          if (tol >= 1e-4)
+            EXPECT_LE(diff, tol / 100) << what;
+          else
+            EXPECT_EQ(diff, 0) << what;
+          std::printf("%s: float against double %.2e\n", what.c_str(), diff);
+        }
+  }
+}
+
 TEST(Fmm, LowRankM2LSetsTheDefaultLeafSizeFromItsRanks) {
   // Without a leaf size the tree's leaves follow the M2L's cost: 2 p³ for the full operators,
   // 2 √(2 p³ r) for low rank r (laplace at 1e-3: p = 5, r ≈ 17, leaves of ~130 instead of 250).

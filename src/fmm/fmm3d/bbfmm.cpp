@@ -14,6 +14,7 @@
 #include <Eigen/QR>
 #include <Eigen/SVD>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -33,6 +34,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double operator_cache_bytes = 1.5 * (1u << 30);
 constexpr double gpu_operator_bytes = 8.0 * (1u << 30);
 constexpr std::size_t max_cols = 2048; // columns per CPU M2L product
+// From this tolerance on the CPU's low-rank M2L products run in float.
+constexpr double m2l_float_from = 1e-4;
 // The CPU's low-rank M2L operators are exact to this share of the tolerance (relative Frobenius
 // error per class operator).
 constexpr double m2l_cut_share = 0.1;
@@ -170,6 +173,47 @@ struct BbFmm::Operators {
   // Per set: its 16 class operators in low rank for the CPU's M2L (empty: not compressed; a class
   // of rank −1 uses its full matrix).
   std::vector<std::vector<LowRank>> low;
+  // Per set, for the CPU's M2L at loose tolerances (m2l_float_from): each low-rank class operator
+  // in float with a symmetry t folded in, W_c Π_t⁻¹ (r × P) followed by Π_t U_c (P × r), at
+  // folded_at[set][48 c + t] (−1: not built), so that its pairs need no permuted gather or
+  // scatter: Z = W_c Π_t⁻¹ M(b), L(a) += Π_t U_c Z.
+  std::vector<std::vector<float>> folded;
+  std::vector<std::vector<std::int64_t>> folded_at;
+
+  // Folds the pairs (class c, symmetry t) flagged in used[48 c + t] for `set`'s low-rank classes.
+  void fold(std::size_t set, const std::vector<char> &used) {
+    folded.resize(low.size());
+    folded_at.resize(low.size());
+    auto &buf = folded[set];
+    auto &at = folded_at[set];
+    buf.clear();
+    at.assign(16 * 48, -1);
+    for (int c = 0; c < 16; ++c) {
+      const LowRank &lr = low[set][static_cast<std::size_t>(c)];
+      if (lr.rank < 0)
+        continue;
+      const int r = lr.rank;
+      for (int t = 0; t < 48; ++t) {
+        if (!used[static_cast<std::size_t>(48 * c + t)])
+          continue;
+        const auto o = static_cast<std::int64_t>(buf.size());
+        at[static_cast<std::size_t>(48 * c + t)] = o;
+        buf.resize(buf.size() + static_cast<std::size_t>(2 * r * P));
+        float *w = buf.data() + o;
+        float *u = w + static_cast<std::ptrdiff_t>(r) * P;
+        const auto &pi = pinv[static_cast<std::size_t>(t)];
+        const auto &pf = perm[static_cast<std::size_t>(t)];
+        for (int q = 0; q < P; ++q)
+          for (int k = 0; k < r; ++k)
+            w[static_cast<std::ptrdiff_t>(pi[static_cast<std::size_t>(q)]) * r + k] =
+                static_cast<float>(lr.w[static_cast<std::size_t>(q * r + k)]);
+        for (int k = 0; k < r; ++k)
+          for (int q = 0; q < P; ++q)
+            u[static_cast<std::ptrdiff_t>(k) * P + q] = static_cast<float>(
+                lr.u[static_cast<std::size_t>(k * P + pf[static_cast<std::size_t>(q)])]);
+      }
+    }
+  }
 
   // The 16 classes of `set` (16 P × P matrices) compressed to relative Frobenius error `cut`.
   std::vector<LowRank> compress(const std::vector<double> &set, double cut, int threads) const {
@@ -570,6 +614,24 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
                            : ops.compress(ops.sets[set], cut, threads);
   };
   compress_built();
+  stats_.m2l_float = false;
+  if (!opt_.gpu && opt_.m2l_float && opt_.tolerance >= m2l_float_from)
+    for (std::size_t set = 0; set < ops.sets.size(); ++set) {
+      if (ops.low[set].empty())
+        continue;
+      stats_.m2l_float = true;
+      std::vector<char> used(16 * 48, 0);
+      for (std::int32_t l = 0; l <= tree_.depth; ++l)
+        if (ops.level_set[static_cast<std::size_t>(l)] == static_cast<int>(set))
+          for (auto e = tree_.v.offsets[static_cast<std::size_t>(
+                   tree_.level_begin[static_cast<std::size_t>(l)])];
+               e < tree_.v.offsets[static_cast<std::size_t>(
+                       tree_.level_begin[static_cast<std::size_t>(l) + 1])];
+               ++e)
+            used[static_cast<std::size_t>(48 * tree_.v_class[static_cast<std::size_t>(e)] +
+                                          tree_.v_transform[static_cast<std::size_t>(e)])] = 1;
+      ops.fold(set, used);
+    }
   has_local_.assign(tree_.boxes.size(), 0);
   for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
     const FmmBox &B = tree_.boxes[b];
@@ -801,14 +863,23 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
                                               !ops.low[static_cast<std::size_t>(set)].empty()
                                           ? &ops.low[static_cast<std::size_t>(set)]
                                           : nullptr;
+    // At loose tolerances (m2l_float_from) the low-rank classes run in float with their
+    // symmetries folded in (Operators::fold): rounding ~1e-7 of the terms, far below the
+    // tolerance, the results added to the double local expansions.
+    const bool fold = low && static_cast<std::size_t>(set) < ops.folded.size() &&
+                      !ops.folded_at[static_cast<std::size_t>(set)].empty();
+    const std::vector<float> *folded = fold ? &ops.folded[static_cast<std::size_t>(set)] : nullptr;
+    const std::vector<std::int64_t> *folded_at =
+        fold ? &ops.folded_at[static_cast<std::size_t>(set)] : nullptr;
     std::vector<std::int32_t> targets;
     for (std::int32_t b = tr.level_begin[static_cast<std::size_t>(l)];
          b < tr.level_begin[static_cast<std::size_t>(l) + 1]; ++b)
       if (tr.v.size(b) > 0)
         targets.push_back(b);
-    // Blocks of 16 target boxes: one product per block and class, the same whatever the task
-    // size (a product's rounding may depend on its width); the model chooses blocks per task.
-    constexpr std::int64_t chunk = 16;
+    // Blocks of 16 target boxes (64 where the pairs are split further by symmetry): one product
+    // per block and class (and symmetry), the same whatever the task size (a product's rounding
+    // may depend on its width); the model chooses blocks per task.
+    const std::int64_t chunk = fold ? 64 : 16;
     const auto chunks = static_cast<std::int64_t>((targets.size() + chunk - 1) / chunk);
     const std::int64_t used = level_loop(
         level_chunks_.m2l[static_cast<std::size_t>(l)], opt_.m2l_chunk, chunks,
@@ -816,29 +887,87 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
 #pragma omp parallel num_threads(threads)
           {
             std::vector<double> X, Y, Z;
+            std::vector<float> Xf, Yf, Zf;
             struct Col {
               std::int32_t a, b;
               std::uint8_t t;
               std::int64_t r;
             };
-            std::vector<Col> cols;
+            std::vector<Col> sorted;
+            std::array<std::vector<Col>, 16> by_class;
 #pragma omp for schedule(dynamic, blocks)
             for (std::int64_t ch = 0; ch < chunks; ++ch) {
               const std::size_t k0 = static_cast<std::size_t>(ch * chunk);
               const std::size_t k1 = std::min(targets.size(), k0 + chunk);
+              // The block's V pairs by class, in box and list order (one pass over the lists).
+              for (auto &cl : by_class)
+                cl.clear();
+              for (std::size_t k = k0; k < k1; ++k) {
+                const std::int32_t a = targets[k];
+                for (auto e = tr.v.offsets[static_cast<std::size_t>(a)];
+                     e < tr.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
+                  for (std::int64_t r = 0; r < nrhs; ++r)
+                    by_class[tr.v_class[static_cast<std::size_t>(e)]].push_back(
+                        Col{a, tr.v.boxes[static_cast<std::size_t>(e)],
+                            tr.v_transform[static_cast<std::size_t>(e)], r});
+              }
               for (int c = 0; c < 16; ++c) {
-                cols.clear();
-                for (std::size_t k = k0; k < k1; ++k) {
-                  const std::int32_t a = targets[k];
-                  for (auto e = tr.v.offsets[static_cast<std::size_t>(a)];
-                       e < tr.v.offsets[static_cast<std::size_t>(a) + 1]; ++e)
-                    if (tr.v_class[static_cast<std::size_t>(e)] == c)
-                      for (std::int64_t r = 0; r < nrhs; ++r)
-                        cols.push_back(Col{a, tr.v.boxes[static_cast<std::size_t>(e)],
-                                           tr.v_transform[static_cast<std::size_t>(e)], r});
-                }
+                const std::vector<Col> &cols = by_class[static_cast<std::size_t>(c)];
                 if (cols.empty())
                   continue;
+                const LowRank *lr = low ? &(*low)[static_cast<std::size_t>(c)] : nullptr;
+                const bool lowrank_c = lr && lr->rank >= 0;
+                if (lowrank_c && folded) {
+                  // By symmetry (a counting sort, keeping the block's order within each), then
+                  // per symmetry U_ct (W_ct M) in float on the unpermuted multipoles.
+                  std::array<std::int32_t, 49> start{};
+                  for (const Col &cl : cols)
+                    ++start[static_cast<std::size_t>(cl.t) + 1];
+                  for (std::size_t t = 0; t < 48; ++t)
+                    start[t + 1] += start[t];
+                  sorted.resize(cols.size());
+                  {
+                    std::array<std::int32_t, 49> next = start;
+                    for (const Col &cl : cols)
+                      sorted[static_cast<std::size_t>(next[cl.t]++)] = cl;
+                  }
+                  const int r = lr->rank;
+                  for (std::size_t t = 0; t < 48; ++t) {
+                    if (start[t + 1] == start[t])
+                      continue;
+                    const float *wt =
+                        folded->data() + (*folded_at)[static_cast<std::size_t>(48 * c) + t];
+                    Eigen::Map<const Eigen::MatrixXf> W(wt, r, P),
+                        U(wt + static_cast<std::ptrdiff_t>(r) * P, P, r);
+                    for (auto c0 = static_cast<std::size_t>(start[t]);
+                         c0 < static_cast<std::size_t>(start[t + 1]); c0 += max_cols) {
+                      const auto nc = static_cast<std::int64_t>(
+                          std::min(static_cast<std::size_t>(start[t + 1]), c0 + max_cols) - c0);
+                      Xf.resize(static_cast<std::size_t>(P * nc));
+                      Yf.resize(static_cast<std::size_t>(P * nc));
+                      Zf.resize(static_cast<std::size_t>(r * nc));
+                      for (std::int64_t j = 0; j < nc; ++j) {
+                        const Col &cl = sorted[c0 + static_cast<std::size_t>(j)];
+                        const double *src = M(cl.b) + cl.r * P;
+                        float *dst = Xf.data() + j * P;
+                        for (int q = 0; q < P; ++q)
+                          dst[q] = static_cast<float>(src[q]);
+                      }
+                      Eigen::Map<const Eigen::MatrixXf> Xm(Xf.data(), P, nc);
+                      Eigen::Map<Eigen::MatrixXf> Zm(Zf.data(), r, nc), Ym(Yf.data(), P, nc);
+                      Zm.noalias() = W * Xm;
+                      Ym.noalias() = U * Zm;
+                      for (std::int64_t j = 0; j < nc; ++j) {
+                        const Col &cl = sorted[c0 + static_cast<std::size_t>(j)];
+                        const float *src = Yf.data() + j * P;
+                        double *dst = L(cl.a) + cl.r * P;
+                        for (int q = 0; q < P; ++q)
+                          dst[q] += sc * static_cast<double>(src[q]);
+                      }
+                    }
+                  }
+                  continue;
+                }
                 // At most max_cols columns per product, so the scratch stays small for many
                 // right-hand sides.
                 for (std::size_t c0 = 0; c0 < cols.size(); c0 += max_cols) {
@@ -856,8 +985,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
                   }
                   Eigen::Map<const Eigen::MatrixXd> Xm(X.data(), P, nc);
                   Eigen::Map<Eigen::MatrixXd> Ym(Y.data(), P, nc);
-                  const LowRank *lr = low ? &(*low)[static_cast<std::size_t>(c)] : nullptr;
-                  if (lr && lr->rank >= 0) { // U (W X): 4 P r flops per column for 2 P²
+                  if (lowrank_c) { // U (W X): 4 P r flops per column for 2 P²
                     Eigen::Map<const Eigen::MatrixXd> U(lr->u.data(), P, lr->rank),
                         W(lr->w.data(), lr->rank, P);
                     Z.resize(static_cast<std::size_t>(lr->rank * nc));

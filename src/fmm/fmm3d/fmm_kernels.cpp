@@ -120,7 +120,7 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
               c.ws[r * n + j];
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<double> xs(static_cast<std::size_t>(3 * P)), kv,
+    std::vector<double> xs(static_cast<std::size_t>(3 * P)), kv, run,
         sv(static_cast<std::size_t>(3 * p)), tmp(static_cast<std::size_t>(p * p));
 #pragma omp for schedule(dynamic, chunk)
     for (std::size_t li = 0; li < leaves.size(); ++li) {
@@ -168,11 +168,50 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
                 kernel_dot(kf, x, xs.data(), xs.data() + P, xs.data() + 2 * P, mb + r * P, P);
         }
       }
+      // P2P. With one right-hand side the sources of the leaf's plain neighbours (not itself,
+      // not coincident) are copied into one run first, so that each target takes one long sum
+      // instead of one short sum per neighbour (leaves of ~30 points at loose tolerances).
+      bool gathered = false;
+      if (nrhs == 1) {
+        std::size_t len = 0;
+        for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
+             e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
+          const std::int32_t b = t.u.boxes[static_cast<std::size_t>(e)];
+          const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+          if (!B.coincident && !(t.self && b == a))
+            len += static_cast<std::size_t>(B.sources());
+        }
+        gathered = len > 0;
+        if (gathered) {
+          run.resize(4 * len);
+          std::size_t o = 0;
+          for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
+               e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
+            const std::int32_t b = t.u.boxes[static_cast<std::size_t>(e)];
+            const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+            if (B.coincident || (t.self && b == a))
+              continue;
+            const auto k = static_cast<std::size_t>(B.sources());
+            for (int ax = 0; ax < 3; ++ax)
+              std::copy_n(s + ax * n + B.sb, k, run.data() + ax * len + o);
+            std::copy_n(c.ws + B.sb, k, run.data() + 3 * len + o);
+            o += k;
+          }
+          const auto l = static_cast<std::int64_t>(len);
+          for (std::int64_t i = A.tb; i < A.te; ++i) {
+            const double x[3] = {g[i], g[m + i], g[2 * m + i]};
+            us[i] += kernel_dot(kf, x, run.data(), run.data() + len, run.data() + 2 * len,
+                                run.data() + 3 * len, l);
+          }
+        }
+      }
       for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
-           e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) { // P2P
+           e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
         const std::int32_t b = t.u.boxes[static_cast<std::size_t>(e)];
         const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
         const bool same = t.self && b == a;
+        if (gathered && !B.coincident && !same)
+          continue; // summed above
         const std::int64_t len = B.sources();
         if (B.coincident) {
           const double y[3] = {s[B.sb], s[n + B.sb], s[2 * n + B.sb]};
