@@ -710,15 +710,17 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
   const FmmTree &tr = tree_;
   const std::int64_t n = tr.n, m = tr.m;
   const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
-  // Weights in tree order, one column per right-hand side.
-  std::vector<double> ws(static_cast<std::size_t>(n * nrhs));
+  // Weights in tree order, one column per right-hand side; the results in tree order (the near
+  // pass writes every target's first).
+  ws_.resize(static_cast<std::size_t>(n * nrhs));
+  us_.resize(static_cast<std::size_t>(m * nrhs));
   for (std::int64_t r = 0; r < nrhs; ++r)
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > 100000)
     for (std::int64_t k = 0; k < n; ++k)
-      ws[static_cast<std::size_t>(r * n + k)] =
+      ws_[static_cast<std::size_t>(r * n + k)] =
           w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
-  std::vector<double> us(static_cast<std::size_t>(m * nrhs), 0.0);
-  apply_cpu(ws.data(), nrhs, us.data());
+  const auto &us = us_;
+  apply_cpu(ws_.data(), nrhs, us_.data());
   for (std::int64_t r = 0; r < nrhs; ++r)
 #pragma omp parallel for num_threads(threads) schedule(static) if (m > 100000)
     for (std::int64_t k = 0; k < m; ++k) {
@@ -763,9 +765,21 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
     return tr.boxes[static_cast<std::size_t>(b)];
   };
   const auto exp_size = static_cast<std::size_t>(P * nrhs);
-  std::vector<double> mult(nb * exp_size, 0.0), loc(nb * exp_size, 0.0);
-  auto M = [&](std::int32_t b) { return mult.data() + static_cast<std::size_t>(b) * exp_size; };
-  auto L = [&](std::int32_t b) { return loc.data() + static_cast<std::size_t>(b) * exp_size; };
+  mult_.resize(nb * exp_size);
+  loc_.resize(nb * exp_size);
+  {
+    double *mz = mult_.data(), *lz = loc_.data();
+    const auto len = static_cast<std::int64_t>(nb * exp_size);
+#pragma omp parallel for num_threads(threads) schedule(static) if (len > 100000)
+    for (std::int64_t k = 0; k < len; ++k) {
+      mz[k] = 0;
+      lz[k] = 0;
+    }
+  }
+  const auto &mult = mult_;
+  const auto &loc = loc_;
+  auto M = [&](std::int32_t b) { return mult_.data() + static_cast<std::size_t>(b) * exp_size; };
+  auto L = [&](std::int32_t b) { return loc_.data() + static_cast<std::size_t>(b) * exp_size; };
   const std::vector<char> &has_local = has_local_;
 
   // Each level's loop of each pass: its task size from the model (LearnedChunk: the previous
@@ -1020,7 +1034,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
   const NearContext ctx{tr, ops.cheb, ws, n, nrhs};
   if (stats_.x_pairs > 0)
     level_loop(level_chunks_.x, opt_.pass_chunk, static_cast<std::int64_t>(nb),
-               [&](std::int64_t chunk) { x_list(opt_.kernel, ctx, loc.data(), threads, chunk); });
+               [&](std::int64_t chunk) { x_list(opt_.kernel, ctx, loc_.data(), threads, chunk); });
   for (std::int32_t l = 1; l <= tr.depth; ++l) {
     const std::int32_t b0 = tr.level_begin[static_cast<std::size_t>(l)],
                        b1 = tr.level_begin[static_cast<std::size_t>(l) + 1];
