@@ -4,7 +4,8 @@
 //                     [--lowrank 0|1]  (the M2L in low rank on both backends or neither;
 //                     default: the library's, CPU yes, GPU from 2^22 points) [--devices 0,1]
 //                     (the GPUs that share the targets; default: the library's choice)
-//                     [--m2l-float 0|1] (the CPU's low-rank M2L in float from 1e-4 on; default 1)
+//                     [--mixed 0|1] (the CPU's low-rank M2L and near sums in float from 1e-4
+//                     on; default 1)
 //       setup and execute times (median of R executes after W ≥ 1 warm-ups, --warmup W, default 1;
 //       the GPU FMM takes pinned host copies from its fourth execute), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the
@@ -50,7 +51,7 @@ struct Args {
   std::vector<int> devices;      // --devices 0,1 (empty: the library's choice)
   int lowrank = -1; // the M2L's low-rank operators on both backends (1), neither (0), or the
                     // library's defaults (−1: CPU yes, GPU from 2^22 points)
-  bool m2l_float = true; // DirectOptions::fmm_m2l_float
+  bool mixed_precision = true; // DirectOptions::fmm_mixed_precision
 };
 
 Table<double> make_points(const std::string &d, std::int64_t n, std::uint64_t seed) {
@@ -110,7 +111,7 @@ Timing run(const Args &a, Method method, const Table<double> &p, const Table<dou
     o.fmm_lowrank = o.fmm_lowrank_gpu = a.lowrank == 1;
     o.fmm_lowrank_gpu_from = 0; // --lowrank 1: whatever the size
   }
-  o.fmm_m2l_float = a.m2l_float;
+  o.fmm_mixed_precision = a.mixed_precision;
   o.backend = parse_backend(a.backend);
   o.devices = a.devices;
   const auto pt = p.cast<T>();
@@ -344,8 +345,8 @@ int main(int argc, char **argv) {
       a.leaf = static_cast<std::int64_t>(std::stod(v));
     else if (k == "--lowrank")
       a.lowrank = v == "0" ? 0 : 1;
-    else if (k == "--m2l-float")
-      a.m2l_float = v != "0";
+    else if (k == "--mixed")
+      a.mixed_precision = v != "0";
     else if (k == "--devices") {
       std::stringstream ss(v);
       for (std::string id; std::getline(ss, id, ',');)

@@ -96,9 +96,10 @@ struct DirectOptions {
   // tolerance / 10 relative to each operator beyond its leading part) and the leaf size that
   // balances them; false: the full p³ × p³ matrices (for comparison).
   bool fmm_lowrank = true;
-  // 3D FMM on the CPU, from tolerance 1e-4 on: those low-rank products in float (with the cube
-  // symmetries folded into the factors), their results added in double; false: in double.
-  bool fmm_m2l_float = true;
+  // 3D FMM on the CPU, from tolerance 1e-4 on: the low-rank M2L products (with the cube
+  // symmetries folded into the factors) and the near field's neighbour sums in float, their
+  // results added in double (rounding ~1e-7, far below the tolerance); false: double throughout.
+  bool fmm_mixed_precision = true;
   // 3D FMM on the GPU: the same low-rank M2L (the tree keeps the full operators' leaf size), for
   // problems of at least fmm_lowrank_gpu_from points (sources or targets). On an H200 at 1e-6 it
   // cut the M2L from 0.079 to 0.047 s at 10⁷ points and from 0.71 to 0.39 s at 10⁸, the errors

@@ -336,7 +336,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
           .m2l_chunk = opt.fmm_m2l_chunk,
           .pass_chunk = opt.fmm_pass_chunk,
           .compress_m2l = opt.fmm_lowrank,
-          .m2l_float = opt.fmm_m2l_float,
+          .mixed_precision = opt.fmm_mixed_precision,
           .compress_m2l_gpu =
               opt.fmm_lowrank_gpu && std::max(sources.rows(), nt) >= opt.fmm_lowrank_gpu_from,
           .gpu = chosen == Backend::cuda,

@@ -97,7 +97,7 @@ double fmm_cost(const DirectOptions &o, Backend backend, bool single) {
                 .tolerance = o.tolerance,
                 .threads = o.threads,
                 .compress_m2l = o.fmm_lowrank,
-                .m2l_float = o.fmm_m2l_float,
+                .mixed_precision = o.fmm_mixed_precision,
                 .compress_m2l_gpu = o.fmm_lowrank_gpu && n >= o.fmm_lowrank_gpu_from,
                 .gpu = backend == Backend::cuda,
                 .gpu_single = single,

@@ -34,8 +34,9 @@ using Clock = std::chrono::steady_clock;
 constexpr double operator_cache_bytes = 1.5 * (1u << 30);
 constexpr double gpu_operator_bytes = 8.0 * (1u << 30);
 constexpr std::size_t max_cols = 2048; // columns per CPU M2L product
-// From this tolerance on the CPU's low-rank M2L products run in float.
-constexpr double m2l_float_from = 1e-4;
+// From this tolerance on the CPU's low-rank M2L products and near-field sums run in float
+// (BbFmmOptions::mixed_precision).
+constexpr double mixed_from = 1e-4;
 // The CPU's low-rank M2L operators are exact to this share of the tolerance (relative Frobenius
 // error per class operator).
 constexpr double m2l_cut_share = 0.1;
@@ -173,7 +174,7 @@ struct BbFmm::Operators {
   // Per set: its 16 class operators in low rank for the CPU's M2L (empty: not compressed; a class
   // of rank −1 uses its full matrix).
   std::vector<std::vector<LowRank>> low;
-  // Per set, for the CPU's M2L at loose tolerances (m2l_float_from): each low-rank class operator
+  // Per set, for the CPU's M2L at loose tolerances (mixed_from): each low-rank class operator
   // in float with a symmetry t folded in, W_c Π_t⁻¹ (r × P) followed by Π_t U_c (P × r), at
   // folded_at[set][48 c + t] (−1: not built), so that its pairs need no permuted gather or
   // scatter: Z = W_c Π_t⁻¹ M(b), L(a) += Π_t U_c Z.
@@ -614,12 +615,11 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
                            : ops.compress(ops.sets[set], cut, threads);
   };
   compress_built();
-  stats_.m2l_float = false;
-  if (!opt_.gpu && opt_.m2l_float && opt_.tolerance >= m2l_float_from)
+  stats_.mixed_precision = !opt_.gpu && opt_.mixed_precision && opt_.tolerance >= mixed_from;
+  if (stats_.mixed_precision)
     for (std::size_t set = 0; set < ops.sets.size(); ++set) {
       if (ops.low[set].empty())
         continue;
-      stats_.m2l_float = true;
       std::vector<char> used(16 * 48, 0);
       for (std::int32_t l = 0; l <= tree_.depth; ++l)
         if (ops.level_set[static_cast<std::size_t>(l)] == static_cast<int>(set))
@@ -877,7 +877,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
                                               !ops.low[static_cast<std::size_t>(set)].empty()
                                           ? &ops.low[static_cast<std::size_t>(set)]
                                           : nullptr;
-    // At loose tolerances (m2l_float_from) the low-rank classes run in float with their
+    // At loose tolerances (mixed_from) the low-rank classes run in float with their
     // symmetries folded in (Operators::fold): rounding ~1e-7 of the terms, far below the
     // tolerance, the results added to the double local expansions.
     const bool fold = low && static_cast<std::size_t>(set) < ops.folded.size() &&
@@ -1031,7 +1031,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
 
   // X list (P2L), then the downward pass (L2L).
   const auto t_down = Clock::now();
-  const NearContext ctx{tr, ops.cheb, ws, n, nrhs};
+  const NearContext ctx{tr, ops.cheb, ws, n, nrhs, stats_.mixed_precision};
   if (stats_.x_pairs > 0)
     level_loop(level_chunks_.x, opt_.pass_chunk, static_cast<std::int64_t>(nb),
                [&](std::int64_t chunk) { x_list(opt_.kernel, ctx, loc_.data(), threads, chunk); });

@@ -44,9 +44,10 @@ struct BbFmmOptions {
   // The CPU's M2L on low-rank class operators (exact to tolerance / 10 each); off: the full
   // p³ × p³ matrices and the leaf size of those (for comparison).
   bool compress_m2l = true;
-  // From tolerance 1e-4 on, the CPU's low-rank M2L products in float with the cube symmetries
-  // folded into the factors (their results added to the double expansions); off: in double.
-  bool m2l_float = true;
+  // From tolerance 1e-4 on, two CPU parts in float, their results added in double: the low-rank
+  // M2L products (the cube symmetries folded into the factors) and the near field's sums over a
+  // leaf's neighbours (coordinates relative to the leaf's centre); off: double throughout.
+  bool mixed_precision = true;
   bool compress_m2l_gpu = false; // the same on the GPU (DirectOptions::fmm_lowrank_gpu)
   bool gpu = false;              // run apply() on the GPU (fmm_gpu.hpp)
   bool gpu_single = false;       // in float there
@@ -59,7 +60,7 @@ struct BbFmmStats {
   int order = 0;
   double estimated_error = 0; // the sampled interpolation error of the chosen p
   double m2l_rank = 0;        // the CPU M2L's mean rank over its low-rank class operators (0: none)
-  bool m2l_float = false;     // the CPU M2L's low-rank products run in float (BbFmmOptions)
+  bool mixed_precision = false; // the CPU apply runs those parts in float (BbFmmOptions)
   std::int32_t depth = 0;
   std::int64_t leaf_size = 0, boxes = 0, leaves = 0;
   std::int64_t v_pairs = 0, u_pairs = 0, w_pairs = 0, x_pairs = 0;

@@ -22,19 +22,22 @@ void kernel_row(const K &kf, const double x[3], const double *__restrict y0,
   }
 }
 
-template <class K>
-double kernel_dot(const K &kf, const double x[3], const double *__restrict y0,
-                  const double *__restrict y1, const double *__restrict y2,
-                  const double *__restrict w, std::int64_t len) {
-  constexpr double p0 = kdef::p_offset<K>();
-  double acc = 0;
+template <class K, class T>
+T kernel_dot(const K &kf, const T x[3], const T *__restrict y0, const T *__restrict y1,
+             const T *__restrict y2, const T *__restrict w, std::int64_t len) {
+  constexpr T p0 = static_cast<T>(kdef::p_offset<K>());
+  T acc = 0;
 #pragma omp simd reduction(+ : acc)
   for (std::int64_t j = 0; j < len; ++j) {
-    const double a = x[0] - y0[j], b = x[1] - y1[j], c = x[2] - y2[j];
+    const T a = x[0] - y0[j], b = x[1] - y1[j], c = x[2] - y2[j];
     acc += w[j] * kf.value(p0 + a * a + b * b + c * c);
   }
   return acc;
 }
+
+// The same kernel in float (every kernel is a template on its value type).
+template <class K> struct in_float;
+template <template <class> class KT> struct in_float<KT<double>> { using type = KT<float>; };
 
 // Σ_j kv[j] w[j]: one right-hand side against a row of kernel values.
 double dot(const double *__restrict kv, const double *__restrict w, std::int64_t len) {
@@ -122,6 +125,7 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
   {
     std::vector<double> xs(static_cast<std::size_t>(3 * P)), kv, run,
         sv(static_cast<std::size_t>(3 * p)), tmp(static_cast<std::size_t>(p * p));
+    std::vector<float> runf;
 #pragma omp for schedule(dynamic, chunk)
     for (std::size_t li = 0; li < leaves.size(); ++li) {
       const std::int32_t a = leaves[li];
@@ -182,7 +186,38 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
             len += static_cast<std::size_t>(B.sources());
         }
         gathered = len > 0;
-        if (gathered) {
+        if (gathered && c.single) {
+          // Coordinates relative to the leaf's centre, so that float keeps the differences.
+          double cen[3];
+          t.centre(A, cen);
+          runf.resize(4 * len);
+          std::size_t o = 0;
+          for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
+               e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
+            const std::int32_t b = t.u.boxes[static_cast<std::size_t>(e)];
+            const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
+            if (B.coincident || (t.self && b == a))
+              continue;
+            const auto k = static_cast<std::size_t>(B.sources());
+            for (int ax = 0; ax < 3; ++ax)
+              for (std::size_t j = 0; j < k; ++j)
+                runf[ax * len + o + j] =
+                    static_cast<float>(s[ax * n + B.sb + static_cast<std::int64_t>(j)] - cen[ax]);
+            for (std::size_t j = 0; j < k; ++j)
+              runf[3 * len + o + j] = static_cast<float>(c.ws[B.sb + static_cast<std::int64_t>(j)]);
+            o += k;
+          }
+          const typename in_float<K>::type kff{};
+          const auto l = static_cast<std::int64_t>(len);
+          for (std::int64_t i = A.tb; i < A.te; ++i) {
+            const float x[3] = {static_cast<float>(g[i] - cen[0]),
+                                static_cast<float>(g[m + i] - cen[1]),
+                                static_cast<float>(g[2 * m + i] - cen[2])};
+            us[i] +=
+                static_cast<double>(kernel_dot(kff, x, runf.data(), runf.data() + len,
+                                               runf.data() + 2 * len, runf.data() + 3 * len, l));
+          }
+        } else if (gathered) {
           run.resize(4 * len);
           std::size_t o = 0;
           for (auto e = t.u.offsets[static_cast<std::size_t>(a)];

@@ -17,6 +17,9 @@ struct NearContext {
   const Chebyshev &cheb;
   const double *ws; // weights in tree order, n × nrhs
   std::int64_t n, nrhs;
+  // The near field's sums over a leaf's plain neighbours in float (coordinates relative to the
+  // leaf's centre, each target's sum added in double): for loose tolerances.
+  bool single = false;
 };
 
 // X list (P2L): loc[a] += the kernel between a's nodes and the sources of each box in X(a).
