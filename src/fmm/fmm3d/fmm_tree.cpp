@@ -357,24 +357,39 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
         static_cast<std::int64_t>(lb.v[static_cast<std::size_t>(a)].size());
   t.v_class.resize(static_cast<std::size_t>(voff.back()));
   t.v_transform.resize(static_cast<std::size_t>(voff.back()));
-#pragma omp parallel for schedule(dynamic, 64) if (nb > 1000)
-  for (std::int64_t a = 0; a < nb; ++a) {
-    auto &list = lb.v[static_cast<std::size_t>(a)];
-    std::vector<std::array<int, 3>> key(list.size());
-    const FmmBox &A = t.boxes[static_cast<std::size_t>(a)];
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const FmmBox &B = t.boxes[static_cast<std::size_t>(list[k])];
-      const int d[3] = {A.ix[0] - B.ix[0], A.ix[1] - B.ix[1], A.ix[2] - B.ix[2]};
-      int c = 0, x = 0;
+  // (class, symmetry) of every offset −3 … 3 per axis (a V pair's offset is within that), and per
+  // box its list sorted by (class, symmetry, box) as one packed key.
+  std::array<std::uint16_t, 343> offset_key{};
+  for (int i = 0; i < 343; ++i) {
+    const int d[3] = {i / 49 - 3, i / 7 % 7 - 3, i % 7 - 3};
+    int c = 0, x = 0;
+    if (std::max({std::abs(d[0]), std::abs(d[1]), std::abs(d[2])}) >= 2)
       sym.classify(d, c, x);
-      key[k] = {c, x, list[k]};
-    }
-    std::sort(key.begin(), key.end());
-    const auto o = static_cast<std::size_t>(voff[static_cast<std::size_t>(a)]);
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      list[k] = key[k][2];
-      t.v_class[o + k] = static_cast<std::uint8_t>(key[k][0]);
-      t.v_transform[o + k] = static_cast<std::uint8_t>(key[k][1]);
+    offset_key[static_cast<std::size_t>(i)] = static_cast<std::uint16_t>(48 * c + x);
+  }
+#pragma omp parallel if (nb > 1000)
+  {
+    std::vector<std::uint64_t> key;
+#pragma omp for schedule(dynamic, 64)
+    for (std::int64_t a = 0; a < nb; ++a) {
+      auto &list = lb.v[static_cast<std::size_t>(a)];
+      key.resize(list.size());
+      const FmmBox &A = t.boxes[static_cast<std::size_t>(a)];
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const FmmBox &B = t.boxes[static_cast<std::size_t>(list[k])];
+        const int i = (A.ix[0] - B.ix[0] + 3) * 49 + (A.ix[1] - B.ix[1] + 3) * 7 +
+                      (A.ix[2] - B.ix[2] + 3);
+        key[k] = (std::uint64_t{offset_key[static_cast<std::size_t>(i)]} << 32) |
+                 static_cast<std::uint32_t>(list[k]);
+      }
+      std::sort(key.begin(), key.end());
+      const auto o = static_cast<std::size_t>(voff[static_cast<std::size_t>(a)]);
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const auto ct = static_cast<unsigned>(key[k] >> 32);
+        list[k] = static_cast<std::int32_t>(key[k] & 0xffffffffu);
+        t.v_class[o + k] = static_cast<std::uint8_t>(ct / 48);
+        t.v_transform[o + k] = static_cast<std::uint8_t>(ct % 48);
+      }
     }
   }
   t.v = to_csr(lb.v);
