@@ -54,7 +54,8 @@ struct SumStats {
   double seconds_transfer = 0;
   std::int64_t cpu_block = 0; // CPU direct sum: the targets per task of the last execute
   // 3D FMM on the CPU: the near pass's target leaves per task in the last execute; the M2L's
-  // blocks of 16 target boxes per task and the upward pass's boxes per task, both at the deepest
+  // blocks of 16 (64 with mixed precision) target boxes per task and the upward pass's boxes per
+  // task, both at the deepest
   // level.
   std::int64_t fmm_near_chunk = 0, fmm_m2l_chunk = 0, fmm_pass_chunk = 0;
   // Why the plan runs another method than the options asked for (empty: it runs that method):
@@ -97,8 +98,11 @@ struct DirectOptions {
   // balances them; false: the full p³ × p³ matrices (for comparison).
   bool fmm_lowrank = true;
   // 3D FMM on the CPU, from tolerance 1e-4 on: the low-rank M2L products (with the cube
-  // symmetries folded into the factors) and the near field's neighbour sums in float, their
-  // results added in double (rounding ~1e-7, far below the tolerance); false: double throughout.
+  // symmetries folded into the factors) and, with one right-hand side, the near field's sums over
+  // a leaf's neighbours in float, their results added in double (rounding ~1e-7 of the terms, far
+  // below the tolerance; so there one and several right-hand sides differ by ~1e-7). Not where
+  // the points span more than 1e15 or less than 1e-15 per box (scaled), the tree reaches its
+  // deepest level, or the weights could leave float's range. false: double throughout.
   bool fmm_mixed_precision = true;
   // 3D FMM on the GPU: the same low-rank M2L (the tree keeps the full operators' leaf size), for
   // problems of at least fmm_lowrank_gpu_from points (sources or targets). On an H200 at 1e-6 it
@@ -114,7 +118,8 @@ struct DirectOptions {
   // task-size model (include/ksum/tasksize.hpp, dynamic_chunk) from the pass's time in the
   // previous execute (4 in the first). The results do not depend on it.
   std::int64_t fmm_near_chunk = 0;
-  // 3D FMM on the CPU: blocks of 16 target boxes per task of the M2L pass (1 in the first execute),
+  // 3D FMM on the CPU: blocks of 16 target boxes (64 with mixed precision) per task of the M2L pass
+  // (1 in the first execute),
   // and boxes per task of the upward (P2M, M2M), X-list and downward (L2L) passes (8 in the first).
   // 0: the task-size model, per level and pass, from the previous execute's times. The results do
   // not depend on them.

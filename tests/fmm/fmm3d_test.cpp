@@ -302,15 +302,17 @@ TEST(Fmm, CoordinatesSpanningTwentyFourDecades) {
       far(i, k) = p(2 * i + 1, k) * 0.7;
     }
   const auto w = signed_weights(n, 1, 91);
-  for (const Kernel k : {Kernel::laplace, Kernel::cubic})
-    for (const auto *t : {&near, &far}) {
-      auto o = fmm_options(k, 1e-6);
-      o.eps = 1;
-      DirectSum<double> plan(o);
-      plan.set_points(p, *t);
-      EXPECT_LE(sampled_error(k, 1.0, p, t, w, plan.execute(w)), 1e-6)
-          << kernel_info(k).name << (t == &near ? " near" : " far");
-    }
+  // (1e-3: the loose tolerances' mixed precision must notice that float cannot hold this range.)
+  for (const double tol : {1e-6, 1e-3})
+    for (const Kernel k : {Kernel::laplace, Kernel::cubic})
+      for (const auto *t : {&near, &far}) {
+        auto o = fmm_options(k, tol);
+        o.eps = 1;
+        DirectSum<double> plan(o);
+        plan.set_points(p, *t);
+        EXPECT_LE(sampled_error(k, 1.0, p, t, w, plan.execute(w)), tol)
+            << kernel_info(k).name << (t == &near ? " near" : " far") << " tol " << tol;
+      }
 }
 
 TEST(Fmm, DefaultLeafSizeAndOrderSelection) {
@@ -382,6 +384,14 @@ TEST(Fmm, MixedPrecisionAtLooseTolerancesAgreesWithDouble) {
     for (std::int64_t i = 0; i < n; ++i)
       for (int ax = 0; ax < 3; ++ax)
         cm[static_cast<std::size_t>(ax * n + i)] = pts(i, ax);
+    // Separate targets, half of them within 1e-9 of a source (the target leaf's own box and
+    // close pairs in the float sums).
+    const std::int64_t m = 3000;
+    std::vector<double> tg(static_cast<std::size_t>(3 * m));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (int ax = 0; ax < 3; ++ax)
+        tg[static_cast<std::size_t>(ax * m + i)] =
+            i % 2 ? pts(i, ax) + 1e-9 * uw(rng) : pts((i * 7) % n, (ax + 1) % 3);
     for (const Kernel k : {Kernel::laplace, Kernel::multiquadric})
       for (const double tol : {1e-3, 1e-4, 1e-5})
         for (const std::int64_t nrhs : {1, 2}) {
@@ -392,31 +402,55 @@ TEST(Fmm, MixedPrecisionAtLooseTolerancesAgreesWithDouble) {
           o.leaf_size = 48;
           auto od = o;
           od.mixed_precision = false;
-          fmm::BbFmm f(o), g(od);
-          f.set_points(cm.data(), n, nullptr, 0);
-          g.set_points(cm.data(), n, nullptr, 0);
-          const std::string what =
-              fmt::format("{} {} tol {} nrhs {}", kernel_info(k).name,
-                          d == Dist::uniform ? "uniform" : "plummer", tol, nrhs);
-          ASSERT_GT(f.stats().m2l_rank, 0) << what;
-          EXPECT_EQ(f.stats().mixed_precision, tol >= 1e-4) << what;
-          EXPECT_FALSE(g.stats().mixed_precision) << what;
-          std::vector<double> uf(static_cast<std::size_t>(n * nrhs)), ud(uf.size());
-          f.apply(w.data(), nrhs, uf.data());
-          g.apply(w.data(), nrhs, ud.data());
-          double e2 = 0, r2 = 0;
-          for (std::size_t i = 0; i < uf.size(); ++i) {
-            e2 += (uf[i] - ud[i]) * (uf[i] - ud[i]);
-            r2 += ud[i] * ud[i];
+          for (const bool self : {true, false}) {
+            fmm::BbFmm f(o), g(od);
+            f.set_points(cm.data(), n, self ? nullptr : tg.data(), self ? 0 : m);
+            g.set_points(cm.data(), n, self ? nullptr : tg.data(), self ? 0 : m);
+            const std::int64_t rows = self ? n : m;
+            const std::string what = fmt::format("{} {} {} tol {} nrhs {}", kernel_info(k).name,
+                                                 d == Dist::uniform ? "uniform" : "plummer",
+                                                 self ? "self" : "targets", tol, nrhs);
+            ASSERT_GT(f.stats().m2l_rank, 0) << what;
+            EXPECT_EQ(f.stats().mixed_precision, tol >= 1e-4) << what;
+            EXPECT_FALSE(g.stats().mixed_precision) << what;
+            std::vector<double> uf(static_cast<std::size_t>(rows * nrhs)), ud(uf.size());
+            f.apply(w.data(), nrhs, uf.data());
+            g.apply(w.data(), nrhs, ud.data());
+            double e2 = 0, r2 = 0;
+            for (std::size_t i = 0; i < uf.size(); ++i) {
+              e2 += (uf[i] - ud[i]) * (uf[i] - ud[i]);
+              r2 += ud[i] * ud[i];
+            }
+            const double diff = std::sqrt(e2 / r2);
+            if (tol >= 1e-4)
+              EXPECT_LE(diff, tol / 100) << what;
+            else
+              EXPECT_EQ(diff, 0) << what;
+            std::printf("%s: float against double %.2e\n", what.c_str(), diff);
           }
-          const double diff = std::sqrt(e2 / r2);
-          if (tol >= 1e-4)
-            EXPECT_LE(diff, tol / 100) << what;
-          else
-            EXPECT_EQ(diff, 0) << what;
-          std::printf("%s: float against double %.2e\n", what.c_str(), diff);
         }
   }
+  // Weights whose expansions could leave float's range run in double (the same bits).
+  fmm::BbFmmOptions o;
+  o.tolerance = 1e-3;
+  o.leaf_size = 48;
+  auto od = o;
+  od.mixed_precision = false;
+  const auto pts = points(Dist::uniform, n, 73);
+  std::vector<double> cm(static_cast<std::size_t>(3 * n)), big(w.begin(), w.begin() + n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int ax = 0; ax < 3; ++ax)
+      cm[static_cast<std::size_t>(ax * n + i)] = pts(i, ax);
+  for (auto &v : big)
+    v *= 1e30;
+  fmm::BbFmm f(o), g(od);
+  f.set_points(cm.data(), n, nullptr, 0);
+  g.set_points(cm.data(), n, nullptr, 0);
+  EXPECT_TRUE(f.stats().mixed_precision);
+  std::vector<double> uf(static_cast<std::size_t>(n)), ud(uf.size());
+  f.apply(big.data(), 1, uf.data());
+  g.apply(big.data(), 1, ud.data());
+  EXPECT_EQ(uf, ud);
 }
 
 TEST(Fmm, LowRankM2LSetsTheDefaultLeafSizeFromItsRanks) {

@@ -2,6 +2,7 @@
 #include "fmm/fmm3d/bbfmm.hpp"
 #include "fmm/fmm3d/chebyshev.hpp"
 #include "fmm/fmm3d/fmm_kernels.hpp"
+#include "fmm/fmm3d/octree.hpp"
 #include "fmm/fmm3d/order_calibration.hpp"
 #include "kernels/kernel_defs.hpp"
 
@@ -366,6 +367,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   const auto t0 = Clock::now();
   gpu_.reset(); // never left pointing at a tree that a failure below half replaced
   ops_.reset();
+  for (auto *v : {&ws_, &us_, &mult_, &loc_}) // sized again by the next apply
+    ksum::detail::uninit_vector<double>().swap(*v);
   near_chunk_.reset(); // a new tree: the passes' costs are measured again
   level_chunks_ = {};
   const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
@@ -615,7 +618,12 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
                            : ops.compress(ops.sets[set], cut, threads);
   };
   compress_built();
-  stats_.mixed_precision = !opt_.gpu && opt_.mixed_precision && opt_.tolerance >= mixed_from;
+  // Float's range: a tree (scaled coordinates) of at most 1e15 across whose smallest boxes are at
+  // least 1e-15 wide and not cut off at the deepest level (whose leaves may hold points far
+  // closer than their size); the weights are checked at each apply.
+  const double smallest = tree_.width / static_cast<double>(std::uint64_t{1} << tree_.depth);
+  stats_.mixed_precision = !opt_.gpu && opt_.mixed_precision && opt_.tolerance >= mixed_from &&
+                           tree_.width <= 1e15 && smallest >= 1e-15 && tree_.depth < morton_bits;
   if (stats_.mixed_precision)
     for (std::size_t set = 0; set < ops.sets.size(); ++set) {
       if (ops.low[set].empty())
@@ -714,13 +722,20 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
   // pass writes every target's first).
   ws_.resize(static_cast<std::size_t>(n * nrhs));
   us_.resize(static_cast<std::size_t>(m * nrhs));
+  double wmax = 0;
   for (std::int64_t r = 0; r < nrhs; ++r)
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > 100000)
-    for (std::int64_t k = 0; k < n; ++k)
-      ws_[static_cast<std::size_t>(r * n + k)] =
-          w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : wmax) if (n > 100000)
+    for (std::int64_t k = 0; k < n; ++k) {
+      const double v = w[r * n + tr.src_order[static_cast<std::size_t>(k)]];
+      ws_[static_cast<std::size_t>(r * n + k)] = v;
+      wmax = std::max(wmax, std::abs(v));
+    }
+  // Mixed precision where the weights and the expansions they make stay well inside float's range
+  // (an expansion is at most the sum of the weights of its box).
+  const double wsum = wmax * static_cast<double>(std::max<std::int64_t>(n, 1));
+  const bool mixed = stats_.mixed_precision && wsum <= 1e30 && (wmax == 0 || wmax >= 1e-30);
   const auto &us = us_;
-  apply_cpu(ws_.data(), nrhs, us_.data());
+  apply_cpu(ws_.data(), nrhs, us_.data(), mixed);
   for (std::int64_t r = 0; r < nrhs; ++r)
 #pragma omp parallel for num_threads(threads) schedule(static) if (m > 100000)
     for (std::int64_t k = 0; k < m; ++k) {
@@ -754,7 +769,7 @@ void BbFmm::record(const GpuTimes &times) {
   stats_.seconds_transfer = times.transfer;
 }
 
-void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
+void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us, bool mixed) {
   const FmmTree &tr = tree_;
   const Operators &ops = *ops_;
   const int p = ops.p, P = ops.P;
@@ -880,7 +895,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
     // At loose tolerances (mixed_from) the low-rank classes run in float with their
     // symmetries folded in (Operators::fold): rounding ~1e-7 of the terms, far below the
     // tolerance, the results added to the double local expansions.
-    const bool fold = low && static_cast<std::size_t>(set) < ops.folded.size() &&
+    const bool fold = mixed && low && static_cast<std::size_t>(set) < ops.folded.size() &&
                       !ops.folded_at[static_cast<std::size_t>(set)].empty();
     const std::vector<float> *folded = fold ? &ops.folded[static_cast<std::size_t>(set)] : nullptr;
     const std::vector<std::int64_t> *folded_at =
@@ -1031,7 +1046,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us) {
 
   // X list (P2L), then the downward pass (L2L).
   const auto t_down = Clock::now();
-  const NearContext ctx{tr, ops.cheb, ws, n, nrhs, stats_.mixed_precision};
+  const NearContext ctx{tr, ops.cheb, ws, n, nrhs, mixed};
   if (stats_.x_pairs > 0)
     level_loop(level_chunks_.x, opt_.pass_chunk, static_cast<std::int64_t>(nb),
                [&](std::int64_t chunk) { x_list(opt_.kernel, ctx, loc_.data(), threads, chunk); });

@@ -35,8 +35,9 @@ struct BbFmmOptions {
   // CPU apply(): target leaves per task of the near pass; 0: the task-size model from the pass's
   // time in the previous apply (4 in the first).
   std::int64_t near_chunk = 0;
-  // CPU apply(): blocks of 16 target boxes per task of the M2L pass (the 16 share one product per
-  // class, whatever the task size); 0: the task-size model per level (1 in the first apply).
+  // CPU apply(): blocks of 16 target boxes (64 with mixed precision) per task of the M2L pass (a
+  // block shares one product per class, whatever the task size); 0: the task-size model per level
+  // (1 in the first apply).
   std::int64_t m2l_chunk = 0;
   // CPU apply(): boxes per task of the upward (P2M, M2M), X-list (P2L) and downward (L2L) passes;
   // 0: the task-size model per level and pass (8 in the first apply).
@@ -45,8 +46,9 @@ struct BbFmmOptions {
   // p³ × p³ matrices and the leaf size of those (for comparison).
   bool compress_m2l = true;
   // From tolerance 1e-4 on, two CPU parts in float, their results added in double: the low-rank
-  // M2L products (the cube symmetries folded into the factors) and the near field's sums over a
-  // leaf's neighbours (coordinates relative to the leaf's centre); off: double throughout.
+  // M2L products (the cube symmetries folded into the factors) and, with one right-hand side, the
+  // near field's sums over a leaf's neighbours (differences taken in double); within float's
+  // range only (set_points and apply check); off: double throughout.
   bool mixed_precision = true;
   bool compress_m2l_gpu = false; // the same on the GPU (DirectOptions::fmm_lowrank_gpu)
   bool gpu = false;              // run apply() on the GPU (fmm_gpu.hpp)
@@ -101,7 +103,8 @@ public:
 
 private:
   struct Operators;
-  void apply_cpu(const double *ws, std::int64_t nrhs, double *us);
+  // mixed: the parts of BbFmmOptions::mixed_precision in float for this apply.
+  void apply_cpu(const double *ws, std::int64_t nrhs, double *us, bool mixed);
   void record(const GpuTimes &times);
   BbFmmOptions opt_;
   double scale_ = 1; // coordinates are multiplied by the kernel's coord_scale(eps)

@@ -35,6 +35,23 @@ T kernel_dot(const K &kf, const T x[3], const T *__restrict y0, const T *__restr
   return acc;
 }
 
+// The same in float for loose tolerances: each difference taken in double, then rounded; the
+// kernel, its weights and the sum in float.
+template <class KF>
+float kernel_dot_mixed(const KF &kf, const double x[3], const double *__restrict y0,
+                       const double *__restrict y1, const double *__restrict y2,
+                       const float *__restrict w, std::int64_t len) {
+  constexpr float p0 = static_cast<float>(kdef::p_offset<KF>());
+  float acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (std::int64_t j = 0; j < len; ++j) {
+    const auto a = static_cast<float>(x[0] - y0[j]), b = static_cast<float>(x[1] - y1[j]),
+               c = static_cast<float>(x[2] - y2[j]);
+    acc += w[j] * kf.value(p0 + (a * a + b * b + c * c));
+  }
+  return acc;
+}
+
 // The same kernel in float (every kernel is a template on its value type).
 template <class K> struct in_float;
 template <template <class> class KT> struct in_float<KT<double>> { using type = KT<float>; };
@@ -172,9 +189,10 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
                 kernel_dot(kf, x, xs.data(), xs.data() + P, xs.data() + 2 * P, mb + r * P, P);
         }
       }
-      // P2P. With one right-hand side the sources of the leaf's plain neighbours (not itself,
-      // not coincident) are copied into one run first, so that each target takes one long sum
-      // instead of one short sum per neighbour (leaves of ~30 points at loose tolerances).
+      // P2P. With one right-hand side the sources of the leaf's plain neighbours (not coincident,
+      // and not the leaf itself when targets are the sources) are copied into one run first, so
+      // that each target takes one long sum instead of one short sum per neighbour (leaves of ~30
+      // points at loose tolerances).
       bool gathered = false;
       if (nrhs == 1) {
         std::size_t len = 0;
@@ -187,10 +205,10 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
         }
         gathered = len > 0;
         if (gathered && c.single) {
-          // Coordinates relative to the leaf's centre, so that float keeps the differences.
-          double cen[3];
-          t.centre(A, cen);
-          runf.resize(4 * len);
+          // Double coordinates, float weights: each difference is taken in double and then
+          // rounded (relative 6e-8 however close the points are), the kernel and the sum in float.
+          run.resize(3 * len);
+          runf.resize(len);
           std::size_t o = 0;
           for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
                e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
@@ -200,22 +218,17 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
               continue;
             const auto k = static_cast<std::size_t>(B.sources());
             for (int ax = 0; ax < 3; ++ax)
-              for (std::size_t j = 0; j < k; ++j)
-                runf[ax * len + o + j] =
-                    static_cast<float>(s[ax * n + B.sb + static_cast<std::int64_t>(j)] - cen[ax]);
-            for (std::size_t j = 0; j < k; ++j)
-              runf[3 * len + o + j] = static_cast<float>(c.ws[B.sb + static_cast<std::int64_t>(j)]);
+              std::copy_n(s + ax * n + B.sb, k, run.data() + ax * len + o);
+            std::transform(c.ws + B.sb, c.ws + B.sb + static_cast<std::int64_t>(k), runf.data() + o,
+                           [](double v) { return static_cast<float>(v); });
             o += k;
           }
           const typename in_float<K>::type kff{};
           const auto l = static_cast<std::int64_t>(len);
           for (std::int64_t i = A.tb; i < A.te; ++i) {
-            const float x[3] = {static_cast<float>(g[i] - cen[0]),
-                                static_cast<float>(g[m + i] - cen[1]),
-                                static_cast<float>(g[2 * m + i] - cen[2])};
-            us[i] +=
-                static_cast<double>(kernel_dot(kff, x, runf.data(), runf.data() + len,
-                                               runf.data() + 2 * len, runf.data() + 3 * len, l));
+            const double x[3] = {g[i], g[m + i], g[2 * m + i]};
+            us[i] += static_cast<double>(kernel_dot_mixed(kff, x, run.data(), run.data() + len,
+                                                          run.data() + 2 * len, runf.data(), l));
           }
         } else if (gathered) {
           run.resize(4 * len);

@@ -377,8 +377,8 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
       const FmmBox &A = t.boxes[static_cast<std::size_t>(a)];
       for (std::size_t k = 0; k < list.size(); ++k) {
         const FmmBox &B = t.boxes[static_cast<std::size_t>(list[k])];
-        const int i = (A.ix[0] - B.ix[0] + 3) * 49 + (A.ix[1] - B.ix[1] + 3) * 7 +
-                      (A.ix[2] - B.ix[2] + 3);
+        const int i =
+            (A.ix[0] - B.ix[0] + 3) * 49 + (A.ix[1] - B.ix[1] + 3) * 7 + (A.ix[2] - B.ix[2] + 3);
         key[k] = (std::uint64_t{offset_key[static_cast<std::size_t>(i)]} << 32) |
                  static_cast<std::uint32_t>(list[k]);
       }
