@@ -204,11 +204,12 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
             len += static_cast<std::size_t>(B.sources());
         }
         gathered = len > 0;
-        if (gathered && c.single) {
-          // Double coordinates, float weights: each difference is taken in double and then
-          // rounded (relative 6e-8 however close the points are), the kernel and the sum in float.
-          run.resize(3 * len);
-          runf.resize(len);
+        if (gathered) {
+          // Coordinates in double, then the weights: in double, or in float for loose tolerances
+          // (c.single), where each difference is taken in double and then rounded (relative 6e-8
+          // however close the points are), and the kernel and the sum are float.
+          run.resize((c.single ? 3 : 4) * len);
+          runf.resize(c.single ? len : 0);
           std::size_t o = 0;
           for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
                e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
@@ -219,37 +220,21 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
             const auto k = static_cast<std::size_t>(B.sources());
             for (int ax = 0; ax < 3; ++ax)
               std::copy_n(s + ax * n + B.sb, k, run.data() + ax * len + o);
-            std::transform(c.ws + B.sb, c.ws + B.sb + static_cast<std::int64_t>(k), runf.data() + o,
-                           [](double v) { return static_cast<float>(v); });
+            if (c.single)
+              std::transform(c.ws + B.sb, c.ws + B.sb + static_cast<std::int64_t>(k),
+                             runf.data() + o, [](double v) { return static_cast<float>(v); });
+            else
+              std::copy_n(c.ws + B.sb, k, run.data() + 3 * len + o);
             o += k;
           }
           const typename in_float<K>::type kff{};
           const auto l = static_cast<std::int64_t>(len);
+          const double *y0 = run.data(), *y1 = y0 + len, *y2 = y1 + len;
           for (std::int64_t i = A.tb; i < A.te; ++i) {
             const double x[3] = {g[i], g[m + i], g[2 * m + i]};
-            us[i] += static_cast<double>(kernel_dot_mixed(kff, x, run.data(), run.data() + len,
-                                                          run.data() + 2 * len, runf.data(), l));
-          }
-        } else if (gathered) {
-          run.resize(4 * len);
-          std::size_t o = 0;
-          for (auto e = t.u.offsets[static_cast<std::size_t>(a)];
-               e < t.u.offsets[static_cast<std::size_t>(a) + 1]; ++e) {
-            const std::int32_t b = t.u.boxes[static_cast<std::size_t>(e)];
-            const FmmBox &B = t.boxes[static_cast<std::size_t>(b)];
-            if (B.coincident || (t.self && b == a))
-              continue;
-            const auto k = static_cast<std::size_t>(B.sources());
-            for (int ax = 0; ax < 3; ++ax)
-              std::copy_n(s + ax * n + B.sb, k, run.data() + ax * len + o);
-            std::copy_n(c.ws + B.sb, k, run.data() + 3 * len + o);
-            o += k;
-          }
-          const auto l = static_cast<std::int64_t>(len);
-          for (std::int64_t i = A.tb; i < A.te; ++i) {
-            const double x[3] = {g[i], g[m + i], g[2 * m + i]};
-            us[i] += kernel_dot(kf, x, run.data(), run.data() + len, run.data() + 2 * len,
-                                run.data() + 3 * len, l);
+            us[i] += c.single
+                         ? static_cast<double>(kernel_dot_mixed(kff, x, y0, y1, y2, runf.data(), l))
+                         : kernel_dot(kf, x, y0, y1, y2, y2 + len, l);
           }
         }
       }
