@@ -369,7 +369,7 @@ TEST(Fmm, MixedPrecisionAtLooseTolerancesAgreesWithDouble) {
   // From tolerance 1e-4 on the CPU's low-rank M2L runs in float, with the cube symmetry of each
   // pair folded into the class factors (no permuted gather or scatter), and so do the near field's
   // sums over a leaf's neighbours. Against the same plan in double (BbFmmOptions::mixed_precision
-  // off): the results differ by float rounding (measured 1e-8 to 3e-7), far below the tolerance.
+  // off): the results differ by float rounding (measured at most 3e-7), far below the tolerance.
   // Clustered trees use many of the 48 symmetries; laplace has one operator set for all levels,
   // multiquadric one per level; one and two right-hand sides of signed weights.
   const std::int64_t n = 8000;
