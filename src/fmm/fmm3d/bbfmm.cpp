@@ -176,18 +176,20 @@ struct BbFmm::Operators {
   // of rank −1 uses its full matrix).
   std::vector<std::vector<LowRank>> low;
   // Per set, for the CPU's M2L at loose tolerances (mixed_from): each low-rank class operator
-  // in float with a symmetry t folded in, W_c Π_t⁻¹ (r × P) followed by Π_t U_c (P × r), at
-  // folded_at[set][48 c + t] (−1: not built), so that its pairs need no permuted gather or
-  // scatter: Z = W_c Π_t⁻¹ M(b), L(a) += Π_t U_c Z.
-  std::vector<std::vector<float>> folded;
-  std::vector<std::vector<std::int64_t>> folded_at;
+  // in float with a symmetry t folded in, W_c Π_t⁻¹ (r × P) followed by Π_t U_c (P × r), from
+  // data[at[48 c + t]] (−1: not built), so that its pairs need no permuted gather or scatter:
+  // Z = W_c Π_t⁻¹ M(b), L(a) += Π_t U_c Z. Empty `at`: not folded.
+  struct Folded {
+    std::vector<float> data;
+    std::vector<std::int64_t> at;
+  };
+  std::vector<Folded> folded;
 
   // Folds the pairs (class c, symmetry t) flagged in used[48 c + t] for `set`'s low-rank classes.
   void fold(std::size_t set, const std::vector<char> &used) {
     folded.resize(low.size());
-    folded_at.resize(low.size());
-    auto &buf = folded[set];
-    auto &at = folded_at[set];
+    auto &buf = folded[set].data;
+    auto &at = folded[set].at;
     buf.clear();
     at.assign(16 * 48, -1);
     for (int c = 0; c < 16; ++c) {
@@ -895,11 +897,11 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us, bool mixe
     // At loose tolerances (mixed_from) the low-rank classes run in float with their
     // symmetries folded in (Operators::fold): rounding ~1e-7 of the terms, far below the
     // tolerance, the results added to the double local expansions.
-    const bool fold = mixed && low && static_cast<std::size_t>(set) < ops.folded.size() &&
-                      !ops.folded_at[static_cast<std::size_t>(set)].empty();
-    const std::vector<float> *folded = fold ? &ops.folded[static_cast<std::size_t>(set)] : nullptr;
-    const std::vector<std::int64_t> *folded_at =
-        fold ? &ops.folded_at[static_cast<std::size_t>(set)] : nullptr;
+    const Operators::Folded *folded = mixed && low &&
+                                              static_cast<std::size_t>(set) < ops.folded.size() &&
+                                              !ops.folded[static_cast<std::size_t>(set)].at.empty()
+                                          ? &ops.folded[static_cast<std::size_t>(set)]
+                                          : nullptr;
     std::vector<std::int32_t> targets;
     for (std::int32_t b = tr.level_begin[static_cast<std::size_t>(l)];
          b < tr.level_begin[static_cast<std::size_t>(l) + 1]; ++b)
@@ -908,7 +910,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us, bool mixe
     // Blocks of 16 target boxes (64 where the pairs are split further by symmetry): one product
     // per block and class (and symmetry), the same whatever the task size (a product's rounding
     // may depend on its width); the model chooses blocks per task.
-    const std::int64_t chunk = fold ? 64 : 16;
+    const std::int64_t chunk = folded ? 64 : 16;
     const auto chunks = static_cast<std::int64_t>((targets.size() + chunk - 1) / chunk);
     const std::int64_t used = level_loop(
         level_chunks_.m2l[static_cast<std::size_t>(l)], opt_.m2l_chunk, chunks,
@@ -965,7 +967,7 @@ void BbFmm::apply_cpu(const double *ws, std::int64_t nrhs, double *us, bool mixe
                     if (start[t + 1] == start[t])
                       continue;
                     const float *wt =
-                        folded->data() + (*folded_at)[static_cast<std::size_t>(48 * c) + t];
+                        folded->data.data() + folded->at[static_cast<std::size_t>(48 * c) + t];
                     Eigen::Map<const Eigen::MatrixXf> W(wt, r, P),
                         U(wt + static_cast<std::ptrdiff_t>(r) * P, P, r);
                     for (auto c0 = static_cast<std::size_t>(start[t]);

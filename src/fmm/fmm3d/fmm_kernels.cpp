@@ -22,32 +22,19 @@ void kernel_row(const K &kf, const double x[3], const double *__restrict y0,
   }
 }
 
+// Σ_j w_j K(x, y_j): each difference taken in double, then in the kernel's value type T (double,
+// or float for the near field at loose tolerances), as are the weights and the sum.
 template <class K, class T>
-T kernel_dot(const K &kf, const T x[3], const T *__restrict y0, const T *__restrict y1,
-             const T *__restrict y2, const T *__restrict w, std::int64_t len) {
+T kernel_dot(const K &kf, const double x[3], const double *__restrict y0,
+             const double *__restrict y1, const double *__restrict y2, const T *__restrict w,
+             std::int64_t len) {
   constexpr T p0 = static_cast<T>(kdef::p_offset<K>());
   T acc = 0;
 #pragma omp simd reduction(+ : acc)
   for (std::int64_t j = 0; j < len; ++j) {
-    const T a = x[0] - y0[j], b = x[1] - y1[j], c = x[2] - y2[j];
+    const auto a = static_cast<T>(x[0] - y0[j]), b = static_cast<T>(x[1] - y1[j]),
+               c = static_cast<T>(x[2] - y2[j]);
     acc += w[j] * kf.value(p0 + a * a + b * b + c * c);
-  }
-  return acc;
-}
-
-// The same in float for loose tolerances: each difference taken in double, then rounded; the
-// kernel, its weights and the sum in float.
-template <class KF>
-float kernel_dot_mixed(const KF &kf, const double x[3], const double *__restrict y0,
-                       const double *__restrict y1, const double *__restrict y2,
-                       const float *__restrict w, std::int64_t len) {
-  constexpr float p0 = static_cast<float>(kdef::p_offset<KF>());
-  float acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (std::int64_t j = 0; j < len; ++j) {
-    const auto a = static_cast<float>(x[0] - y0[j]), b = static_cast<float>(x[1] - y1[j]),
-               c = static_cast<float>(x[2] - y2[j]);
-    acc += w[j] * kf.value(p0 + (a * a + b * b + c * c));
   }
   return acc;
 }
@@ -232,9 +219,8 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
           const double *y0 = run.data(), *y1 = y0 + len, *y2 = y1 + len;
           for (std::int64_t i = A.tb; i < A.te; ++i) {
             const double x[3] = {g[i], g[m + i], g[2 * m + i]};
-            us[i] += c.single
-                         ? static_cast<double>(kernel_dot_mixed(kff, x, y0, y1, y2, runf.data(), l))
-                         : kernel_dot(kf, x, y0, y1, y2, y2 + len, l);
+            us[i] += c.single ? static_cast<double>(kernel_dot(kff, x, y0, y1, y2, runf.data(), l))
+                              : kernel_dot(kf, x, y0, y1, y2, y2 + len, l);
           }
         }
       }

@@ -17,8 +17,8 @@ struct NearContext {
   const Chebyshev &cheb;
   const double *ws; // weights in tree order, n × nrhs
   std::int64_t n, nrhs;
-  // The near field's sums over a leaf's plain neighbours in float (coordinates relative to the
-  // leaf's centre, each target's sum added in double): for loose tolerances.
+  // The near field's sums over a leaf's plain neighbours in float (each difference taken in
+  // double, each target's sum added in double), with one right-hand side: for loose tolerances.
   bool single = false;
 };
 
