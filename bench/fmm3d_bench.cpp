@@ -4,8 +4,8 @@
 //                     [--lowrank 0|1]  (the M2L in low rank on both backends or neither;
 //                     default: the library's, CPU yes, GPU from 2^22 points) [--devices 0,1]
 //                     (the GPUs that share the targets; default: the library's choice)
-//                     [--mixed 0|1] (the CPU's low-rank M2L and near sums in float from 1e-4
-//                     on; default 1)
+//                     [--mixed 0|1] (from 1e-4 on: the CPU's low-rank M2L and near sums, the
+//                     GPU's near field, in float; default 1)
 //       setup and execute times (median of R executes after W ≥ 1 warm-ups, --warmup W, default 1;
 //       the GPU FMM takes pinned host copies from its fourth execute), the order and tree, and
 //       the relative l2 error on S sampled targets against the fp64 reference; --save writes the

@@ -103,6 +103,9 @@ struct DirectOptions {
   // below the tolerance; so there one and several right-hand sides differ by ~1e-7). Not where
   // the points span more than 1e15 or less than 1e-15 per box (scaled), the tree reaches its
   // deepest level, or the weights could leave float's range. false: double throughout.
+  // On the GPU (f64 plans) the same tolerances and limits put the near field's point pairs in
+  // float, with coordinates relative to the target leaf's centre; pairs closer than 2.5 % of their
+  // boxes' reach keep double (each distance then within ~1e-5 relative).
   bool fmm_mixed_precision = true;
   // 3D FMM on the GPU: the same low-rank M2L (the tree keeps the full operators' leaf size), for
   // problems of at least fmm_lowrank_gpu_from points (sources or targets). On an H200 at 1e-6 it

@@ -177,8 +177,9 @@ std::filesystem::path rates_file() {
 
 // An entry of another version (or build kind, or ksum version) is timed again. 2: the CPU FMM's
 // M2L in low rank (1.5–2.9× faster than the rates of version 1); 3: the CPU FMM's mixed
-// precision from 1e-4 on (1.7–1.9× faster there).
-constexpr int kRatesVersion = 3;
+// precision from 1e-4 on (1.7–1.9× faster there); 4: the GPU FMM's float near field from 1e-4
+// on and its leaves of up to 512 points for p ≤ 8.
+constexpr int kRatesVersion = 4;
 #ifdef NDEBUG
 constexpr const char *kBuildKind = "release";
 #else
@@ -305,7 +306,7 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
                          : options.fmm_lowrank)
                         ? ""
                         : " | full m2l") +
-            (backend != Backend::cuda && !options.fmm_mixed_precision ? " | double" : ""),
+            (!options.fmm_mixed_precision ? " | double" : ""),
         [&] {
           try {
             return fmm_cost(options, backend, single);

@@ -245,6 +245,12 @@ template <class K> constexpr double p_offset() {
     return 0.0;
 }
 
+// The same kernel in float (every functor is a template on its value type): the FMM's mixed
+// precision evaluates a double plan's near pairs with it.
+template <class K> struct in_float_t;
+template <template <class> class KT> struct in_float_t<KT<double>> { using type = KT<float>; };
+template <class K> using in_float = typename in_float_t<K>::type;
+
 // Whether a functor has the unchecked value_fast (described at the top of this file).
 template <class K, class T>
 concept HasFastValue = requires(const K &k, T p) {

@@ -474,6 +474,15 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     // 1.1 s, whole execute 10.2 against 3.9 s on 2 cores;
     // bench/results/2026-11-27-fmm-order-calibration).
     std::int64_t leaf = std::max<std::int64_t>(32, 2 * P);
+    // The GPU's near field takes one block of 128 threads per target leaf, which leaves of a few
+    // dozen points keep mostly idle: at 10^6 points (H200, Laplace, double) leaves of up to 512
+    // points against 2 p³ took 16.2 against 23.6 ms at p = 5 on uniform points (2 p³ = 250
+    // split half the level-4 boxes into leaves of ~30), 43 against 58 ms at p = 8 on Plummer
+    // points; Plummer points at p = 5 took 22.0 against 21.6 ms, and uniform points at p = 8 got
+    // the same tree (bench/results/2026-11-27-h200-gpu-fmm-leaf). Larger p (2 p³ ≥ 1458) was not
+    // measured and keeps 2 p³.
+    if (opt_.gpu && p <= 8)
+      leaf = 512;
     // Only where the tree will have the V pairs that make the M2L low rank (~189 per box of ~2 P
     // points), and on the CPU only: on the GPU (low rank from 2^22 points) a low-rank leaf size
     // was not measured, so its trees keep 2 p³.
@@ -624,9 +633,11 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // least 1e-15 wide and not cut off at the deepest level (whose leaves may hold points far
   // closer than their size); the weights are checked at each apply.
   const double smallest = tree_.width / static_cast<double>(std::uint64_t{1} << tree_.depth);
-  stats_.mixed_precision = !opt_.gpu && opt_.mixed_precision && opt_.tolerance >= mixed_from &&
-                           tree_.width <= 1e15 && smallest >= 1e-15 && tree_.depth < morton_bits;
-  if (stats_.mixed_precision)
+  // On the GPU (a double engine) only the near field goes to float.
+  stats_.mixed_precision = !(opt_.gpu && opt_.gpu_single) && opt_.mixed_precision &&
+                           opt_.tolerance >= mixed_from && tree_.width <= 1e15 &&
+                           smallest >= 1e-15 && tree_.depth < morton_bits;
+  if (stats_.mixed_precision && !opt_.gpu)
     for (std::size_t set = 0; set < ops.sets.size(); ++set) {
       if (ops.low[set].empty())
         continue;
@@ -708,9 +719,29 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.seconds_operators = since(t1) + seconds_unit;
 }
 
+// Mixed precision where the weights and the expansions they make stay well inside float's range
+// (an expansion is at most the sum of the weights of its box); wmax: the largest |weight|.
+bool BbFmm::mixed_for(double wmax) const {
+  const double wsum = wmax * static_cast<double>(std::max<std::int64_t>(tree_.n, 1));
+  return stats_.mixed_precision && wsum <= 1e30 && (wmax == 0 || wmax >= 1e-30);
+}
+
+template <class U> double BbFmm::largest_weight(const U *w, std::int64_t count) const {
+  const int threads = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
+  double wmax = 0;
+#pragma omp parallel for num_threads(threads) schedule(static)                                     \
+    reduction(max                                                                                  \
+              : wmax) if (count > 100000)
+  for (std::int64_t k = 0; k < count; ++k)
+    wmax = std::max(wmax, std::abs(static_cast<double>(w[k])));
+  return wmax;
+}
+
 void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
   const auto t0 = Clock::now();
   if (gpu_) {
+    if (stats_.mixed_precision)
+      gpu_->near_in_float(mixed_for(largest_weight(w, tree_.n * nrhs)));
     GpuTimes times;
     gpu_->apply(w, nrhs, out, times);
     record(times);
@@ -732,10 +763,7 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
       ws_[static_cast<std::size_t>(r * n + k)] = v;
       wmax = std::max(wmax, std::abs(v));
     }
-  // Mixed precision where the weights and the expansions they make stay well inside float's range
-  // (an expansion is at most the sum of the weights of its box).
-  const double wsum = wmax * static_cast<double>(std::max<std::int64_t>(n, 1));
-  const bool mixed = stats_.mixed_precision && wsum <= 1e30 && (wmax == 0 || wmax >= 1e-30);
+  const bool mixed = mixed_for(wmax);
   const auto &us = us_;
   apply_cpu(ws_.data(), nrhs, us_.data(), mixed);
   for (std::int64_t r = 0; r < nrhs; ++r)
@@ -751,6 +779,8 @@ void BbFmm::apply(const double *w, std::int64_t nrhs, double *out) {
 void BbFmm::apply(const float *w, std::int64_t nrhs, float *out) {
   if (gpu_) {
     const auto t0 = Clock::now();
+    if (stats_.mixed_precision)
+      gpu_->near_in_float(mixed_for(largest_weight(w, tree_.n * nrhs)));
     GpuTimes times;
     gpu_->apply(w, nrhs, out, times);
     record(times);

@@ -48,7 +48,8 @@ struct BbFmmOptions {
   // From tolerance 1e-4 on, two CPU parts in float, their results added in double: the low-rank
   // M2L products (the cube symmetries folded into the factors) and, with one right-hand side, the
   // near field's sums over a leaf's neighbours (differences taken in double); within float's
-  // range only (set_points and apply check); off: double throughout.
+  // range only (set_points and apply check); off: double throughout. On the GPU (double) the near
+  // field's point pairs only, with any number of right-hand sides (fmm_pairs.cu).
   bool mixed_precision = true;
   bool compress_m2l_gpu = false; // the same on the GPU (DirectOptions::fmm_lowrank_gpu)
   bool gpu = false;              // run apply() on the GPU (fmm_gpu.hpp)
@@ -62,7 +63,7 @@ struct BbFmmStats {
   int order = 0;
   double estimated_error = 0; // the sampled interpolation error of the chosen p
   double m2l_rank = 0;        // the CPU M2L's mean rank over its low-rank class operators (0: none)
-  bool mixed_precision = false; // the CPU apply runs those parts in float (BbFmmOptions)
+  bool mixed_precision = false; // the apply runs those parts in float (BbFmmOptions)
   std::int32_t depth = 0;
   std::int64_t leaf_size = 0, boxes = 0, leaves = 0;
   std::int64_t v_pairs = 0, u_pairs = 0, w_pairs = 0, x_pairs = 0;
@@ -105,6 +106,9 @@ private:
   struct Operators;
   // mixed: the parts of BbFmmOptions::mixed_precision in float for this apply.
   void apply_cpu(const double *ws, std::int64_t nrhs, double *us, bool mixed);
+  // Whether an apply whose largest |weight| is wmax runs mixed precision.
+  bool mixed_for(double wmax) const;
+  template <class U> double largest_weight(const U *w, std::int64_t count) const;
   void record(const GpuTimes &times);
   BbFmmOptions opt_;
   double scale_ = 1; // coordinates are multiplied by the kernel's coord_scale(eps)

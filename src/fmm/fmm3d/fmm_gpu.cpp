@@ -272,6 +272,7 @@ public:
   void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) override {
     run(w, nrhs, out, times);
   }
+  void near_in_float(bool on) override { near_float_ = on && sizeof(T) == 8; }
 
   // out_in: the results in the input order; or, with `sorted` given, this engine's targets
   // [t0, t1) of each right-hand side into sorted[r m + t0 …] (tree order), out_in unused.
@@ -429,6 +430,7 @@ public:
     detail::launch_pairs(kernel_, g, w, st);
     detail::PairPass<T> u{u_.targets.ptr, u_.count, u_.offsets.ptr, u_.boxes.ptr};
     u.self = t.self;
+    u.mixed = near_float_;
     u.ws = ws_.ptr;
     u.box_weight = box_weight_.ptr;
     u.us = us_.ptr;
@@ -481,6 +483,7 @@ private:
   Kernel kernel_;
   const FmmTree *tree_ = nullptr;
   bool all_ = true;              // every target; else only [t0_, t1_)
+  bool near_float_ = false;      // near_in_float()
   std::int64_t t0_ = 0, t1_ = 0; // in the sorted order
   std::int64_t applies_ = 0;
   Pinned<T> pin_in_, pin_out_; // the weights' and results' host copies (pin_after)
@@ -582,6 +585,10 @@ public:
   }
   void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) override {
     run(w, nrhs, out, times);
+  }
+  void near_in_float(bool on) override {
+    for (auto &e : parts_)
+      e->near_in_float(on);
   }
 
 private:

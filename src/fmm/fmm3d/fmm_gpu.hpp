@@ -48,6 +48,10 @@ public:
   // precision converts.
   virtual void apply(const double *w, std::int64_t nrhs, double *out, GpuTimes &times) = 0;
   virtual void apply(const float *w, std::int64_t nrhs, float *out, GpuTimes &times) = 0;
+  // A double engine's near field (the U list's point pairs) in float in the applies that follow
+  // (BbFmmOptions::mixed_precision; fmm_pairs.cu keeps close pairs in double). A float engine
+  // ignores it.
+  virtual void near_in_float(bool on) = 0;
 };
 
 // The multipole weights of point ranges, on the GPU (the distributed FMM's pseudo-particle

@@ -39,10 +39,6 @@ T kernel_dot(const K &kf, const double x[3], const double *__restrict y0,
   return acc;
 }
 
-// The same kernel in float (every kernel is a template on its value type).
-template <class K> struct in_float;
-template <template <class> class KT> struct in_float<KT<double>> { using type = KT<float>; };
-
 // Σ_j kv[j] w[j]: one right-hand side against a row of kernel values.
 double dot(const double *__restrict kv, const double *__restrict w, std::int64_t len) {
   double acc = 0;
@@ -214,7 +210,7 @@ std::int64_t leaf_pass_impl(const K &kf, const NearContext &c, const double *mul
               std::copy_n(c.ws + B.sb, k, run.data() + 3 * len + o);
             o += k;
           }
-          const typename in_float<K>::type kff{};
+          const kdef::in_float<K> kff{};
           const auto l = static_cast<std::int64_t>(len);
           const double *y0 = run.data(), *y1 = y0 + len, *y2 = y1 + len;
           for (std::int64_t i = A.tb; i < A.te; ++i) {

@@ -72,7 +72,10 @@ template <class T> struct PairPass {
   const std::int64_t *offsets = nullptr; // CSR by box id
   const std::int32_t *list = nullptr;
   bool target_nodes = false, source_nodes = false;
-  bool self = false;             // skip j = i inside a box paired with itself (points only)
+  bool self = false; // skip j = i inside a box paired with itself (points only)
+  // Point targets and point sources of a double tree: the kernel and the per-box sums in float
+  // (fmm_pairs.cu says how close pairs keep double); ignored in float trees and for nodes.
+  bool mixed = false;
   const T *ws = nullptr;         // sorted weights (point sources)
   const T *box_weight = nullptr; // nb × nrhs totals of coincident leaves
   const T *mult = nullptr;       // node sources
