@@ -485,7 +485,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
       leaf = 512;
     // Only where the tree will have the V pairs that make the M2L low rank (~189 per box of ~2 P
     // points), and on the CPU only: on the GPU (low rank from 2^22 points) a low-rank leaf size
-    // was not measured, so its trees keep 2 p³.
+    // was not measured, so its trees keep the sizes above.
     if (lowrank && !opt_.gpu && homog && std::max(n, m) / (2 * P) * 189 >= min_lowrank_pairs) {
       if (unit_p != p) {
         const auto t_unit = Clock::now();
@@ -637,6 +637,20 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.mixed_precision = !(opt_.gpu && opt_.gpu_single) && opt_.mixed_precision &&
                            opt_.tolerance >= mixed_from && tree_.width <= 1e15 &&
                            smallest >= 1e-15 && tree_.depth < morton_bits;
+  // The kernel's largest |value| over the distances a float term can have (from a 40th of the
+  // smallest box, below which pairs keep double, to the tree's diagonal; 65 distances evenly
+  // spaced in log r, the kernels being smooth there): with the weights it bounds every float
+  // term and sum (mixed_for), which keeps growing kernels (cubic, quintic) below float's overflow.
+  kernel_max_ = 0;
+  if (stats_.mixed_precision)
+    kdef::visit<double>(opt_.kernel, [&](auto kf) {
+      constexpr double p0 = kdef::p_offset<decltype(kf)>();
+      const double lo = 0.0125 * smallest, hi = std::sqrt(3.0) * tree_.width;
+      for (int k = 0; k <= 64; ++k) {
+        const double r = lo * std::pow(hi / lo, k / 64.0);
+        kernel_max_ = std::max(kernel_max_, std::abs(kf.value(p0 + r * r)));
+      }
+    });
   if (stats_.mixed_precision && !opt_.gpu)
     for (std::size_t set = 0; set < ops.sets.size(); ++set) {
       if (ops.low[set].empty())
@@ -719,11 +733,14 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.seconds_operators = since(t1) + seconds_unit;
 }
 
-// Mixed precision where the weights and the expansions they make stay well inside float's range
-// (an expansion is at most the sum of the weights of its box); wmax: the largest |weight|.
+// Mixed precision where the weights, the expansions they make and the float terms w K stay well
+// inside float's range (an expansion is at most the sum of the weights of its box, a sum at most
+// n wmax kernel_max_), and the largest terms are normal floats; wmax: the largest |weight|.
 bool BbFmm::mixed_for(double wmax) const {
-  const double wsum = wmax * static_cast<double>(std::max<std::int64_t>(tree_.n, 1));
-  return stats_.mixed_precision && wsum <= 1e30 && (wmax == 0 || wmax >= 1e-30);
+  const double n = static_cast<double>(std::max<std::int64_t>(tree_.n, 1));
+  const double kmax = std::max(kernel_max_, 1.0);
+  return stats_.mixed_precision && wmax * n * kmax <= 1e30 &&
+         (wmax == 0 || (wmax >= 1e-30 && wmax * kernel_max_ >= 1e-30));
 }
 
 template <class U> double BbFmm::largest_weight(const U *w, std::int64_t count) const {

@@ -114,6 +114,7 @@ private:
   double scale_ = 1; // coordinates are multiplied by the kernel's coord_scale(eps)
   FmmTree tree_;
   BbFmmStats stats_;
+  double kernel_max_ = 0; // the kernel's largest |value| over a float term's distances (set_points)
   std::unique_ptr<Operators> ops_;
   std::vector<char> has_local_; // per box: receives a local expansion (its own or inherited)
   // The CPU apply's buffers, kept between applies and zeroed by all threads (fresh ones cost
