@@ -306,7 +306,8 @@ AutoChoice choose_method(const DirectOptions &options, Backend backend, const Ta
                          : options.fmm_lowrank)
                         ? ""
                         : " | full m2l") +
-            (!options.fmm_mixed_precision ? " | double" : ""),
+            (!options.fmm_mixed_precision && !(backend == Backend::cuda && single) ? " | double"
+                                                                                   : ""),
         [&] {
           try {
             return fmm_cost(options, backend, single);
