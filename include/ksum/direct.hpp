@@ -43,6 +43,9 @@ struct SumStats {
   // 3D FMM: the mean rank of its low-rank M2L class operators (classes kept in full not counted;
   // 0: every class in full).
   double fmm_m2l_rank = 0;
+  // 3D FMM: parts of each execute run in float at this tolerance (DirectOptions::
+  // fmm_mixed_precision); an execute whose weights could leave float's range still runs in double.
+  bool fmm_mixed_precision = false;
   std::int64_t fmm_leaf_size = 0; // 3D FMM: the most points per leaf the tree was built with
   double seconds_setup = 0, seconds_execute = 0;
   // FMM set-up: the tree (codes, radix sort, boxes, lists) and the M2L operators (and uploads).

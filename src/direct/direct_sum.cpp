@@ -363,6 +363,7 @@ template <std::floating_point T> struct DirectSum<T>::Impl {
                        .tree_boxes = fs.boxes,
                        .estimated_error = fs.estimated_error,
                        .fmm_m2l_rank = fs.m2l_rank,
+                       .fmm_mixed_precision = fs.mixed_precision,
                        .fmm_leaf_size = fs.leaf_size,
                        .seconds_setup = seconds_since(t_setup),
                        .seconds_tree = fs.seconds_tree,

@@ -6,12 +6,13 @@
 #include <ksum/io.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <gtest/gtest.h>
+#include <sstream>
 #include <sys/wait.h>
 
 namespace fs = std::filesystem;
@@ -66,6 +67,30 @@ TEST_F(Cli, SumByTheFmmMeetsItsToleranceAndRefusesWhatItCannotDo) {
   EXPECT_NE(r.output.find("fmm tol=1e-06 order="), std::string::npos) << r.output;
   const auto u = ksum::io::read_table(path("u.npy"));
   EXPECT_LE(ksum::test::sum_error(ksum::Kernel::multiquadric, 3.0, p, p, w, false, true, u), 1e-6);
+  EXPECT_EQ(r.output.find("mixed precision"), std::string::npos) << r.output; // 1e-6: double
+
+  // At 1e-3 parts run in float unless --fmm-double: the note says which; both meet the tolerance
+  // and differ by float rounding only.
+  const auto mixed =
+      ksum("sum --kernel laplace --method fmm --tol 1e-3 --sources " + path("p.npy") +
+           " --weights " + path("w.npy") + " --backend cpu -o " + path("um.npy"));
+  const auto dbl =
+      ksum("sum --kernel laplace --method fmm --tol 1e-3 --fmm-double --sources " + path("p.npy") +
+           " --weights " + path("w.npy") + " --backend cpu -o " + path("ud.npy"));
+  ASSERT_EQ(mixed.code, 0) << mixed.output;
+  ASSERT_EQ(dbl.code, 0) << dbl.output;
+  EXPECT_NE(mixed.output.find("(mixed precision)"), std::string::npos) << mixed.output;
+  EXPECT_EQ(dbl.output.find("mixed precision"), std::string::npos) << dbl.output;
+  const auto um = ksum::io::read_table(path("um.npy")), ud = ksum::io::read_table(path("ud.npy"));
+  EXPECT_LE(ksum::test::sum_error(ksum::Kernel::laplace, 1.0, p, p, w, false, true, um), 1e-3);
+  EXPECT_LE(ksum::test::sum_error(ksum::Kernel::laplace, 1.0, p, p, w, false, true, ud), 1e-3);
+  double e2 = 0, r2 = 0;
+  for (std::int64_t i = 0; i < ud.rows(); ++i) {
+    e2 += (um(i, 0) - ud(i, 0)) * (um(i, 0) - ud(i, 0));
+    r2 += ud(i, 0) * ud(i, 0);
+  }
+  EXPECT_GT(std::sqrt(e2 / r2), 0);    // float did run
+  EXPECT_LE(std::sqrt(e2 / r2), 1e-5); // measured ~1e-7
 
   ksum::io::write_table(path("p2.npy"), ksum::test::random_points(50, 2, 33));
   ksum::io::write_table(path("w2.npy"), ksum::test::random_points(50, 1, 34));
