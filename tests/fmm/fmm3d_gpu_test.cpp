@@ -267,6 +267,37 @@ TEST(FmmGpu, MixedNearFieldAgreesWithDouble) {
   EXPECT_LE(relative_l2(uf, ud), 1e-13);
 }
 
+// A leaf of identical sources above the deepest level (8 copies of one far point, alone in their
+// box) is summed as one point in double, also where the rest of the near field runs in float
+// (1e-3): against the fp64 reference on every copy and on sampled targets.
+TEST(FmmGpu, IdenticalSourcesBesideTheFloatNearField) {
+  KSUM_REQUIRE_GPU();
+  const std::int64_t n0 = 20000, n = n0 + 8;
+  auto p = points(Dist::uniform, n, 91);
+  for (std::int64_t i = n0; i < n; ++i)
+    for (int ax = 0; ax < 3; ++ax)
+      p(i, ax) = 1.75 + 0.25 * ax; // outside the unit cube, all at one point
+  const auto w = signed_weights(n, 1, 92);
+  DirectSum<double> plan(fmm_options(Kernel::multiquadric, 1e-3, 0, Backend::cuda));
+  plan.set_points(p);
+  EXPECT_TRUE(plan.stats().fmm_mixed_precision);
+  const auto u = plan.execute(w);
+  EXPECT_LE(sampled_error(Kernel::multiquadric, eps_for(Kernel::multiquadric), p, nullptr, w, u),
+            1e-3);
+  std::vector<std::int64_t> rows;
+  for (std::int64_t i = n0; i < n; ++i)
+    rows.push_back(i);
+  const auto ref = reference_sum(Kernel::multiquadric, eps_for(Kernel::multiquadric), p, p, w,
+                                 false, true, rows);
+  double e2 = 0, r2 = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const double d = u(rows[k], 0) - ref(static_cast<std::int64_t>(k), 0);
+    e2 += d * d;
+    r2 += ref(static_cast<std::int64_t>(k), 0) * ref(static_cast<std::int64_t>(k), 0);
+  }
+  EXPECT_LE(std::sqrt(e2 / r2), 1e-3);
+}
+
 TEST(FmmGpu, IdenticalPointsAndSmallInputs) {
   KSUM_REQUIRE_GPU();
   const std::int64_t n = 100000;
