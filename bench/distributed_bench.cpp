@@ -148,6 +148,13 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
       ls.seconds_m2l,  ls.seconds_downward,       ls.seconds_near};
   for (double &v : parts)
     v = comm.allreduce_max(v);
+  // The local trees' shape, the largest over the ranks: order, leaf size, depth and boxes (a
+  // rank's local tree holds its points, the received near-field points and the pseudo-particles
+  // of far cells).
+  double shape[4] = {double(ls.fmm_order), double(ls.fmm_leaf_size), double(ls.tree_depth),
+                     double(ls.tree_boxes)};
+  for (double &v : shape)
+    v = comm.allreduce_max(v);
   double recv[2] = {double(st.fmm_received), double(st.fmm_pseudo_cells_sent)};
   comm.allreduce_sum(recv, 2);
   // The check: each rank's first 64 points against the direct sum over all sources.
@@ -201,6 +208,10 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
       {"seconds_local_m2l", parts[4]},
       {"seconds_local_downward", parts[5]},
       {"seconds_local_near", parts[6]},
+      {"local_order", shape[0]},
+      {"local_leaf_size", shape[1]},
+      {"local_depth", shape[2]},
+      {"local_boxes", shape[3]},
       {"points", a.fmm_points},
       {"imbalance", imbalance},
       {"rebalanced_seconds", best_after},

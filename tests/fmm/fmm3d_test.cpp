@@ -453,6 +453,61 @@ TEST(Fmm, MixedPrecisionAtLooseTolerancesAgreesWithDouble) {
   EXPECT_EQ(uf, ud);
 }
 
+// Leaves far below the leaf size get a wider root cube (BbFmm::set_points): 35,840 uniform points
+// at 1e-6 (Laplace, leaf size 399) fill the 512 level-3 boxes with ~70 points each, and a root
+// 2^{1/3} wider holds ~140 per leaf; 76,800 for the multiquadric (leaf size 686, ~150 per box),
+// whose order depends on the boxes' sizes. The wider tree meets the tolerance like any other (self
+// and separate targets), and a tree whose leaves are already full (51,200 points at 1e-3: ~100
+// per leaf against ~130) keeps the bounding cube.
+TEST(Fmm, WiderRootWhereTheLeavesWouldBeSmall) {
+  const std::int64_t m = 5000;
+  const auto tgt = points(Dist::uniform, m, 202);
+  const auto column_major = [](const Table<double> &t) {
+    std::vector<double> c(static_cast<std::size_t>(3 * t.rows()));
+    for (std::int64_t i = 0; i < t.rows(); ++i)
+      for (int a = 0; a < 3; ++a)
+        c[static_cast<std::size_t>(a * t.rows() + i)] = t(i, a);
+    return c;
+  };
+  const auto ct = column_major(tgt);
+  for (const Kernel k : {Kernel::laplace, Kernel::multiquadric}) {
+    const std::int64_t n = k == Kernel::laplace ? 35840 : 76800;
+    const auto src = points(Dist::uniform, n, 201);
+    const auto w = signed_weights(n, 1, 203);
+    const auto cs = column_major(src);
+    for (const bool self : {true, false}) {
+      fmm::BbFmmOptions o;
+      o.kernel = k;
+      o.eps = eps_for(k);
+      o.tolerance = 1e-6;
+      fmm::BbFmm f(o);
+      f.set_points(cs.data(), n, self ? nullptr : ct.data(), self ? 0 : m);
+      const std::int64_t rows = self ? n : m;
+      Table<double> u(rows, 1);
+      f.apply(w.data(), 1, u.data());
+      const std::string what = fmt::format("{} {}: order {}, leaf size {}, root scale {}",
+                                           kernel_info(k).name, self ? "self" : "targets",
+                                           f.stats().order, f.stats().leaf_size,
+                                           f.stats().root_scale);
+      const double err = sampled_error(k, o.eps, src, self ? nullptr : &tgt, w, u);
+      EXPECT_LE(err, 1e-6) << what;
+      std::printf("%s: error %.2e\n", what.c_str(), err);
+      EXPECT_GT(f.stats().root_scale, 1.0) << what;
+      if (k == Kernel::laplace && self) {
+        EXPECT_EQ(f.stats().leaf_size, 399) << what;
+        EXPECT_DOUBLE_EQ(f.stats().root_scale, std::cbrt(2.0)) << what;
+      }
+    }
+  }
+  const auto full = points(Dist::uniform, 51200, 204);
+  const auto cf = column_major(full);
+  fmm::BbFmmOptions o;
+  o.tolerance = 1e-3;
+  fmm::BbFmm f(o);
+  f.set_points(cf.data(), full.rows(), nullptr, 0);
+  EXPECT_EQ(f.stats().root_scale, 1.0) << "leaf size " << f.stats().leaf_size;
+}
+
 TEST(Fmm, LowRankM2LSetsTheDefaultLeafSizeFromItsRanks) {
   // Without a leaf size the tree's leaves follow the M2L's cost: 2 p³ for the full operators,
   // 2 √(2 p³ r) for low rank r (laplace at 1e-3: p = 5, r ≈ 17, leaves of ~130 instead of 250).

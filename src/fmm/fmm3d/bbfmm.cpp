@@ -531,6 +531,67 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     p = attempt == 0 ? need : std::max(p, need);
   }
   stats_.order = p;
+  // The levels are a factor 8 apart in points per box, so a uniform region's leaves can hold as
+  // few as an eighth of the leaf size, where the M2L of the many small boxes outweighs the near
+  // field it saves: at 2·10⁶ uniform points (Laplace, 1e-6, CPU, low rank) the 399-point leaf
+  // size split every level-4 box of 488 points into leaves of 61 (M2L 10.1 s, near 1.4 s on one
+  // core per 10⁶ points, against 2.1 and 4.4 s at 10⁶ points, whose leaves hold 244). Where the
+  // leaves hold less than a third of the leaf size on average (weighted by their points), a tree
+  // with a root cube 2^{1/3} or 2^{2/3} wider puts 2 or 4 times the points into each box and is
+  // kept if its predicted cost (near pairs + far pairs weighted as the leaf size balances them)
+  // is lower and its levels need no higher order. The CPU only: the GPU's 512-point leaves were
+  // tuned on the trees as they are.
+  stats_.root_scale = 1;
+  if (!opt_.gpu && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size) {
+    const std::int64_t leaf = stats_.leaf_size;
+    const auto shape = [&](const FmmTree &tr) {
+      double occ_num = 0, occ_den = 0, near = 0, far = 0;
+      for (std::size_t b = 0; b < tr.boxes.size(); ++b) {
+        const FmmBox &A = tr.boxes[b];
+        const auto bi = static_cast<std::int32_t>(b);
+        if (A.leaf()) {
+          const double ns = double(A.sources()), nt = double(A.targets());
+          occ_num += ns * ns + nt * nt;
+          occ_den += ns + nt;
+          for (auto e = tr.u.offsets[b]; e < tr.u.offsets[b + 1]; ++e)
+            near += double(A.targets()) *
+                    double(tr.boxes[static_cast<std::size_t>(tr.u.boxes[std::size_t(e)])].sources());
+          far += double(tr.w.size(bi));
+        }
+        far += double(tr.v.size(bi) + tr.x.size(bi));
+      }
+      // Leaves of `leaf` points balance the near field (27 leaf² / 4 pairs per box at the typical
+      // half-full leaf) against the ~189 far pairs per box: a far pair weighs leaf² / 28 pairs.
+      return std::pair{occ_den > 0 ? occ_num / occ_den : 0.0,
+                       near + far * double(leaf) * double(leaf) / 28.0};
+    };
+    const auto [occupancy, cost] = shape(tree_);
+    if (occupancy > 0 && occupancy < double(leaf) / 3) {
+      const double scale = occupancy >= double(leaf) / 6 ? std::cbrt(2.0) : std::cbrt(4.0);
+      FmmTree wide = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
+                                    FmmTreeOptions{.leaf_size = leaf,
+                                                   .expansion_size = std::int64_t(p) * p * p,
+                                                   .sort_device = -1,
+                                                   .root_scale = scale});
+      const auto [wide_occupancy, wide_cost] = shape(wide);
+      std::swap(tree_, wide);
+      int need = 2;
+      if (opt_.order == 0 && !homog) {
+        const auto far_level = far_levels();
+        try { // a wider box may need an order beyond any: then the first tree stays
+          for (std::size_t l = 0; l < far_level.size(); ++l)
+            if (far_level[l])
+              need = order_for(tree_.half_side(static_cast<std::int32_t>(l)), need);
+        } catch (const Error &) {
+          need = max_chebyshev_order + 1;
+        }
+      }
+      if (wide_cost < 0.9 * cost && need <= p)
+        stats_.root_scale = scale;
+      else
+        std::swap(tree_, wide); // the first tree stays
+    }
+  }
   // The estimate of the order in use: the largest over the levels with far interactions.
   {
     const auto far_level = far_levels();

@@ -66,6 +66,7 @@ struct BbFmmStats {
   bool mixed_precision = false; // the apply runs those parts in float (BbFmmOptions)
   std::int32_t depth = 0;
   std::int64_t leaf_size = 0, boxes = 0, leaves = 0;
+  double root_scale = 1; // the root cube's side over the points' bounding cube (set_points)
   std::int64_t v_pairs = 0, u_pairs = 0, w_pairs = 0, x_pairs = 0;
   std::int64_t near_interactions = 0; // source–target pairs evaluated directly
   double operator_bytes = 0;

@@ -80,6 +80,10 @@ struct FmmTreeOptions {
   std::int64_t leaf_size = 64;
   std::int64_t expansion_size = 0; // p³: the size at which an expansion beats direct evaluation
   int sort_device = -1; // ≥ 0: the Morton codes are sorted on this GPU (CUB radix sort)
+  // The root cube's side over the points' bounding cube (≥ 1; corner kept): 2^{1/3} or 2^{2/3}
+  // put 2 or 4 times the points of a uniform region into a box of each level, so that leaves
+  // can land nearer the leaf size than the factor 8 between levels allows (BbFmm::set_points).
+  double root_scale = 1;
 };
 
 // sources: n × 3 column-major (x column, y column, z column); targets likewise, or nullptr for
