@@ -289,8 +289,11 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
     if (p < 0) {
       p = 0;
       const double half = side / double(std::int64_t{1} << level) / 2 * coord;
+      // The single-process FMM's calibrated estimate (its order choice), held to a quarter.
       for (int q = 2; q <= fmm::max_chebyshev_order; ++q)
-        if (fmm::BbFmm::interpolation_error(opt.kernel, q, half) <= opt.tolerance / 4) {
+        if (fmm::BbFmm::calibrated_ratio(opt.kernel, q) *
+                fmm::BbFmm::interpolation_error(opt.kernel, q, half) <=
+            opt.tolerance / 4) {
           p = q;
           break;
         }
@@ -457,7 +460,7 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   }
   DirectOptions o = opt;
   o.method = Method::fmm;
-  o.tolerance = opt.tolerance; // its order keeps its error to half (the pseudo-particles: ¼)
+  o.tolerance = opt.tolerance; // the error budget: distributed_fmm.hpp, step 3
   o.progress = nullptr; // a callback that throws on one rank would leave the others waiting
   local = std::make_unique<DirectSum<T>>(o);
   local->set_points(src, tgt);

@@ -54,7 +54,8 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 // points: N = 8,000 uniform in the unit cube, or clustered (three Gaussian blobs of different
 // widths, so that the Morton ranges and the essential trees are uneven), uneven slices with one
 // rank empty (P ≥ 3), two right-hand sides. The bound: relative 2-norm error ≤ the tolerance (the
-// FMM's own at half of it plus the essential tree's pseudo-particles at half of it), and the
+// local FMMs at the whole tolerance, whose order holds their interpolation to half of it, plus
+// the essential tree's pseudo-particles at a quarter: src/direct/distributed_fmm.hpp), and the
 // single-process FMM at the same tolerance measured beside it. In the clustered case at 1e-4
 // (order 4: cells of more than 64 points go as pseudo-particles) the ranks must have sent
 // pseudo-particle cells, so that the far field really went through them; at 1e-6 and N = 8,000 the
@@ -305,6 +306,9 @@ int main() {
     }
     compare_fmm(comm, "fmm laplace, uniform, 1e-6", Kernel::laplace, 1, 1e-6, false, false);
     compare_fmm(comm, "fmm laplace, clustered, 1e-4", Kernel::laplace, 1, 1e-4, true, true, true);
+    // A kernel whose calibrated ratio is above 1 (the pseudo-particles' order is charged for it).
+    compare_fmm(comm, "fmm multiquadric, clustered, 1e-4", Kernel::multiquadric, 1, 1e-4, true,
+                true);
     // Where a GPU is visible (the device check): the local FMMs and the pseudo-particle weights
     // on it (ranks sharing one GPU, or one each), with a rebalance that rebuilds them.
     if (comm.allreduce_max(gpus().empty() ? 1.0 : 0.0) == 0.0) // every rank sees a GPU

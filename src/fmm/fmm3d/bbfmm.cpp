@@ -542,10 +542,14 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // is lower and its levels need no higher order. The CPU only: the GPU's 512-point leaves were
   // tuned on the trees as they are.
   stats_.root_scale = 1;
-  if (!opt_.gpu && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size) {
+  // (Not with a given order for a kernel whose accuracy depends on the boxes' size: larger boxes
+  // at that order would be less accurate.)
+  if (!opt_.gpu && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size &&
+      (opt_.order == 0 || homog)) {
     const std::int64_t leaf = stats_.leaf_size;
+    const double P = double(p) * p * p;
     const auto shape = [&](const FmmTree &tr) {
-      double occ_num = 0, occ_den = 0, near = 0, far = 0;
+      double occ_num = 0, occ_den = 0, near = 0, far = 0, v = 0;
       for (std::size_t b = 0; b < tr.boxes.size(); ++b) {
         const FmmBox &A = tr.boxes[b];
         const auto bi = static_cast<std::int32_t>(b);
@@ -556,14 +560,19 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
           for (auto e = tr.u.offsets[b]; e < tr.u.offsets[b + 1]; ++e)
             near += double(A.targets()) *
                     double(tr.boxes[static_cast<std::size_t>(tr.u.boxes[std::size_t(e)])].sources());
-          far += double(tr.w.size(bi));
+          // W: a source box's expansion at this leaf's targets (P per target, at most).
+          far += double(tr.w.size(bi)) * double(A.targets()) * P;
         }
-        far += double(tr.v.size(bi) + tr.x.size(bi));
+        // X: a source leaf's points into this box's expansion (P per source, at most).
+        for (auto e = tr.x.offsets[b]; e < tr.x.offsets[b + 1]; ++e)
+          far += double(tr.boxes[static_cast<std::size_t>(tr.x.boxes[std::size_t(e)])].sources()) *
+                 P;
+        v += double(tr.v.size(bi));
       }
       // Leaves of `leaf` points balance the near field (27 leaf² / 4 pairs per box at the typical
-      // half-full leaf) against the ~189 far pairs per box: a far pair weighs leaf² / 28 pairs.
+      // half-full leaf) against the ~189 V pairs per box: a V pair weighs leaf² / 28 pairs.
       return std::pair{occ_den > 0 ? occ_num / occ_den : 0.0,
-                       near + far * double(leaf) * double(leaf) / 28.0};
+                       near + far + v * double(leaf) * double(leaf) / 28.0};
     };
     const auto [occupancy, cost] = shape(tree_);
     if (occupancy > 0 && occupancy < double(leaf) / 3) {

@@ -243,7 +243,9 @@ FmmTree build_fmm_tree(const double *sources, std::int64_t n, const double *targ
   double side = 0;
   for (int a = 0; a < 3; ++a)
     side = std::max(side, hi[a] - t.lo[a]);
-  side *= std::max(options.root_scale, 1.0);
+  if (std::isfinite(options.root_scale) && options.root_scale > 1 &&
+      std::isfinite(side * options.root_scale))
+    side *= options.root_scale;
   // Cells of width side / (2^21 − 1) so the largest coordinate falls in the last cell; a zero
   // extent (one point, or all identical) gets unit cells.
   const double cells = static_cast<double>((1u << max_level) - 1);
