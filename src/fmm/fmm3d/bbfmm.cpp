@@ -46,6 +46,38 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// A tree's work, counted once for its statistics and for comparing two trees of one plan.
+struct TreeCounts {
+  std::int64_t leaves = 0;
+  std::int64_t near = 0;   // source–target pairs of the U lists
+  double expansion = 0;    // W: p³ per target of the leaf; X: p³ per source of the source leaf
+  double occupancy = 0;    // the leaves' points (sources + targets), weighted by themselves
+};
+TreeCounts count_tree(const FmmTree &tr, std::int64_t p3) {
+  TreeCounts c;
+  double occ_num = 0, occ_den = 0;
+  for (std::size_t b = 0; b < tr.boxes.size(); ++b) {
+    const FmmBox &A = tr.boxes[b];
+    if (A.leaf()) {
+      ++c.leaves;
+      const double ns = double(A.sources()), nt = double(A.targets());
+      occ_num += ns * ns + nt * nt;
+      occ_den += ns + nt;
+      for (auto e = tr.u.offsets[b]; e < tr.u.offsets[b + 1]; ++e)
+        c.near += A.targets() * tr.boxes[static_cast<std::size_t>(tr.u.boxes[std::size_t(e)])]
+                                    .sources();
+      c.expansion += double(tr.w.size(static_cast<std::int32_t>(b))) * double(A.targets()) *
+                     double(p3);
+    }
+    for (auto e = tr.x.offsets[b]; e < tr.x.offsets[b + 1]; ++e)
+      c.expansion +=
+          double(tr.boxes[static_cast<std::size_t>(tr.x.boxes[std::size_t(e)])].sources()) *
+          double(p3);
+  }
+  c.occupancy = occ_den > 0 ? occ_num / occ_den : 0.0;
+  return c;
+}
+
 // K(s r) = s^degree K(r) for these kernels, so one operator set serves every level.
 std::optional<int> homogeneous_degree(Kernel k) {
   switch (k) {
@@ -505,6 +537,15 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     }
     return leaf;
   };
+  // The order the tree's levels with far interactions need (one level for a homogeneous kernel).
+  auto needed_order = [&] {
+    const auto far_level = far_levels();
+    int need = 2;
+    for (std::size_t l = 0; l < far_level.size(); ++l)
+      if (far_level[l] && (!homog || need == 2))
+        need = order_for(tree_.half_side(static_cast<std::int32_t>(l)), need);
+    return need;
+  };
   for (int attempt = 0;; ++attempt) {
     const std::int64_t P = static_cast<std::int64_t>(p) * p * p;
     const std::int64_t leaf = opt_.leaf_size > 0 ? opt_.leaf_size : leaf_for(p);
@@ -515,11 +556,7 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     stats_.leaf_size = leaf;
     if (opt_.order > 0)
       break;
-    const auto far_level = far_levels();
-    int need = 2;
-    for (std::size_t l = 0; l < far_level.size(); ++l)
-      if (far_level[l] && (!homog || need == 2))
-        need = order_for(tree_.half_side(static_cast<std::int32_t>(l)), need);
+    const int need = needed_order();
     // The tree's leaves follow p: a second rebuild where the first one's tree asked for a higher
     // order still (its leaves were sized for the lower one: at 6,000 points, multiquadric at
     // 1e-7, p = 9 on leaves sized for p = 5 took 1.0 s per product instead of 0.016 s), then p
@@ -538,67 +575,44 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // core per 10⁶ points, against 2.1 and 4.4 s at 10⁶ points, whose leaves hold 244). Where the
   // leaves hold less than a third of the leaf size on average (weighted by their points), a tree
   // with a root cube 2^{1/3} or 2^{2/3} wider puts 2 or 4 times the points into each box and is
-  // kept if its predicted cost (near pairs + far pairs weighted as the leaf size balances them)
-  // is lower and its levels need no higher order. The CPU only: the GPU's 512-point leaves were
-  // tuned on the trees as they are.
+  // kept if its predicted cost is 10 % lower (near pairs, W and X pairs at p³ per point, and V
+  // pairs at leaf² / 28 pairs each: 27 leaf² / 4 near pairs per box of a typical half-full leaf
+  // against ~189 V pairs balance at the leaf size) and its levels need no higher order. Not with
+  // a given order for a kernel whose accuracy depends on the boxes' size (larger boxes at that
+  // order would be less accurate). The CPU only: the GPU's 512-point leaves were tuned on the
+  // trees as they are.
   stats_.root_scale = 1;
-  // (Not with a given order for a kernel whose accuracy depends on the boxes' size: larger boxes
-  // at that order would be less accurate.)
+  const std::int64_t p3 = std::int64_t(p) * p * p;
+  auto counts = count_tree(tree_, p3);
   if (!opt_.gpu && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size &&
-      (opt_.order == 0 || homog)) {
-    const std::int64_t leaf = stats_.leaf_size;
-    const double P = double(p) * p * p;
-    const auto shape = [&](const FmmTree &tr) {
-      double occ_num = 0, occ_den = 0, near = 0, far = 0, v = 0;
-      for (std::size_t b = 0; b < tr.boxes.size(); ++b) {
-        const FmmBox &A = tr.boxes[b];
-        const auto bi = static_cast<std::int32_t>(b);
-        if (A.leaf()) {
-          const double ns = double(A.sources()), nt = double(A.targets());
-          occ_num += ns * ns + nt * nt;
-          occ_den += ns + nt;
-          for (auto e = tr.u.offsets[b]; e < tr.u.offsets[b + 1]; ++e)
-            near += double(A.targets()) *
-                    double(tr.boxes[static_cast<std::size_t>(tr.u.boxes[std::size_t(e)])].sources());
-          // W: a source box's expansion at this leaf's targets (P per target, at most).
-          far += double(tr.w.size(bi)) * double(A.targets()) * P;
-        }
-        // X: a source leaf's points into this box's expansion (P per source, at most).
-        for (auto e = tr.x.offsets[b]; e < tr.x.offsets[b + 1]; ++e)
-          far += double(tr.boxes[static_cast<std::size_t>(tr.x.boxes[std::size_t(e)])].sources()) *
-                 P;
-        v += double(tr.v.size(bi));
-      }
-      // Leaves of `leaf` points balance the near field (27 leaf² / 4 pairs per box at the typical
-      // half-full leaf) against the ~189 V pairs per box: a V pair weighs leaf² / 28 pairs.
-      return std::pair{occ_den > 0 ? occ_num / occ_den : 0.0,
-                       near + far + v * double(leaf) * double(leaf) / 28.0};
+      (opt_.order == 0 || homog) && counts.occupancy > 0 &&
+      counts.occupancy < double(stats_.leaf_size) / 3) {
+    const double leaf = double(stats_.leaf_size);
+    const auto cost = [&](const FmmTree &tr, const TreeCounts &c) {
+      return double(c.near) + c.expansion + double(tr.v.boxes.size()) * leaf * leaf / 28.0;
     };
-    const auto [occupancy, cost] = shape(tree_);
-    if (occupancy > 0 && occupancy < double(leaf) / 3) {
-      const double scale = occupancy >= double(leaf) / 6 ? std::cbrt(2.0) : std::cbrt(4.0);
-      FmmTree wide = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
-                                    FmmTreeOptions{.leaf_size = leaf,
-                                                   .expansion_size = std::int64_t(p) * p * p,
-                                                   .sort_device = -1,
-                                                   .root_scale = scale});
-      const auto [wide_occupancy, wide_cost] = shape(wide);
-      std::swap(tree_, wide);
-      int need = 2;
-      if (opt_.order == 0 && !homog) {
-        const auto far_level = far_levels();
-        try { // a wider box may need an order beyond any: then the first tree stays
-          for (std::size_t l = 0; l < far_level.size(); ++l)
-            if (far_level[l])
-              need = order_for(tree_.half_side(static_cast<std::int32_t>(l)), need);
-        } catch (const Error &) {
-          need = max_chebyshev_order + 1;
-        }
+    const double scale = counts.occupancy >= leaf / 6 ? std::cbrt(2.0) : std::cbrt(4.0);
+    FmmTree wide = build_fmm_tree(s.data(), n, self ? nullptr : t.data(), m,
+                                  FmmTreeOptions{.leaf_size = stats_.leaf_size,
+                                                 .expansion_size = p3,
+                                                 .sort_device = -1,
+                                                 .root_scale = scale});
+    const auto wide_counts = count_tree(wide, p3);
+    const double old_cost = cost(tree_, counts);
+    std::swap(tree_, wide);
+    int need = 2;
+    if (opt_.order == 0) {
+      try { // a wider box may need an order beyond any: then the first tree stays
+        need = needed_order();
+      } catch (const Error &) {
+        need = max_chebyshev_order + 1;
       }
-      if (wide_cost < 0.9 * cost && need <= p)
-        stats_.root_scale = scale;
-      else
-        std::swap(tree_, wide); // the first tree stays
+    }
+    if (cost(tree_, wide_counts) < 0.9 * old_cost && need <= p) {
+      stats_.root_scale = scale;
+      counts = wide_counts;
+    } else {
+      std::swap(tree_, wide); // the first tree stays
     }
   }
   // The estimate of the order in use: the largest over the levels with far interactions.
@@ -620,17 +634,8 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
     level_chunks_.down.assign(levels, tasksize::LearnedChunk{8});
   }
   stats_.boxes = static_cast<std::int64_t>(tree_.boxes.size());
-  stats_.leaves = 0;
-  stats_.near_interactions = 0;
-  for (std::size_t b = 0; b < tree_.boxes.size(); ++b) {
-    const FmmBox &A = tree_.boxes[b];
-    stats_.leaves += A.leaf() ? 1 : 0;
-    for (auto e = tree_.u.offsets[b]; e < tree_.u.offsets[b + 1]; ++e)
-      stats_.near_interactions +=
-          A.targets() *
-          tree_.boxes[static_cast<std::size_t>(tree_.u.boxes[static_cast<std::size_t>(e)])]
-              .sources();
-  }
+  stats_.leaves = counts.leaves;
+  stats_.near_interactions = counts.near;
   stats_.v_pairs = static_cast<std::int64_t>(tree_.v.boxes.size());
   stats_.u_pairs = static_cast<std::int64_t>(tree_.u.boxes.size());
   stats_.w_pairs = static_cast<std::int64_t>(tree_.w.boxes.size());
