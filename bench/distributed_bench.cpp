@@ -7,6 +7,7 @@
 // to --json; the device check gathers the rows of all P into the efficiency tables.
 //   mpirun -n P distributed_bench [--n 200000] [--n-per-rank 100000] [--backend cpu|gpu]
 //                                 [--precision f64|f32] [--reps 3] [--json FILE]
+//                                 [--warmup 1] (0: the direct sum's first execute is timed)
 //                                 [--gpus-per-rank 1] [--rbf-n N] [--rbf-n-per-rank N_r]
 //                                 [--rbf-solver krylov|fgp] [--rbf-tol 1e-8]
 //                                 [--rbf-matvec direct|fmm]
@@ -56,6 +57,7 @@ struct Args {
   std::string fmm_points = "uniform";
   bool fmm_rebalance = false;
   bool fmm_warmup = true;
+  bool warmup = true; // the direct sum's: an execute before the timed ones
   std::string rbf_solver = "krylov";
   double rbf_tol = 1e-8;
   std::string rbf_matvec = "direct"; // the fit's products: direct (the ring) or fmm
@@ -293,7 +295,8 @@ nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const cha
     o.devices = rank_devices(comm, a);
   ksum::DistributedSum<T> plan(comm, o);
   plan.set_points(x);
-  (void)plan.execute(w); // warm-up (GPU context, pages)
+  if (a.warmup)
+    (void)plan.execute(w); // warm-up (GPU context, pages)
   double best = 1e300, wait = 0;
   for (int k = 0; k < a.reps; ++k) {
     (void)plan.execute(w);
@@ -318,6 +321,7 @@ nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const cha
           {"backend", a.backend},
           {"gpus_per_rank", o.backend == ksum::Backend::cuda ? a.gpus_per_rank : 0},
           {"precision", a.precision},
+          {"warmup", a.warmup},
           {"threads_per_rank", omp_get_max_threads()}};
 }
 
@@ -356,6 +360,8 @@ int main(int argc, char **argv) {
         a.fmm_n = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--fmm-n-per-rank")
         a.fmm_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--warmup")
+        a.warmup = value() != "0";
       else if (k == "--fmm-warmup")
         a.fmm_warmup = value() != "0";
       else if (k == "--fmm-tol")
