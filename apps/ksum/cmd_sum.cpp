@@ -129,14 +129,14 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
   const int P = comm.size(), rank = comm.rank();
   const bool root = rank == 0;
   if (a.kernel == "harmonic" || a.kernel == "biot-savart" ||
-      (a.method != "direct" && a.method != "fmm"))
+      (a.method != "direct" && a.method != "fmm") || (a.method == "fmm" && a.gradient))
     throw AgreedError(
         ErrorCode::unsupported, // the same arguments on every rank
         fmt::format("under mpirun ({} ranks) ksum sum runs --method direct (every pair, "
-                    "over the ranks) or fmm (3D self-sums: no --targets, no --gradient) for the "
-                    "kernels of --kernel except harmonic; got --method {} --kernel {}: run it "
+                    "over the ranks) or fmm (3D potentials: no --gradient) for the "
+                    "kernels of --kernel except harmonic; got --method {} --kernel {}{}: run it "
                     "without mpirun",
-                    P, a.method, a.kernel));
+                    P, a.method, a.kernel, a.gradient ? " --gradient" : ""));
   DirectOptions opt = direct_options(a);
   opt.method = parse_method(a.method);
   opt.tolerance = a.tol;

@@ -168,10 +168,10 @@ struct DistributedStats {
 template <std::floating_point T> class DistributedSum {
 public:
   // options.method: Method::direct (every pair, sources around the ring) or Method::fmm (3D
-  // self-sums of potentials, set_points(sources) only: the points are partitioned by Morton key,
-  // each rank receives the locally essential tree of the others (points near it, multipole
-  // pseudo-particles of far cells) and runs the single-process FMM; results to options.tolerance
-  // of the one-process sum, see src/direct/distributed_fmm.hpp).
+  // potentials, self-sums or separate targets, no gradient: sources and targets are partitioned
+  // by Morton key, each rank receives the locally essential tree of the others (sources near its
+  // targets, multipole pseudo-particles of far cells) and runs the single-process FMM; results to
+  // options.tolerance of the one-process sum, see src/direct/distributed_fmm.hpp).
   DistributedSum(Communicator comm, DirectOptions options);
   ~DistributedSum();
   DistributedSum(DistributedSum &&) noexcept;

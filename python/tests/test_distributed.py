@@ -136,6 +136,11 @@ _SCRIPT = textwrap.dedent("""
     assert fmm.rebalance(0.0) >= 1 - 1e-12 and fmm.stats["fmm_imbalance"] >= 1 - 1e-12
     uf = fmm(w[sc[r]:sc[r + 1], 0])
     assert np.linalg.norm(uf - ref[sc[r]:sc[r + 1]]) <= 1e-6 * np.linalg.norm(ref), r
+    # The FMM with separate targets (the last rank holds no sources, the targets spread wider).
+    ut = fmm.set_points(xs, y[tc[r]:tc[r + 1]])(w[sc[r]:sc[r + 1], 0])
+    reft = ksum.DirectSum("laplace", backend="cpu").set_points(x, y)(w[:, 0])
+    assert ut.shape == (tc[r + 1] - tc[r],), ut.shape
+    assert np.linalg.norm(ut - reft[tc[r]:tc[r + 1]]) <= 1e-6 * np.linalg.norm(reft), r
     if use_mpi4py:  # a sub-communicator: ranks 0 and 2 together, rank 1 alone
         sub = comm.Split(r % 2, r)
         part = ksum.DistributedSum("laplace", comm=sub, backend="cpu")

@@ -54,18 +54,25 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 } // namespace
 
+// One set of points as partitioned (the sources; the targets where they are separate): the
+// caller's row of each point sent (grouped by destination rank), the counts both ways, and this
+// rank's points sorted by key with their slot in the received order.
+struct Parted {
+  std::int64_t n_in = 0, n_own = 0;
+  std::vector<std::int64_t> send_order, send_counts, recv_counts, sorted_to_recv;
+  std::vector<std::uint64_t> keys; // sorted
+  std::vector<double> pts;         // n_own × 3, column-major, in key order
+};
+
 template <class T> struct DistributedFmm<T>::Impl {
   Communicator comm;
   DirectOptions opt;
   DistributedFmmStats stats;
   double lo[3] = {0, 0, 0}, side = 1; // the bounding cube of every rank's points
-  // The partition: the caller's row of each point sent (grouped by destination rank), the
-  // counts both ways, and this rank's points sorted by key with their slot in the received order.
-  std::int64_t n_in = 0, n_own = 0;
-  std::vector<std::int64_t> send_order, send_counts, recv_counts, sorted_to_recv;
-  std::vector<std::uint64_t> keys;  // sorted
-  std::vector<std::uint64_t> split; // rank r owns the keys in [split[r − 1], split[r])
-  std::vector<double> pts;          // n_own × 3, column-major, in key order
+  bool separate = false;              // targets of their own (else the sources are the targets)
+  Parted S, Tg;                       // the sources; the separate targets
+  std::vector<std::uint64_t> split;   // rank r owns the keys in [split[r − 1], split[r])
+  const Parted &targets() const { return separate ? Tg : S; }
   // The essential trees this rank sends: per receiver, items (a range of points or a pseudo cell:
   // its points, centre, half side and order, as the multipole routines take them).
   struct Item {
@@ -113,12 +120,20 @@ template <class T> struct DistributedFmm<T>::Impl {
     return k;
   }
 
-  void partition(const Table<T> &x, const std::vector<double> &cost);
+  int owner_of(std::uint64_t key) const {
+    return static_cast<int>(std::upper_bound(split.begin(), split.end(), key) - split.begin());
+  }
+  // x: the sources; y: the separate targets (null: none); each point's cost (empty: 1 each).
+  void partition(const Table<T> &x, const Table<T> *y, const std::vector<double> &cost_x,
+                 const std::vector<double> &cost_y);
+  // Sends each of x's points (keys: mine) to its range's rank, and sorts what arrives.
+  void distribute(const Table<T> &x, const std::vector<std::uint64_t> &mine, Parted &out);
   void build_let();
-  // partition (each point's cost; empty: 1 each) and build_let, every failure agreed.
-  void setup(const Table<T> &x, const std::vector<double> &cost) {
+  // partition and build_let, every failure agreed.
+  void setup(const Table<T> &x, const Table<T> *y, const std::vector<double> &cost_x,
+             const std::vector<double> &cost_y) {
     auto t0 = std::chrono::steady_clock::now();
-    comm.agree(capture([&] { partition(x, cost); }));
+    comm.agree(capture([&] { partition(x, y, cost_x, cost_y); }));
     stats.seconds_partition = since(t0);
     t0 = std::chrono::steady_clock::now();
     comm.agree(capture([&] { build_let(); }));
@@ -127,18 +142,26 @@ template <class T> struct DistributedFmm<T>::Impl {
 };
 
 template <class T>
-void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<double> &cost) {
+void DistributedFmm<T>::Impl::partition(const Table<T> &x, const Table<T> *y,
+                                        const std::vector<double> &cost_x,
+                                        const std::vector<double> &cost_y) {
   const int P = comm.size();
   const int nt = opt.threads > 0 ? opt.threads : omp_get_max_threads();
-  n_in = x.rows();
-  // The bounding cube of all ranks' points: (−min, max) per axis over the ranks.
+  S.n_in = x.rows();
+  Tg.n_in = y ? y->rows() : 0;
+  // The bounding cube of all ranks' points (sources and targets): (−min, max) per axis.
   double b[6];
   for (int a = 0; a < 3; ++a) {
     double nlo = -std::numeric_limits<double>::infinity(), hi = nlo;
+    for (const Table<T> *t : {&x, y}) {
+      if (!t)
+        continue;
+      const std::int64_t n = t->rows();
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(max : nlo, hi)
-    for (std::int64_t i = 0; i < n_in; ++i) {
-      nlo = std::max(nlo, -double(x(i, a)));
-      hi = std::max(hi, double(x(i, a)));
+      for (std::int64_t i = 0; i < n; ++i) {
+        nlo = std::max(nlo, -double((*t)(i, a)));
+        hi = std::max(hi, double((*t)(i, a)));
+      }
     }
     b[a] = nlo;
     b[3 + a] = hi;
@@ -150,32 +173,43 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
     side = std::max(side, std::isfinite(b[3 + a]) ? b[3 + a] - lo[a] : 0.0);
   }
   side = side > 0 ? side * (1 + 1e-12) : 1.0;
-  // The histogram of every rank's keys at hist_level: the occupied cells, from which every rank
-  // learns every other's domain.
+  const auto keys_of = [&](const Table<T> &t) {
+    std::vector<std::uint64_t> k(static_cast<std::size_t>(t.rows()));
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (std::int64_t i = 0; i < t.rows(); ++i) {
+      const double p[3] = {double(t(i, 0)), double(t(i, 1)), double(t(i, 2))};
+      k[static_cast<std::size_t>(i)] = key_of(p);
+    }
+    return k;
+  };
+  const std::vector<std::uint64_t> mine = keys_of(x);
+  const std::vector<std::uint64_t> mine_y = y ? keys_of(*y) : std::vector<std::uint64_t>{};
+  // The histogram of every rank's target keys at hist_level: the occupied cells, from which every
+  // rank learns every other's domain (where its targets lie: what it must receive).
   const std::int64_t bins = std::int64_t{1} << (3 * hist_level);
   const int shift = 3 * (key_bits - hist_level);
-  std::vector<std::uint64_t> mine(static_cast<std::size_t>(n_in));
   std::vector<double> hist(static_cast<std::size_t>(bins), 0.0);
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t i = 0; i < n_in; ++i) {
-    const double p[3] = {double(x(i, 0)), double(x(i, 1)), double(x(i, 2))};
-    mine[static_cast<std::size_t>(i)] = key_of(p);
-  }
-  for (std::int64_t i = 0; i < n_in; ++i)
-    hist[mine[static_cast<std::size_t>(i)] >> shift] += 1;
+  for (std::uint64_t k : y ? mine_y : mine)
+    hist[k >> shift] += 1;
   comm.allreduce_sum(hist.data(), bins);
   // The splitters: rank r owns the keys in [split[r − 1], split[r]), ranges of equal count (or
-  // cost), found by bisection of every splitter at once over the key space, one allreduce of the
-  // P − 1 weights below the probes per step: a cut falls between any two distinct keys, so a
-  // dense cell is split where a histogram could not split it.
+  // cost) of sources and targets together, found by bisection of every splitter at once over the
+  // key space, one allreduce of the P − 1 weights below the probes per step: a cut falls between
+  // any two distinct keys, so a dense cell is split where a histogram could not split it.
   // (A stable LSD radix sort on the threads, as the octree's: at 10⁸ points a comparison sort
   // of indices took most of the set-up.)
   std::vector<std::uint64_t> sorted_keys = mine;
+  sorted_keys.insert(sorted_keys.end(), mine_y.begin(), mine_y.end());
   std::vector<std::int64_t> by_key;
   fmm::radix_sort(sorted_keys, by_key);
-  std::vector<double> below(static_cast<std::size_t>(n_in) + 1, 0.0); // weight of the first k
+  const auto cost_of = [&](std::int64_t k) { // k: an index into mine, then mine_y
+    if (k < S.n_in)
+      return cost_x.empty() ? 1.0 : cost_x[static_cast<std::size_t>(k)];
+    return cost_y.empty() ? 1.0 : cost_y[static_cast<std::size_t>(k - S.n_in)];
+  };
+  std::vector<double> below(sorted_keys.size() + 1, 0.0); // weight of the first k
   for (std::size_t k = 0; k < by_key.size(); ++k)
-    below[k + 1] = below[k] + (cost.empty() ? 1.0 : cost[static_cast<std::size_t>(by_key[k])]);
+    below[k + 1] = below[k] + cost_of(by_key[k]);
   const auto weight_below = [&](std::uint64_t key) {
     return below[static_cast<std::size_t>(
         std::lower_bound(sorted_keys.begin(), sorted_keys.end(), key) - sorted_keys.begin())];
@@ -204,49 +238,15 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
     }
   }
   split.assign(split_hi.begin(), split_hi.end());
-  const auto owner_of = [&](std::uint64_t key) {
-    return static_cast<int>(std::upper_bound(split.begin(), split.end(), key) - split.begin());
-  };
-  // Each point to its range's rank.
-  send_counts.assign(static_cast<std::size_t>(P), 0);
-  std::vector<int> dest(static_cast<std::size_t>(n_in));
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t i = 0; i < n_in; ++i)
-    dest[static_cast<std::size_t>(i)] = owner_of(mine[static_cast<std::size_t>(i)]);
-  for (std::int64_t i = 0; i < n_in; ++i)
-    ++send_counts[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])];
-  std::vector<std::int64_t> at(static_cast<std::size_t>(P), 0);
-  for (int r = 1; r < P; ++r)
-    at[static_cast<std::size_t>(r)] =
-        at[static_cast<std::size_t>(r - 1)] + send_counts[static_cast<std::size_t>(r - 1)];
-  send_order.resize(static_cast<std::size_t>(n_in));
-  for (std::int64_t i = 0; i < n_in; ++i)
-    send_order[static_cast<std::size_t>(
-        at[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])]++)] = i;
-  std::vector<double> sbuf(static_cast<std::size_t>(3 * n_in));
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t k = 0; k < n_in; ++k)
-    for (int a = 0; a < 3; ++a)
-      sbuf[static_cast<std::size_t>(3 * k + a)] =
-          double(x(send_order[static_cast<std::size_t>(k)], a));
-  recv_counts = comm.alltoall(send_counts);
-  n_own = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
-  std::vector<double> rbuf(static_cast<std::size_t>(3 * n_own));
-  comm.alltoallv(sbuf.data(), scaled(send_counts, 3), rbuf.data(), scaled(recv_counts, 3));
-  // This rank's points in key order.
-  keys.resize(static_cast<std::size_t>(n_own));
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t i = 0; i < n_own; ++i)
-    keys[static_cast<std::size_t>(i)] = key_of(&rbuf[static_cast<std::size_t>(3 * i)]);
-  fmm::radix_sort(keys, sorted_to_recv); // stable: equal keys keep their received order
-  pts.resize(static_cast<std::size_t>(3 * n_own));
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t i = 0; i < n_own; ++i) {
-    const auto s = static_cast<std::size_t>(sorted_to_recv[static_cast<std::size_t>(i)]);
-    for (int a = 0; a < 3; ++a)
-      pts[static_cast<std::size_t>(a * n_own + i)] = rbuf[3 * s + static_cast<std::size_t>(a)];
-  }
-  stats.owned = n_own;
+  sorted_keys = {};
+  below = {};
+  separate = y != nullptr;
+  distribute(x, mine, S);
+  if (separate)
+    distribute(*y, mine_y, Tg);
+  stats.owned = S.n_own;
+  const std::int64_t n_own = S.n_own;
+  const std::vector<std::uint64_t> &keys = S.keys;
 
   // Every rank's domain as its occupied cells at domain_level, each with its occupied cells at
   // hist_level (from the histogram every rank has): a cell is tested against the coarse cells,
@@ -394,6 +394,57 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const std::vector<dou
   }
 }
 
+template <class T>
+void DistributedFmm<T>::Impl::distribute(const Table<T> &x, const std::vector<std::uint64_t> &mine,
+                                         Parted &out) {
+  const int P = comm.size();
+  const int nt = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  const std::int64_t n_in = x.rows();
+  out.n_in = n_in;
+  // Each point to its range's rank.
+  out.send_counts.assign(static_cast<std::size_t>(P), 0);
+  std::vector<int> dest(static_cast<std::size_t>(n_in));
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (std::int64_t i = 0; i < n_in; ++i)
+    dest[static_cast<std::size_t>(i)] = owner_of(mine[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < n_in; ++i)
+    ++out.send_counts[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])];
+  std::vector<std::int64_t> at(static_cast<std::size_t>(P), 0);
+  for (int r = 1; r < P; ++r)
+    at[static_cast<std::size_t>(r)] =
+        at[static_cast<std::size_t>(r - 1)] + out.send_counts[static_cast<std::size_t>(r - 1)];
+  out.send_order.resize(static_cast<std::size_t>(n_in));
+  for (std::int64_t i = 0; i < n_in; ++i)
+    out.send_order[static_cast<std::size_t>(
+        at[static_cast<std::size_t>(dest[static_cast<std::size_t>(i)])]++)] = i;
+  std::vector<double> sbuf(static_cast<std::size_t>(3 * n_in));
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (std::int64_t k = 0; k < n_in; ++k)
+    for (int a = 0; a < 3; ++a)
+      sbuf[static_cast<std::size_t>(3 * k + a)] =
+          double(x(out.send_order[static_cast<std::size_t>(k)], a));
+  out.recv_counts = comm.alltoall(out.send_counts);
+  const std::int64_t n_own =
+      std::accumulate(out.recv_counts.begin(), out.recv_counts.end(), std::int64_t{0});
+  out.n_own = n_own;
+  std::vector<double> rbuf(static_cast<std::size_t>(3 * n_own));
+  comm.alltoallv(sbuf.data(), scaled(out.send_counts, 3), rbuf.data(),
+                 scaled(out.recv_counts, 3));
+  // This rank's points in key order.
+  out.keys.resize(static_cast<std::size_t>(n_own));
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (std::int64_t i = 0; i < n_own; ++i)
+    out.keys[static_cast<std::size_t>(i)] = key_of(&rbuf[static_cast<std::size_t>(3 * i)]);
+  fmm::radix_sort(out.keys, out.sorted_to_recv); // stable: equal keys keep their received order
+  out.pts.resize(static_cast<std::size_t>(3 * n_own));
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (std::int64_t i = 0; i < n_own; ++i) {
+    const auto s = static_cast<std::size_t>(out.sorted_to_recv[static_cast<std::size_t>(i)]);
+    for (int a = 0; a < 3; ++a)
+      out.pts[static_cast<std::size_t>(a * n_own + i)] = rbuf[3 * s + static_cast<std::size_t>(a)];
+  }
+}
+
 template <class T> void DistributedFmm<T>::Impl::build_let() {
   const int P = comm.size();
   gpu_cells.reset();
@@ -427,7 +478,7 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
       if (it.cell < 0) {
         for (std::int64_t j = it.begin; j < it.end; ++j)
           for (int a = 0; a < 3; ++a)
-            sbuf.push_back(pts[static_cast<std::size_t>(a * n_own + j)]);
+            sbuf.push_back(S.pts[static_cast<std::size_t>(a * S.n_own + j)]);
         continue;
       }
       const fmm::CellRange &pc = cells[static_cast<std::size_t>(it.cell)];
@@ -445,15 +496,21 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   stats.received = n_let;
   std::vector<double> rbuf(static_cast<std::size_t>(3 * n_let));
   comm.alltoallv(sbuf.data(), scaled(let_send, 3), rbuf.data(), scaled(let_recv, 3));
-  // The local FMM: sources = this rank's points, then the received ones; targets = its points.
-  if (n_own == 0)
+  // The local FMM: sources = this rank's sources, then the received ones; targets = its targets
+  // (its points for a self-sum). None where it has no targets, or no sources reach them.
+  const Parted &Q = targets();
+  const std::int64_t n_own = S.n_own, m_own = Q.n_own;
+  if (m_own == 0 || n_own + n_let == 0)
     return;
   const int nt = opt.threads > 0 ? opt.threads : omp_get_max_threads();
-  Table<T> src(n_own + n_let, 3, Uninitialized{}), tgt(n_own, 3, Uninitialized{});
+  Table<T> src(n_own + n_let, 3, Uninitialized{}), tgt(m_own, 3, Uninitialized{});
   for (int a = 0; a < 3; ++a) {
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_own; ++i)
-      src(i, a) = tgt(i, a) = static_cast<T>(pts[static_cast<std::size_t>(a * n_own + i)]);
+      src(i, a) = static_cast<T>(S.pts[static_cast<std::size_t>(a * n_own + i)]);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (std::int64_t i = 0; i < m_own; ++i)
+      tgt(i, a) = static_cast<T>(Q.pts[static_cast<std::size_t>(a * m_own + i)]);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_let; ++i)
       src(n_own + i, a) = static_cast<T>(rbuf[static_cast<std::size_t>(3 * i + a)]);
@@ -468,7 +525,7 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   // kernel): on the CPU they cost as much as the local FMM at 10⁸ points over 2 GPUs.
   if (local->backend() == Backend::cuda && !cells.empty()) {
     try {
-      gpu_cells = fmm::make_gpu_cell_multipoles(pts.data(), n_own, cells,
+      gpu_cells = fmm::make_gpu_cell_multipoles(S.pts.data(), n_own, cells,
                                                 opt.devices.empty() ? 0 : opt.devices.front());
     } catch (const Error &e) {
       if (e.code() != ErrorCode::device)
@@ -480,7 +537,7 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
 
 template <class T>
 DistributedFmm<T>::DistributedFmm(const Communicator &comm, const DirectOptions &opt,
-                                  const Table<T> &local_points)
+                                  const Table<T> &local_points, const Table<T> *local_targets)
     : impl_(std::make_unique<Impl>()) {
   Impl &im = *impl_;
   im.comm = comm;
@@ -495,31 +552,39 @@ DistributedFmm<T>::DistributedFmm(const Communicator &comm, const DirectOptions 
       o.method = Method::fmm;
       o.progress = nullptr;
       im.alone = std::make_unique<DirectSum<T>>(o);
-      im.alone->set_points(local_points);
+      if (local_targets)
+        im.alone->set_points(local_points, *local_targets);
+      else
+        im.alone->set_points(local_points);
     }));
-    im.n_in = im.n_own = im.stats.owned = local_points.rows();
+    im.separate = local_targets != nullptr;
+    im.S.n_in = im.S.n_own = im.stats.owned = local_points.rows();
+    if (local_targets)
+      im.Tg.n_in = im.Tg.n_own = local_targets->rows();
     im.stats.seconds_local_setup = since(t0);
     return;
   }
-  im.setup(local_points, {});
+  im.setup(local_points, local_targets, {}, {});
 }
 
 template <class T>
-double DistributedFmm<T>::rebalance(const Table<T> &local_points, double threshold) {
+double DistributedFmm<T>::rebalance(const Table<T> &local_points, const Table<T> *local_targets,
+                                    double threshold) {
   Impl &im = *impl_;
   const int P = im.comm.size();
+  // Owned points: sources and (separate) targets, each costing the same in a rank.
+  const std::int64_t n_own = im.S.n_own + (im.separate ? im.Tg.n_own : 0);
   if (im.alone) { // one rank: nothing to move; its imbalance is 1 once an execute was measured
-    im.stats.imbalance = im.executed && im.n_own > 0 ? 1.0 : 0.0;
+    im.stats.imbalance = im.executed && n_own > 0 ? 1.0 : 0.0;
     return im.stats.imbalance;
   }
   // This rank's cost per owned point in the last execute; every rank's.
-  const double mine =
-      im.n_own > 0 && im.executed
-          ? (im.stats.seconds_multipoles + im.stats.seconds_local) / double(im.n_own)
-          : 0.0;
+  const double mine = n_own > 0 && im.executed
+                          ? (im.stats.seconds_multipoles + im.stats.seconds_local) / double(n_own)
+                          : 0.0;
   std::vector<double> per_point(static_cast<std::size_t>(P));
   im.comm.allgatherv(&mine, 1, per_point.data(), std::vector<std::int64_t>(P, 1));
-  const std::vector<std::int64_t> owned = im.comm.allgather(im.n_own);
+  const std::vector<std::int64_t> owned = im.comm.allgather(n_own);
   double total = 0, biggest = 0;
   std::int64_t points = 0;
   for (int r = 0; r < P; ++r) {
@@ -535,14 +600,17 @@ double DistributedFmm<T>::rebalance(const Table<T> &local_points, double thresho
   // Each of the caller's points costs what its owner measured per point, in whole thousandths of
   // the mean (at least one), so that the splitters' sums are exact integers and every rank takes
   // the same decisions whatever order MPI adds them in.
-  std::vector<double> cost(static_cast<std::size_t>(im.n_in));
-  std::int64_t k = 0;
-  for (int r = 0; r < P && !im.alone; ++r) {
-    const double c =
-        std::max(1.0, std::round(1e3 * per_point[static_cast<std::size_t>(r)] / mean_per_point));
-    for (std::int64_t e = k + im.send_counts[static_cast<std::size_t>(r)]; k < e; ++k)
-      cost[static_cast<std::size_t>(im.send_order[static_cast<std::size_t>(k)])] = c;
-  }
+  const auto costs = [&](const Parted &X) {
+    std::vector<double> cost(static_cast<std::size_t>(X.n_in));
+    std::int64_t k = 0;
+    for (int r = 0; r < P; ++r) {
+      const double c = std::max(
+          1.0, std::round(1e3 * per_point[static_cast<std::size_t>(r)] / mean_per_point));
+      for (std::int64_t e = k + X.send_counts[static_cast<std::size_t>(r)]; k < e; ++k)
+        cost[static_cast<std::size_t>(X.send_order[static_cast<std::size_t>(k)])] = c;
+    }
+    return cost;
+  };
   const double imbalance = biggest / (total / P);
   if (im.alone || P == 1 ||
       !(imbalance > threshold)) { // nothing to move, or not worth a new partition
@@ -553,8 +621,10 @@ double DistributedFmm<T>::rebalance(const Table<T> &local_points, double thresho
   im.items.clear();
   im.local.reset();
   im.executed = false;
+  const std::vector<double> cost_x = costs(im.S),
+                            cost_y = im.separate ? costs(im.Tg) : std::vector<double>{};
   im.stats = DistributedFmmStats{};
-  im.setup(local_points, cost);
+  im.setup(local_points, im.separate ? local_targets : nullptr, cost_x, cost_y);
   im.stats.imbalance = imbalance;
   return imbalance;
 }
@@ -579,7 +649,8 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   }
   const Communicator &comm = im.comm;
   const int P = comm.size();
-  const std::int64_t nrhs = w.cols(), n_own = im.n_own;
+  const Parted &S = im.S, &Q = im.targets();
+  const std::int64_t nrhs = w.cols(), n_own = S.n_own, m_own = Q.n_own;
   auto t0 = std::chrono::steady_clock::now();
   const int nt = im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads();
   const auto sz = [](std::int64_t v) { return static_cast<std::size_t>(v); };
@@ -589,15 +660,15 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   // The weights follow the points.
   Table<T> u, result;
   comm.agree(capture([&] {
-    im.sbuf.resize(sz(im.n_in * nrhs));
+    im.sbuf.resize(sz(std::max(S.n_in, Q.n_in) * nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (std::int64_t k = 0; k < im.n_in; ++k)
+    for (std::int64_t k = 0; k < S.n_in; ++k)
       for (std::int64_t c = 0; c < nrhs; ++c)
-        im.sbuf[sz(k * nrhs + c)] = double(w(im.send_order[sz(k)], c));
+        im.sbuf[sz(k * nrhs + c)] = double(w(S.send_order[sz(k)], c));
     im.rbuf.resize(sz(n_own * nrhs));
   }));
-  comm.alltoallv(im.sbuf.data(), scaled(im.send_counts, nrhs), im.rbuf.data(),
-                 scaled(im.recv_counts, nrhs));
+  comm.alltoallv(im.sbuf.data(), scaled(S.send_counts, nrhs), im.rbuf.data(),
+                 scaled(S.recv_counts, nrhs));
   comm.agree(capture([&] {
     if (im.ws.rows() != n_own || im.ws.cols() != nrhs)
       im.ws = Table<double>(n_own, nrhs, Uninitialized{}); // in key order
@@ -605,7 +676,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (std::int64_t i = 0; i < n_own; ++i)
       for (std::int64_t c = 0; c < nrhs; ++c)
-        ws(i, c) = im.rbuf[sz(im.sorted_to_recv[sz(i)] * nrhs + c)];
+        ws(i, c) = im.rbuf[sz(S.sorted_to_recv[sz(i)] * nrhs + c)];
     im.stats.seconds_exchange = since(t0);
     // The pseudo cells' weights: W_m = Σ_j S_p(x̄_m, y_j) w_j (fmm/fmm3d/cell_multipoles.hpp), on
     // the GPU when the local FMM runs there.
@@ -613,7 +684,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
     if (im.gpu_cells)
       im.gpu_cells->compute(ws.data(), nrhs, im.W);
     else
-      fmm::cell_multipoles(im.pts.data(), n_own, im.cells, ws.data(), nrhs, nt, im.W);
+      fmm::cell_multipoles(S.pts.data(), n_own, im.cells, ws.data(), nrhs, nt, im.W);
     im.stats.seconds_multipoles = since(t0);
     // The essential trees' weights, each item at its offset (set by build_let).
     t0 = std::chrono::steady_clock::now();
@@ -648,7 +719,7 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
   // The local FMM.
   t0 = std::chrono::steady_clock::now();
   comm.agree(capture([&] {
-    if (n_own > 0) {
+    if (im.local) {
       const std::int64_t ns = n_own + im.n_let;
       if (im.lw.rows() != ns || im.lw.cols() != nrhs)
         im.lw = Table<T>(ns, nrhs, Uninitialized{});
@@ -666,22 +737,25 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
       im.stats.local = im.local->stats();
     }
     im.stats.seconds_local = since(t0);
-    // The sums back to the caller's ranks and rows (without the self term).
+    // The sums back to the caller's ranks and rows (a self-sum without the self term; targets
+    // that no source reaches get zeros).
     t0 = std::chrono::steady_clock::now();
-    im.back.resize(sz(n_own * nrhs));
+    im.back.resize(sz(m_own * nrhs));
+    const bool have = static_cast<bool>(im.local);
+    const double self_term = im.separate ? 0.0 : im.self_term;
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (std::int64_t i = 0; i < n_own; ++i)
+    for (std::int64_t i = 0; i < m_own; ++i)
       for (std::int64_t c = 0; c < nrhs; ++c)
-        im.back[sz(im.sorted_to_recv[sz(i)] * nrhs + c)] =
-            double(u(i, c)) - im.self_term * im.ws(i, c);
-    result = Table<T>(im.n_in, nrhs, Uninitialized{}); // every row is written below
+        im.back[sz(Q.sorted_to_recv[sz(i)] * nrhs + c)] =
+            have ? double(u(i, c)) - self_term * im.ws(i, c) : 0.0;
+    result = Table<T>(Q.n_in, nrhs, Uninitialized{}); // every row is written below
   }));
-  comm.alltoallv(im.back.data(), scaled(im.recv_counts, nrhs), im.sbuf.data(),
-                 scaled(im.send_counts, nrhs));
+  comm.alltoallv(im.back.data(), scaled(Q.recv_counts, nrhs), im.sbuf.data(),
+                 scaled(Q.send_counts, nrhs));
 #pragma omp parallel for schedule(static) num_threads(nt)
-  for (std::int64_t k = 0; k < im.n_in; ++k)
+  for (std::int64_t k = 0; k < Q.n_in; ++k)
     for (std::int64_t c = 0; c < nrhs; ++c)
-      result(im.send_order[sz(k)], c) = static_cast<T>(im.sbuf[sz(k * nrhs + c)]);
+      result(Q.send_order[sz(k)], c) = static_cast<T>(im.sbuf[sz(k * nrhs + c)]);
   im.stats.seconds_exchange += since(t0);
   im.executed = true;
   return result;

@@ -1,14 +1,18 @@
 #pragma once
 // The 3D FMM over MPI ranks (issue 25 item 2), behind DistributedSum with Method::fmm: a
-// self-sum u_i = Σ_{j≠i} w_j K(|x_i − x_j|) over the points of every rank.
+// self-sum u_i = Σ_{j≠i} w_j K(|x_i − x_j|) over the points of every rank, or with separate
+// targets u_i = Σ_j w_j K(|y_i − x_j|) (a singular kernel's coincident pairs add nothing, as in
+// DirectSum).
 //
 // set_points (collective):
-//  1. The points' Morton keys in the bounding cube of all ranks' points; P − 1 splitter keys cut
-//     the Morton order into ranges of equal point counts, found by bisecting every splitter at
+//  1. The points' Morton keys in the bounding cube of all ranks' points (sources and targets);
+//     P − 1 splitter keys cut the Morton order into ranges of equal point counts (sources and
+//     targets together), found by bisecting every splitter at
 //     once over the key space (one MPI_Allreduce of the P − 1 counts below the probes per step,
 //     at most 63 steps), so a cut may fall inside any cell; every point goes to its range's rank
-//     (MPI_Alltoallv). A global histogram of the keys at level 6 (64³ cells, MPI_Allreduce) tells
-//     every rank the others' domains: the occupied cells each key range meets.
+//     (MPI_Alltoallv), and so does every target. A global histogram of the target keys at level 6
+//     (64³ cells, MPI_Allreduce) tells every rank the others' domains: the cells occupied by
+//     targets that each key range meets.
 //  2. The locally essential tree: each rank walks its own octree (its points sorted by key, a
 //     cell being a key range) once per other rank, against that rank's domain (its level-4 cells,
 //     known from the histogram). A cell well separated from the whole domain (a gap of at least
@@ -20,15 +24,15 @@
 //     with fewer points, or a leaf cell that is not separated, goes as its points; other cells
 //     are opened. The coordinates travel once (MPI_Alltoallv).
 //  3. Each rank's single-process FMM (DirectSum, Method::fmm, the whole tolerance) over sources =
-//     its points and everything it received, targets = its points. The error budget, relative
+//     its sources and everything it received, targets = its targets (its points for a self-sum). The error budget, relative
 //     to the tolerance: the local FMM's interpolation (calibrated) ½, its low-rank M2L operators
 //     1/10 each (≤ 1/5 measured against the full ones), the pseudo-particles (calibrated) ¼, and
 //     from 1e-4 on the float parts (≤ 1/100 measured): under 0.96 in all. Until session 44 the
 //     local FMM ran at half the tolerance and the pseudo-particles took the raw estimate at half:
 //     Laplace at 1e-6 then took order 9 on every rank against 8 alone (leaves of 493 points
 //     against 399), with errors 15–30× below the tolerance.
-// rebalance (collective, after an execute): each rank's measured cost per owned point in that
-// execute (its pseudo-particle weights and local FMM seconds over its points) is given to each of
+// rebalance (collective, after an execute): each rank's measured cost per owned point (sources
+// and separate targets) in that execute (its pseudo-particle weights and local FMM seconds over its points) is given to each of
 // its points, and steps 1–3 run again with the splitters cutting ranges of equal cost instead of
 // equal counts. Where one region's points cost more (deeper trees, more received sources), its
 // rank keeps fewer of them.
@@ -59,15 +63,18 @@ struct DistributedFmmStats {
 
 template <class T> class DistributedFmm {
 public:
-  // local_points: this rank's points (n × 3); opt: Method::fmm, no gradient.
-  DistributedFmm(const Communicator &comm, const DirectOptions &opt, const Table<T> &local_points);
+  // local_points: this rank's points (n × 3), the sources; local_targets: this rank's separate
+  // targets (m × 3; null: a self-sum over the points); opt: Method::fmm, no gradient.
+  DistributedFmm(const Communicator &comm, const DirectOptions &opt, const Table<T> &local_points,
+                 const Table<T> *local_targets = nullptr);
   ~DistributedFmm();
-  // local_weights: one row per local point; returns one row per local point.
+  // local_weights: one row per local point (source); returns one row per local target.
   Table<T> execute(const Table<T> &local_weights);
-  // Repartitions local_points (the constructor's) by the cost measured in the last execute when
+  // Repartitions local_points and local_targets (the constructor's) by the cost measured in the
+  // last execute when
   // its imbalance exceeds threshold (and there are several ranks); returns that imbalance
   // (stats().imbalance), or 0, doing nothing, before the first execute.
-  double rebalance(const Table<T> &local_points, double threshold);
+  double rebalance(const Table<T> &local_points, const Table<T> *local_targets, double threshold);
   const DistributedFmmStats &stats() const;
 
 private:

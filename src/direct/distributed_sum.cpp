@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 namespace ksum {
@@ -54,7 +55,7 @@ DistributedSum<T>::DistributedSum(Communicator comm, DirectOptions options)
       throw Error(
           ErrorCode::unsupported,
           fmt::format("DistributedSum: method {} is not distributed; use method direct (every "
-                      "pair, over the ranks), fmm (3D self-sums) or run the {} in one process",
+                      "pair, over the ranks), fmm (3D potentials) or run the {} in one process",
                       to_string(options.method), to_string(options.method)));
     if (options.method == Method::fmm && options.gradient)
       throw Error(ErrorCode::unsupported,
@@ -137,12 +138,11 @@ void DistributedSum<T>::set(const Table<T> &local_sources, const Table<T> *local
           fmt::format("rank {} holds {} sources of dimension {}: a block travels as one MPI "
                       "message of at most {} values; use more ranks",
                       r, im.counts[r], im.d, std::numeric_limits<int>::max()));
-  if (im.opt.method == Method::fmm && (local_targets || im.d != 3))
+  if (im.opt.method == Method::fmm && im.d != 3)
     throw AgreedError(ErrorCode::unsupported,
-                      fmt::format("DistributedSum: the distributed FMM sums over the points "
-                                  "themselves in 3D (set_points(sources)); {}: use method direct",
-                                  im.d != 3 ? fmt::format("dimension {}", im.d)
-                                            : std::string("separate targets")));
+                      fmt::format("DistributedSum: the distributed FMM sums over points in 3D; "
+                                  "dimension {}: use method direct",
+                                  im.d));
   // The tables are copied after the collectives: a rank that runs out of memory here fails
   // alone, so the copies are agreed too.
   comm.agree(capture([&] {
@@ -151,7 +151,8 @@ void DistributedSum<T>::set(const Table<T> &local_sources, const Table<T> *local
   }));
   im.fmm.reset();
   if (im.opt.method == Method::fmm)
-    im.fmm = std::make_unique<detail::DistributedFmm<T>>(comm, im.opt, im.src); // agreed inside
+    im.fmm = std::make_unique<detail::DistributedFmm<T>>(comm, im.opt, im.src,
+                                                         im.self ? nullptr : &im.tgt); // agreed
   im.ready = true;
 }
 
@@ -184,8 +185,10 @@ Table<T> DistributedSum<T>::execute(const Table<T> &local_weights) {
   const std::int64_t nrhs = rhs[0], width = d + nrhs;
   if (im.fmm) {
     DistributedStats st = im.stats;
-    st.local_sources = st.local_targets = im.src.rows();
-    st.total_sources = st.total_targets = im.total_targets;
+    st.local_sources = im.src.rows();
+    st.local_targets = im.self ? im.src.rows() : im.tgt.rows();
+    st.total_sources = std::accumulate(im.counts.begin(), im.counts.end(), std::int64_t{0});
+    st.total_targets = im.total_targets;
     Table<T> u = im.fmm->execute(local_weights);
     const auto &fs = im.fmm->stats();
     // For the FMM: compute = the pseudo-particles' weights and the local FMM, wait = the exchanges
@@ -309,7 +312,7 @@ template <std::floating_point T> double DistributedSum<T>::rebalance(double thre
   threshold = im.comm.allreduce_max(threshold); // one decision for all ranks
   double imbalance = 0;
   try {
-    imbalance = im.fmm->rebalance(im.src, threshold); // collective, agreed inside
+    imbalance = im.fmm->rebalance(im.src, im.self ? nullptr : &im.tgt, threshold); // agreed inside
   } catch (...) { // agreed on every rank; the plan is half rebuilt
     im.fmm.reset();
     im.ready = false;

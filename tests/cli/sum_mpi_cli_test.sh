@@ -3,8 +3,9 @@
 # rounding for P = 2, 3, 4 (self-sum; separate targets with two right-hand sides and the gradient),
 # `mpirun -n P ksum interpolate --method pum` (P = 2, 3) the identical file, `--method global`
 # (FGP and GMRES) the one-process file to the solver's tolerance,
-# `--method fmm` (P = 2, 3) the direct sum to the tolerance, and the errors every rank agrees on
-# (a missing input, an existing output, the FGT or the FMM with targets under mpirun)
+# `--method fmm` (P = 2, 3; self-sum and separate targets) the direct sum to the tolerance, and
+# the errors every rank agrees on (a missing input, an existing output, the FGT or the FMM with the
+# gradient under mpirun)
 # printed once, with a non-zero exit and the existing output left as it was. Every mpirun runs
 # under a timeout: a hang is a failure.
 #   sum_mpi_cli_test.sh KSUM MPIEXEC
@@ -68,8 +69,9 @@ expect_error "existing output" "file exists" "$MPI" -n 3 --oversubscribe "$K" su
 cmp -s keep.csv u3.csv || { echo "FAILED: the existing output was changed"; fail=1; }
 expect_error "fgt under mpirun" "run it without mpirun" "$MPI" -n 2 --oversubscribe "$K" sum \
   --kernel gaussian --method fgt --sources p.csv --weights q.csv -o x.csv
-expect_error "fmm with targets under mpirun" "separate targets" "$MPI" -n 2 --oversubscribe \
-  "$K" sum --kernel laplace --method fmm --sources p.csv --targets t.csv --weights q.csv -o x.csv
+expect_error "fmm with the gradient under mpirun" "no --gradient" "$MPI" -n 2 --oversubscribe \
+  "$K" sum --kernel laplace --method fmm --gradient --sources p.csv --targets t.csv \
+  --weights q.csv -o x.csv
 # --method fmm over ranks (Morton partition, essential trees): the direct sum to the tolerance.
 points 3000 6 3 0 > big.csv
 points 3000 7 1 0.5 > bigw.csv
@@ -79,6 +81,16 @@ for P in 2 3; do
     --sources big.csv --weights bigw.csv --backend cpu -o f$P.csv ||
     { echo "FAILED: fmm, $P ranks"; fail=1; }
   compare fd.csv f$P.csv 1e-5 "laplace fmm to 1e-6, $P ranks (max relative difference)"
+done
+# Separate targets: 1,500 in [-0.25, 0.75)³, partly outside the sources' cube.
+points 1500 8 3 0.25 > bigt.csv
+"$K" -q sum --kernel laplace --sources big.csv --targets bigt.csv --weights bigw.csv --backend cpu \
+  -o ftd.csv
+for P in 2 3; do
+  timeout 60 "$MPI" -n $P --oversubscribe "$K" -q sum --kernel laplace --method fmm --tol 1e-6 \
+    --sources big.csv --targets bigt.csv --weights bigw.csv --backend cpu -o ft$P.csv ||
+    { echo "FAILED: fmm with targets, $P ranks"; fail=1; }
+  compare ftd.csv ft$P.csv 1e-5 "laplace fmm with separate targets to 1e-6, $P ranks"
 done
 [[ ! -e x.csv ]] || { echo "FAILED: x.csv written"; fail=1; }
 # ksum interpolate --method pum: the ranks share the fits, the output is the one-process file.

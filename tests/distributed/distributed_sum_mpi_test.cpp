@@ -4,7 +4,7 @@
 // holds no sources and another no targets), and compares its targets' sums with its own
 // single-process DirectSum<double> over all the data: equal to 1e-12 of the largest |u| in double
 // (the ranks' partial sums are added block by block), 2e-5 in float; the distributed FMM against
-// the direct sum to its tolerance (compare_fmm). Then bad input on one rank
+// the direct sum to its tolerance (compare_fmm; self-sums and separate targets). Then bad input on one rank
 // must give every rank the same error, and no rank may hang.
 #include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
@@ -61,6 +61,14 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 // pseudo-particle cells, so that the far field really went through them; at 1e-6 and N = 8,000 the
 // essential trees are points only (a cell pays as p³ = 343–512 pseudo-particles only when it
 // holds more points than that).
+// With M > 0 targets of their own (set_points(sources, targets)): M points, a third uniform in a
+// box wider than the sources' ([-0.3, 1.3]³, some far from every source), a third on top of
+// sources (a singular kernel's coincident pair adds nothing, as in DirectSum), a third uniform in
+// the unit cube; cut unevenly with the last rank holding none (P ≥ 3; the first rank holds no
+// sources then), so one rank has sources only and another targets only. With `halves` the
+// sources fill x < 0.5 and every target x > 0.5: ranks then hold targets where no source lies
+// (a rank's domain is where its targets are). The reference is DirectSum's direct sum with those
+// targets.
 // With `rebalance`: rebalance() before any execute does nothing (0); after the executes it
 // repartitions by the measured cost (an imbalance ≥ 1, the points all still owned by some rank)
 // and the next execute meets the same bound. `backend` runs the FMMs (one process's and the
@@ -68,9 +76,10 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 // is the CPU's direct sum.
 void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, double eps, double tol,
                  bool clustered, bool expect_pseudo, bool rebalance = false,
-                 Backend backend = Backend::cpu) {
+                 Backend backend = Backend::cpu, std::int64_t M = 0, bool halves = false) {
   const int P = comm.size(), rank = comm.rank();
   const std::int64_t N = 8000;
+  const bool separate = M > 0;
   Table<double> x(N, 3), w(N, 2);
   std::mt19937_64 rng(77);
   std::uniform_real_distribution<double> u(0, 1);
@@ -84,24 +93,47 @@ void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, doub
     w(i, 0) = u(rng) - 0.5;
     w(i, 1) = u(rng);
   }
+  Table<double> y(M, 3);
+  for (std::int64_t i = 0; i < M; ++i)
+    for (int a = 0; a < 3; ++a)
+      y(i, a) = halves ? (a == 0 ? 0.5 + 0.5 * u(rng) : u(rng))
+                : i % 3 == 0 ? -0.3 + 1.6 * u(rng)
+                : i % 3 == 1 ? x((i * 7) % N, a)
+                             : u(rng);
+  if (halves)
+    for (std::int64_t i = 0; i < N; ++i)
+      x(i, 0) *= 0.5;
   DirectOptions o;
   o.kernel = kernel;
   o.eps = eps;
   o.backend = Backend::cpu;
   DirectSum<double> ref(o);
-  ref.set_points(x);
+  const auto set = [&](auto &plan) {
+    if (separate)
+      plan.set_points(x, y);
+    else
+      plan.set_points(x);
+  };
+  set(ref);
   const Table<double> want = ref.execute(w);
   o.method = Method::fmm;
   o.tolerance = tol;
   o.backend = backend;
   DirectSum<double> one(o);
-  one.set_points(x);
+  set(one);
   const Table<double> alone = one.execute(w);
-  const auto at = cuts(N, P, P >= 3 ? 1 : -1);
+  const auto at = cuts(N, P, P >= 3 ? (separate ? 0 : 1) : -1);
+  const auto at_t = separate ? cuts(M, P, P >= 3 ? P - 1 : -1) : at;
   const std::int64_t r0 = at[static_cast<std::size_t>(rank)],
                      r1 = at[static_cast<std::size_t>(rank) + 1];
+  const std::int64_t t0 = at_t[static_cast<std::size_t>(rank)],
+                     t1 = at_t[static_cast<std::size_t>(rank) + 1];
+  const std::int64_t Mt = separate ? M : N; // the targets' count
   DistributedSum<double> d(comm, o);
-  d.set_points(rows_of<double>(x, r0, r1));
+  if (separate)
+    d.set_points(rows_of<double>(x, r0, r1), rows_of<double>(y, t0, t1));
+  else
+    d.set_points(rows_of<double>(x, r0, r1));
   if (rebalance)
     test::mpi_check(d.rebalance() == 0.0, fmt::format("{}: rebalance before an execute", name),
                     rank);
@@ -133,22 +165,22 @@ void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, doub
                   name, imbalance, owned_before, double(d.stats().fmm_owned));
   }
   double e2 = 0, e2_alone = 0, n2 = 0;
-  bool finite = got.rows() == r1 - r0 && got.cols() == 2;
+  bool finite = got.rows() == t1 - t0 && got.cols() == 2;
   for (std::int64_t c = 0; c < 2 && finite; ++c)
-    for (std::int64_t i = r0; i < r1; ++i) {
-      const double e = got(i - r0, c) - want(i, c);
+    for (std::int64_t i = t0; i < t1; ++i) {
+      const double e = got(i - t0, c) - want(i, c);
       finite = finite && std::isfinite(e);
       e2 += e * e;
       n2 += want(i, c) * want(i, c);
     }
   for (std::int64_t c = 0; c < 2; ++c)
-    for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t i = 0; i < Mt; ++i)
       e2_alone += (alone(i, c) - want(i, c)) * (alone(i, c) - want(i, c));
   double sums[2] = {e2, n2};
   comm.allreduce_sum(sums, 2);
   double n2_all = 0;
   for (std::int64_t c = 0; c < 2; ++c)
-    for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t i = 0; i < Mt; ++i)
       n2_all += want(i, c) * want(i, c);
   const double rel = std::sqrt(sums[0] / sums[1]), rel_alone = std::sqrt(e2_alone / n2_all);
   test::mpi_check(comm.allreduce_max(finite ? 0.0 : 1.0) == 0.0,
@@ -312,11 +344,29 @@ int main() {
     // Where a GPU is visible (the device check): the local FMMs and the pseudo-particle weights
     // on it (ranks sharing one GPU, or one each), with a rebalance that rebuilds them.
     if (comm.allreduce_max(gpus().empty() ? 1.0 : 0.0) == 0.0) // every rank sees a GPU
+    {
       compare_fmm(comm, "fmm laplace, clustered, 1e-4, GPU", Kernel::laplace, 1, 1e-4, true, true,
                   true, Backend::cuda);
+      compare_fmm(comm, "fmm laplace, separate targets, clustered, 1e-4, GPU", Kernel::laplace, 1,
+                  1e-4, true, false, true, Backend::cuda, 3000);
+    }
     else if (rank == 0)
       std::printf("fmm on the GPU: skipped (no GPU visible)\n");
     compare_fmm(comm, "fmm gaussian eps 3, uniform, 1e-6", Kernel::gaussian, 3, 1e-6, false, false);
+    // Separate targets (3,000: some far outside the sources, some on top of them; one rank with
+    // sources only, another with targets only), with a rebalance in the clustered case.
+    compare_fmm(comm, "fmm laplace, separate targets, uniform, 1e-6", Kernel::laplace, 1, 1e-6,
+                false, false, false, Backend::cpu, 3000);
+    compare_fmm(comm, "fmm laplace, separate targets, clustered, 1e-4", Kernel::laplace, 1, 1e-4,
+                true, false, true, Backend::cpu, 3000);
+    compare_fmm(comm, "fmm gaussian eps 3, separate targets, 1e-6", Kernel::gaussian, 3, 1e-6,
+                false, false, false, Backend::cpu, 3000);
+    // Compact support: a rank receives only the sources within the support of its domain, which
+    // must be where its targets are (cells with targets and no sources included).
+    compare_fmm(comm, "fmm wendland4 eps 3, separate targets in the other half, 1e-6",
+                Kernel::wendland4, 3, 1e-6, false, false, false, Backend::cpu, 3000, true);
+    compare_fmm(comm, "fmm laplace, separate targets in the other half, 1e-4", Kernel::laplace, 1,
+                1e-4, false, false, false, Backend::cpu, 3000, true);
     // A compactly supported kernel (support 1/3): cells beyond it from a rank's domain stay home.
     compare_fmm(comm, "fmm wendland4 eps 3, uniform, 1e-6", Kernel::wendland4, 3, 1e-6, false,
                 false);
@@ -325,11 +375,6 @@ int main() {
     fmm.kernel = Kernel::laplace;
     {
       DistributedSum<double> d(comm, fmm);
-      test::expect_agreed_error(comm, "fmm with separate targets", ErrorCode::unsupported,
-                                "separate targets", [&] {
-                                  d.set_points(test::random_points(30, 3, 50 + rank, 0, 1),
-                                               test::random_points(5, 3, 60 + rank, 0, 1));
-                                });
       test::expect_agreed_error(comm, "fmm in 2D", ErrorCode::unsupported, "dimension 2",
                                 [&] { d.set_points(test::random_points(30, 2, 50 + rank, 0, 1)); });
     }
