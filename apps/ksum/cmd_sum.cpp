@@ -206,10 +206,11 @@ template <class T> void run_sum_distributed(const SumArgs &a, const Communicator
     const auto &st = plan.stats();
     double got[2] = {double(st.fmm_received), double(st.fmm_pseudo_cells_sent)};
     comm.allreduce_sum(got, 2);
-    note(fmt::format("ksum sum: {} eps={} d={} N={} rhs={} on {} ranks ({}, {}), fmm tol={}: sum "
+    note(fmt::format("ksum sum: {} eps={} d={} N={}{} rhs={} on {} ranks ({}, {}), fmm tol={}: sum "
                      "{:.3f} s ({:.0f} sources received in the essential trees, {:.0f} cells as "
                      "pseudo-particles; longest exchange {:.3f} s), total {:.3f} s -> {}",
-                     a.kernel, a.eps, d, n, nrhs, P, a.backend, sizeof(T) == 4 ? "f32" : "f64",
+                     a.kernel, a.eps, d, n, self ? std::string() : fmt::format(" M={}", m), nrhs,
+                     P, a.backend, sizeof(T) == 4 ? "f32" : "f64",
                      a.tol, t_sum, got[0], got[1], wait, seconds_since(t0), a.output));
     return;
   }
