@@ -70,9 +70,10 @@ class DistributedSum:
         As for ``DirectSum``.
     method : 'direct' | 'fmm'
         'direct': every pair (the sources go around the processes); 'fmm': the 3D fast
-        multipole method over the processes (sums over the points themselves: no targets, no
-        gradient; the points are partitioned by Morton key, each process receives the essential
-        tree of the others; docs/distributed.md), to the relative tolerance ``tol``.
+        multipole method over the processes (potentials at the points themselves or at separate
+        targets, no gradient; sources and targets are partitioned by Morton key, each process
+        receives the essential tree of the others; docs/distributed.md), to the relative
+        tolerance ``tol``.
     comm : None | 'world' | 'self' | mpi4py communicator
         None: MPI_COMM_WORLD when started by mpirun (MPI is initialised if needed), else this
         process alone. An mpi4py communicator is passed by its Fortran handle.
