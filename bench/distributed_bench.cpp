@@ -110,6 +110,11 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
   auto t0 = now();
   plan.set_points(x);
   const double setup = comm.allreduce_max(secs(t0));
+  // The set-up's parts, the slowest rank's each: the partition, the essential trees, the local
+  // FMM's set-up.
+  const double setup_partition = comm.allreduce_max(plan.stats().fmm_seconds_partition),
+               setup_let = comm.allreduce_max(plan.stats().fmm_seconds_let),
+               setup_local = comm.allreduce_max(plan.stats().fmm_seconds_local_setup);
   ksum::Table<double> got;
   if (a.fmm_warmup)
     got = plan.execute(w);
@@ -197,6 +202,9 @@ nlohmann::json run_fmm(const ksum::Communicator &comm, const Args &a, const char
       {"tolerance", a.fmm_tol},
       {"warmup", a.fmm_warmup},
       {"seconds_setup", setup},
+      {"seconds_setup_partition", setup_partition},
+      {"seconds_setup_let", setup_let},
+      {"seconds_setup_local", setup_local},
       {"seconds", best},
       {"points_per_second", double(total) / best},
       {"received", recv[0]},

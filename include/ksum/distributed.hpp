@@ -150,6 +150,10 @@ struct DistributedStats {
   // (the others' points and pseudo-particles), and the cells it sent as pseudo-particles.
   std::int64_t fmm_owned = 0, fmm_received = 0, fmm_pseudo_cells_sent = 0;
   double fmm_imbalance = 0; // the last rebalance's measured imbalance (0: none yet)
+  // Method::fmm, the last set-up (set_points or a rebalance) on this rank: the partition (keys,
+  // splitters, moving the points), the essential trees (the walk that chooses them and the
+  // exchange of their coordinates), and the local FMM's set-up.
+  double fmm_seconds_partition = 0, fmm_seconds_let = 0, fmm_seconds_local_setup = 0;
   // Method::fmm, the last execute's parts on this rank: the pseudo-particles' weights, the local
   // FMM (its own phases in fmm_local), and the exchanges with their packing (= seconds_wait).
   double fmm_seconds_multipoles = 0, fmm_seconds_local = 0;

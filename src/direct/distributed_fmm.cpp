@@ -134,10 +134,10 @@ template <class T> struct DistributedFmm<T>::Impl {
              const std::vector<double> &cost_y) {
     auto t0 = std::chrono::steady_clock::now();
     comm.agree(capture([&] { partition(x, y, cost_x, cost_y); }));
-    stats.seconds_partition = since(t0);
+    stats.seconds_partition = since(t0) - stats.seconds_walk;
     t0 = std::chrono::steady_clock::now();
     comm.agree(capture([&] { build_let(); }));
-    stats.seconds_let = since(t0);
+    stats.seconds_let = since(t0) - stats.seconds_local_setup;
   }
 };
 
@@ -282,6 +282,7 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const Table<T> *y,
     }
   }
   // The essential tree for every other rank.
+  const auto t_walk = std::chrono::steady_clock::now();
   const double coord = kdef::coord_scale(opt.kernel, opt.eps);
   std::vector<int> order(key_bits + 1, -1); // per level: the pseudo-particles' order (0: none)
   const auto order_at = [&](int level) {
@@ -392,6 +393,7 @@ void DistributedFmm<T>::Impl::partition(const Table<T> &x, const Table<T> *y,
     };
     visit(visit, 0, 0, 0, n_own);
   }
+  stats.seconds_walk = since(t_walk);
 }
 
 template <class T>
@@ -519,8 +521,10 @@ template <class T> void DistributedFmm<T>::Impl::build_let() {
   o.method = Method::fmm;
   o.tolerance = opt.tolerance; // the error budget: distributed_fmm.hpp, step 3
   o.progress = nullptr; // a callback that throws on one rank would leave the others waiting
+  const auto t_local = std::chrono::steady_clock::now();
   local = std::make_unique<DirectSum<T>>(o);
   local->set_points(src, tgt);
+  stats.seconds_local_setup = since(t_local);
   // With the local FMM on a GPU, the pseudo cells' weights are formed there too (the FMM's P2M
   // kernel): on the CPU they cost as much as the local FMM at 10⁸ points over 2 GPUs.
   if (local->backend() == Backend::cuda && !cells.empty()) {

@@ -54,7 +54,9 @@ struct DistributedFmmStats {
   std::int64_t sent_pseudo = 0;     // pseudo-particles sent
   std::int64_t received = 0;        // sources received (points and pseudo-particles)
   int order_min = 0, order_max = 0; // Chebyshev orders of the pseudo-particle cells sent
-  double seconds_partition = 0, seconds_let = 0, seconds_local_setup = 0;
+  // set-up: the partition (keys, splitters, moving the points), the walk that chooses the essential
+  // trees, their coordinates' exchange, the local FMM's set-up
+  double seconds_partition = 0, seconds_walk = 0, seconds_let = 0, seconds_local_setup = 0;
   double seconds_exchange = 0, seconds_multipoles = 0, seconds_local = 0; // last execute
   // rebalance: the largest rank cost of the execute it acted on over the ranks' mean (1: even).
   double imbalance = 0;

@@ -26,6 +26,9 @@ void copy_fmm_counts(const detail::DistributedFmmStats &fs, DistributedStats &st
   st.fmm_owned = fs.owned;
   st.fmm_received = fs.received;
   st.fmm_pseudo_cells_sent = fs.sent_cells;
+  st.fmm_seconds_partition = fs.seconds_partition;
+  st.fmm_seconds_let = fs.seconds_walk + fs.seconds_let;
+  st.fmm_seconds_local_setup = fs.seconds_local_setup;
 }
 
 double since(std::chrono::steady_clock::time_point t0) {
@@ -153,6 +156,8 @@ void DistributedSum<T>::set(const Table<T> &local_sources, const Table<T> *local
   if (im.opt.method == Method::fmm)
     im.fmm = std::make_unique<detail::DistributedFmm<T>>(comm, im.opt, im.src,
                                                          im.self ? nullptr : &im.tgt); // agreed
+  if (im.fmm)
+    copy_fmm_counts(im.fmm->stats(), im.stats);
   im.ready = true;
 }
 
