@@ -70,7 +70,8 @@
 #          default 1e7 and 1e8, with the slowest rank's parts; rbffmm, not in the default: GMRES
 #          with distributed FMM products, 1e6 per GPU and 2e4 per CPU rank; fmmgpu also runs
 #          fmm3d_bench in one process on GPU 0 and on all GPUs, M2L full and low rank; fmmgpu1:
-#          only those);
+#          only those; fmmgpuweak, not in the default: the FMM's weak scaling at 1e7 per rank on
+#          1 GPU and one rank per GPU, with KSUM_FMM_GPU_WIDE_ROOT=0 and 1, ~2 min after the build);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -710,6 +711,23 @@ if want distributed; then
     fi
   done
   fi
+  if [[ ,$cases, == *,fmmgpuweak,* ]]; then
+  # The FMM's weak scaling on the GPUs at 1e7 points per rank (session 45: efficiency 0.41, the
+  # local trees split into leaves of ~90 points), with the wider root off and on for GPU plans.
+  for wide in 0 1; do
+    for P in 1 $( [ "${ngpu:-0}" -ge 2 ] && echo "$ngpu" ); do
+      KSUM_FMM_GPU_WIDE_ROOT=$wide OMP_NUM_THREADS=$(( jobs / P )) timeout 150 \
+        mpirun -n $P --oversubscribe --bind-to none -x KSUM_FMM_GPU_WIDE_ROOT \
+        $build/bench/distributed_bench --backend gpu --gpus-per-rank 1 --n 0 --n-per-rank 0 \
+        --fmm-n-per-rank 10000000 --reps 3 --json "$OUT/distributed/fmm_gpu_weak_wide$wide.jsonl" \
+        >> "$OUT/distributed/fmm_gpu_weak.md" 2>&1 ||
+        { echo "mpirun -n $P (fmm gpu weak, wide root $wide) failed" >> "$OUT/distributed/fmm_gpu_weak.md"; rc=1; }
+      echo "(KSUM_FMM_GPU_WIDE_ROOT=$wide, $P rank(s))" >> "$OUT/distributed/fmm_gpu_weak.md"
+    done
+  done
+  { echo; echo "## the FMM's weak scaling on the GPUs, 1e7 per rank, wider root off / on"; echo
+    grep -E "^\| fmm|^\(KSUM" "$OUT/distributed/fmm_gpu_weak.md"; } >> "$summary"
+  fi
   if [[ ,$cases, == *,rbffmm,* ]]; then
   # The global RBF fit (GMRES to 1e-8, multiquadric) with distributed FMM products: one GPU at
   # N = 1e6, then one rank per GPU at 1e6 per rank; CPU ranks of one thread at 2e4 per rank, 1, 2
@@ -760,7 +778,7 @@ if want distributed; then
       --json "$dj" >> "$OUT/distributed/rbf_gpu.md" 2>&1 || rc=1
   fi
   fi
-  { echo; echo "## distributed direct sum (one thread per rank on the CPU; efficiency vs 1 rank)"; echo
+  [ -s "$dj" ] && { echo; echo "## distributed direct sum (one thread per rank on the CPU; efficiency vs 1 rank)"; echo
     python3 - "$dj" <<'PY'
 import json, sys
 rows = [r for line in open(sys.argv[1]) for r in json.loads(line)]

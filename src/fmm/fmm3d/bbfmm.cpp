@@ -18,11 +18,13 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
 #include <omp.h>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <utility>
 
 namespace ksum::fmm {
@@ -580,11 +582,17 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // against ~189 V pairs balance at the leaf size) and its levels need no higher order. Not with
   // a given order for a kernel whose accuracy depends on the boxes' size (larger boxes at that
   // order would be less accurate). The CPU only: the GPU's 512-point leaves were tuned on the
-  // trees as they are.
+  // trees as they are, and the cost model weighs the CPU's costs. KSUM_FMM_GPU_WIDE_ROOT=1 lets
+  // GPU plans try it too, with the same model, for measuring (a distributed rank's local tree at
+  // 10⁷ points per rank on 2 GPUs split into leaves of ~90 points: docs/distributed.md).
   stats_.root_scale = 1;
   const std::int64_t p3 = std::int64_t(p) * p * p;
   auto counts = count_tree(tree_, p3);
-  if (!opt_.gpu && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size &&
+  static const bool gpu_wide_root = [] {
+    const char *v = std::getenv("KSUM_FMM_GPU_WIDE_ROOT");
+    return v && std::string_view(v) == "1";
+  }();
+  if ((!opt_.gpu || gpu_wide_root) && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size &&
       (opt_.order == 0 || homog) && counts.occupancy > 0 &&
       counts.occupancy < double(stats_.leaf_size) / 3) {
     const double leaf = double(stats_.leaf_size);
