@@ -146,8 +146,9 @@ struct DistributedStats {
                            // the exchanges of weights and sums with their packing)
   double seconds_execute = 0;
   double bytes_sent = 0; // this rank's share of the ring traffic
-  // Method::fmm: the points this rank owns after the Morton partition, the sources it received
-  // (the others' points and pseudo-particles), and the cells it sent as pseudo-particles.
+  // Method::fmm: the sources this rank owns after the Morton partition (with separate targets, its
+  // targets are not counted), the sources it received (the others' points and pseudo-particles),
+  // and the cells it sent as pseudo-particles.
   std::int64_t fmm_owned = 0, fmm_received = 0, fmm_pseudo_cells_sent = 0;
   double fmm_imbalance = 0; // the last rebalance's measured imbalance (0: none yet)
   // Method::fmm, the last set-up (set_points or a rebalance) on this rank: the partition (keys,

@@ -745,13 +745,22 @@ template <class T> Table<T> DistributedFmm<T>::execute(const Table<T> &w) {
     // that no source reaches get zeros).
     t0 = std::chrono::steady_clock::now();
     im.back.resize(sz(m_own * nrhs));
+    // With separate targets the weights' rows (sources) are not the targets' rows: the self term
+    // is taken off a self-sum only, where they are the same points.
     const bool have = static_cast<bool>(im.local);
-    const double self_term = im.separate ? 0.0 : im.self_term;
+    if (im.separate || !have) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (std::int64_t i = 0; i < m_own; ++i)
-      for (std::int64_t c = 0; c < nrhs; ++c)
-        im.back[sz(Q.sorted_to_recv[sz(i)] * nrhs + c)] =
-            have ? double(u(i, c)) - self_term * im.ws(i, c) : 0.0;
+      for (std::int64_t i = 0; i < m_own; ++i)
+        for (std::int64_t c = 0; c < nrhs; ++c)
+          im.back[sz(Q.sorted_to_recv[sz(i)] * nrhs + c)] = have ? double(u(i, c)) : 0.0;
+    } else {
+      const double self_term = im.self_term;
+#pragma omp parallel for schedule(static) num_threads(nt)
+      for (std::int64_t i = 0; i < m_own; ++i)
+        for (std::int64_t c = 0; c < nrhs; ++c)
+          im.back[sz(Q.sorted_to_recv[sz(i)] * nrhs + c)] =
+              double(u(i, c)) - self_term * im.ws(i, c);
+    }
     result = Table<T>(Q.n_in, nrhs, Uninitialized{}); // every row is written below
   }));
   comm.alltoallv(im.back.data(), scaled(Q.recv_counts, nrhs), im.sbuf.data(),

@@ -13,7 +13,7 @@
 //     (MPI_Alltoallv), and so does every target. A global histogram of the target keys at level 6
 //     (64³ cells, MPI_Allreduce) tells every rank the others' domains: the cells occupied by
 //     targets that each key range meets.
-//  2. The locally essential tree: each rank walks its own octree (its points sorted by key, a
+//  2. The locally essential tree: each rank walks its own octree (its sources sorted by key, a
 //     cell being a key range) once per other rank, against that rank's domain (its level-4 cells,
 //     known from the histogram). A cell well separated from the whole domain (a gap of at least
 //     its own side to every cell of it, the FMM's own separation) with more points than p³ goes
@@ -24,18 +24,19 @@
 //     with fewer points, or a leaf cell that is not separated, goes as its points; other cells
 //     are opened. The coordinates travel once (MPI_Alltoallv).
 //  3. Each rank's single-process FMM (DirectSum, Method::fmm, the whole tolerance) over sources =
-//     its sources and everything it received, targets = its targets (its points for a self-sum). The error budget, relative
-//     to the tolerance: the local FMM's interpolation (calibrated) ½, its low-rank M2L operators
-//     1/10 each (≤ 1/5 measured against the full ones), the pseudo-particles (calibrated) ¼, and
-//     from 1e-4 on the float parts (≤ 1/100 measured): under 0.96 in all. Until session 44 the
-//     local FMM ran at half the tolerance and the pseudo-particles took the raw estimate at half:
-//     Laplace at 1e-6 then took order 9 on every rank against 8 alone (leaves of 493 points
-//     against 399), with errors 15–30× below the tolerance.
-// rebalance (collective, after an execute): each rank's measured cost per owned point (sources
-// and separate targets) in that execute (its pseudo-particle weights and local FMM seconds over its points) is given to each of
-// its points, and steps 1–3 run again with the splitters cutting ranges of equal cost instead of
-// equal counts. Where one region's points cost more (deeper trees, more received sources), its
-// rank keeps fewer of them.
+//     its sources and everything it received, targets = its targets (its points for a self-sum).
+//     The error budget, relative to the tolerance: the local FMM's interpolation (calibrated) ½,
+//     its low-rank M2L operators 1/10 each (≤ 1/5 measured against the full ones), the
+//     pseudo-particles (calibrated) ¼, and from 1e-4 on the float parts (≤ 1/100 measured): under
+//     0.96 in all. Until session 44 the local FMM ran at half the tolerance and the
+//     pseudo-particles took the raw estimate at half: Laplace at 1e-6 then took order 9 on every
+//     rank against 8 alone (leaves of 493 points against 399), with errors 15–30× below the
+//     tolerance.
+// rebalance (collective, after an execute): each rank's measured cost per owned point (sources and
+// separate targets) in that execute (its pseudo-particle weights and local FMM seconds over its
+// points) is given to each of its points, and steps 1–3 run again with the splitters cutting ranges
+// of equal cost instead of equal counts. Where one region's points cost more (deeper trees, more
+// received sources), its rank keeps fewer of them.
 // execute (collective): the weights follow the points (one MPI_Alltoallv), the pseudo-particles'
 // weights are formed, the essential tree's weights travel (one MPI_Alltoallv), the local FMM
 // runs, the self term K(0) w_i of a non-singular kernel comes off, and the sums return to the

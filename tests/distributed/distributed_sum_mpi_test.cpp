@@ -4,8 +4,8 @@
 // holds no sources and another no targets), and compares its targets' sums with its own
 // single-process DirectSum<double> over all the data: equal to 1e-12 of the largest |u| in double
 // (the ranks' partial sums are added block by block), 2e-5 in float; the distributed FMM against
-// the direct sum to its tolerance (compare_fmm; self-sums and separate targets). Then bad input on one rank
-// must give every rank the same error, and no rank may hang.
+// the direct sum to its tolerance (compare_fmm; self-sums and separate targets). Then bad input on
+// one rank must give every rank the same error, and no rank may hang.
 #include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
 
@@ -65,18 +65,23 @@ template <class T> Table<T> rows_of(const Table<double> &t, std::int64_t r0, std
 // box wider than the sources' ([-0.3, 1.3]³, some far from every source), a third on top of
 // sources (a singular kernel's coincident pair adds nothing, as in DirectSum), a third uniform in
 // the unit cube; cut unevenly with the last rank holding none (P ≥ 3; the first rank holds no
-// sources then), so one rank has sources only and another targets only. With `halves` the
+// sources then), so one rank has sources only and another targets only. With Layout::halves the
 // sources fill x < 0.5 and every target x > 0.5: ranks then hold targets where no source lies
-// (a rank's domain is where its targets are). The reference is DirectSum's direct sum with those
-// targets.
+// (a rank's domain is where its targets are). With Layout::corners the sources fill [0, 0.2]³ and
+// M ≫ N targets [0.8, 1]³: after the partition over both, ranks own targets and no sources. The
+// reference is DirectSum's direct sum with those targets.
 // With `rebalance`: rebalance() before any execute does nothing (0); after the executes it
 // repartitions by the measured cost (an imbalance ≥ 1, the points all still owned by some rank)
 // and the next execute meets the same bound. `backend` runs the FMMs (one process's and the
 // distributed one, whose pseudo-particle weights are then formed on the GPU too); the reference
 // is the CPU's direct sum.
+enum class Layout { mixed, halves, corners };
+
 void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, double eps, double tol,
                  bool clustered, bool expect_pseudo, bool rebalance = false,
-                 Backend backend = Backend::cpu, std::int64_t M = 0, bool halves = false) {
+                 Backend backend = Backend::cpu, std::int64_t M = 0,
+                 Layout layout = Layout::mixed) {
+  const bool halves = layout == Layout::halves, corners = layout == Layout::corners;
   const int P = comm.size(), rank = comm.rank();
   const std::int64_t N = 8000;
   const bool separate = M > 0;
@@ -96,13 +101,18 @@ void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, doub
   Table<double> y(M, 3);
   for (std::int64_t i = 0; i < M; ++i)
     for (int a = 0; a < 3; ++a)
-      y(i, a) = halves ? (a == 0 ? 0.5 + 0.5 * u(rng) : u(rng))
+      y(i, a) = halves    ? (a == 0 ? 0.5 + 0.5 * u(rng) : u(rng))
+                : corners ? 0.8 + 0.2 * u(rng)
                 : i % 3 == 0 ? -0.3 + 1.6 * u(rng)
                 : i % 3 == 1 ? x((i * 7) % N, a)
                              : u(rng);
   if (halves)
     for (std::int64_t i = 0; i < N; ++i)
       x(i, 0) *= 0.5;
+  if (corners)
+    for (std::int64_t i = 0; i < N; ++i)
+      for (int a = 0; a < 3; ++a)
+        x(i, a) *= 0.2;
   DirectOptions o;
   o.kernel = kernel;
   o.eps = eps;
@@ -191,6 +201,11 @@ void compare_fmm(const Communicator &comm, const char *name, Kernel kernel, doub
   double cells = static_cast<double>(st.fmm_pseudo_cells_sent), recv = double(st.fmm_received);
   cells = comm.allreduce_sum(cells);
   recv = comm.allreduce_sum(recv);
+  const double fewest_sources = -comm.allreduce_max(-double(st.fmm_owned));
+  test::mpi_check(P == 1 || !corners || fewest_sources == 0,
+                  fmt::format("{}: every rank owns sources (at least {}), none targets only", name,
+                              fewest_sources),
+                  rank);
   test::mpi_check(
       P == 1 || !expect_pseudo || cells > 0,
       fmt::format("{}: no rank sent pseudo-particles ({} sources received)", name, recv), rank);
@@ -364,9 +379,17 @@ int main() {
     // Compact support: a rank receives only the sources within the support of its domain, which
     // must be where its targets are (cells with targets and no sources included).
     compare_fmm(comm, "fmm wendland4 eps 3, separate targets in the other half, 1e-6",
-                Kernel::wendland4, 3, 1e-6, false, false, false, Backend::cpu, 3000, true);
+                Kernel::wendland4, 3, 1e-6, false, false, false, Backend::cpu, 3000,
+                Layout::halves);
     compare_fmm(comm, "fmm laplace, separate targets in the other half, 1e-4", Kernel::laplace, 1,
-                1e-4, false, false, false, Backend::cpu, 3000, true);
+                1e-4, false, true, false, Backend::cpu, 3000, Layout::halves);
+    // Sources in one corner and 30,000 targets in the opposite one: with P ≥ 2 some ranks own
+    // targets only (their sums come from the essential trees alone).
+    compare_fmm(comm, "fmm laplace, 30,000 targets in the opposite corner, 1e-6", Kernel::laplace,
+                1, 1e-6, false, false, false, Backend::cpu, 30000, Layout::corners);
+    compare_fmm(comm, "fmm multiquadric, 30,000 targets in the opposite corner, 1e-6",
+                Kernel::multiquadric, 1, 1e-6, false, false, false, Backend::cpu, 30000,
+                Layout::corners);
     // A compactly supported kernel (support 1/3): cells beyond it from a rank's domain stay home.
     compare_fmm(comm, "fmm wendland4 eps 3, uniform, 1e-6", Kernel::wendland4, 3, 1e-6, false,
                 false);
