@@ -581,18 +581,21 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   // pairs at leaf² / 28 pairs each: 27 leaf² / 4 near pairs per box of a typical half-full leaf
   // against ~189 V pairs balance at the leaf size) and its levels need no higher order. Not with
   // a given order for a kernel whose accuracy depends on the boxes' size (larger boxes at that
-  // order would be less accurate). The CPU only: the GPU's 512-point leaves were tuned on the
-  // trees as they are, and the cost model weighs the CPU's costs. KSUM_FMM_GPU_WIDE_ROOT=1 lets
-  // GPU plans try it too, with the same model, for measuring (a distributed rank's local tree at
-  // 10⁷ points per rank on 2 GPUs split into leaves of ~90 points: docs/distributed.md).
+  // order would be less accurate). GPU plans too since session 46, with the same model (the CPU's
+  // costs): on an H200 (Laplace, 512-point leaves) it chose the wider root at 4·10⁶ uniform points
+  // (execute 0.120 → 0.089 s at 1e-6, 0.049 → 0.044 s at 1e-3) and for a distributed rank's local
+  // tree at 10⁷ points per rank on 2 GPUs (0.389 → 0.296 s), and kept the bounding cube at 10⁶,
+  // 2·10⁶, 8·10⁶ uniform and 2·10⁶ Plummer points. KSUM_FMM_GPU_WIDE_ROOT=0 turns it off for GPU
+  // plans (for measuring).
   stats_.root_scale = 1;
   const std::int64_t p3 = std::int64_t(p) * p * p;
   auto counts = count_tree(tree_, p3);
   static const bool gpu_wide_root = [] {
     const char *v = std::getenv("KSUM_FMM_GPU_WIDE_ROOT");
-    return v && std::string_view(v) == "1";
+    return !(v && std::string_view(v) == "0");
   }();
-  if ((!opt_.gpu || gpu_wide_root) && opt_.leaf_size == 0 && std::max(n, m) >= 64 * stats_.leaf_size &&
+  if ((!opt_.gpu || gpu_wide_root) && opt_.leaf_size == 0 &&
+      std::max(n, m) >= 64 * stats_.leaf_size &&
       (opt_.order == 0 || homog) && counts.occupancy > 0 &&
       counts.occupancy < double(stats_.leaf_size) / 3) {
     const double leaf = double(stats_.leaf_size);
