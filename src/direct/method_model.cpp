@@ -179,8 +179,9 @@ std::filesystem::path rates_file() {
 // M2L in low rank (1.5–2.9× faster than the rates of version 1); 3: the CPU FMM's mixed
 // precision from 1e-4 on (1.7–1.9× faster there); 4: the GPU FMM's float near field from 1e-4
 // on and its leaves of up to 512 points for p ≤ 8; 5: the CPU FMM's wider root where leaves
-// would be small (1.5× faster at 2·10⁶ uniform points).
-constexpr int kRatesVersion = 5;
+// would be small (1.5× faster at 2·10⁶ uniform points); 6: the GPU FMM's wider root (1.35×
+// faster at 4·10⁶ uniform points, 1e-6).
+constexpr int kRatesVersion = 6;
 #ifdef NDEBUG
 constexpr const char *kBuildKind = "release";
 #else
