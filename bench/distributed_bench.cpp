@@ -15,6 +15,7 @@
 //                                 [--fmm-points uniform|plummer] [--fmm-rebalance]
 //                                 [--fmm-warmup 1] (0: the FMM's first execute is the timed
 //                                 one, for runs of minutes per execute)
+//                                 [--tau-n-per-rank N_r] [--tau-points slabs|scattered]
 // On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
 // (default 1, so one rank alone is measured on one GPU, the baseline of the multi-GPU scaling;
 // DirectSum alone would take every GPU of the host).
@@ -26,7 +27,17 @@
 // shape relative to the spacing at every N, so that the iteration counts stay comparable); each
 // product by Φ is the distributed direct sum. Rows: setup (L-sets), solve, iterations, seconds
 // per iteration, the relative residual; the slowest rank's times.
+// The fit's L-set operator τ alone (--tau-n-per-rank N_r, weak; 0: left out): N_r points per rank
+// in the slab [r/P, (r+1)/P) × [0, 1)² (--tau-points slabs: rows partitioned in space) or
+// anywhere in the unit cube (scattered: rows in no spatial order), multiquadric with a constant,
+// ε = 0.5 N^{1/3}, the fit's default set size; each call of τ as the fit makes it (the halo
+// exchange, rbf/global/distributed_global.hpp) against the first version's (every row gathered to
+// every rank, its sets' pass over all N rows, a reduce-scatter of N values), the same sets, best
+// of --reps calls, the slowest rank's; the halo rows (most on one rank) and the largest
+// difference between the two results.
 #include "bench_common.hpp"
+#include "rbf/global/distributed_global.hpp"
+#include "rbf/global/lsets.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/device.hpp>
@@ -61,6 +72,8 @@ struct Args {
   std::string rbf_solver = "krylov";
   double rbf_tol = 1e-8;
   std::string rbf_matvec = "direct"; // the fit's products: direct (the ring) or fmm
+  std::int64_t tau_n_per_rank = 0;
+  std::string tau_points = "slabs";
 };
 
 std::vector<int> rank_devices(const ksum::Communicator &comm, const Args &a) {
@@ -284,6 +297,91 @@ nlohmann::json run_rbf(const ksum::Communicator &comm, const Args &a, const char
           {"threads_per_rank", omp_get_max_threads()}};
 }
 
+nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
+  const int P = comm.size(), r = comm.rank();
+  const std::int64_t mine = a.tau_n_per_rank, total = mine * P;
+  const bool slabs = a.tau_points == "slabs";
+  std::mt19937_64 rng(3000 + static_cast<std::uint64_t>(r));
+  std::uniform_real_distribution<double> u(0, 1);
+  ksum::Table<double> x(mine, 3);
+  for (std::int64_t i = 0; i < mine; ++i)
+    for (int c = 0; c < 3; ++c)
+      x(i, c) = c == 0 && slabs ? (r + u(rng)) / P : u(rng);
+  const std::vector<std::int64_t> counts = comm.allgather(mine);
+  ksum::Table<double> all(total, 3);
+  for (int c = 0; c < 3; ++c)
+    comm.allgatherv(x.col(c).data(), mine, all.col(c).data(), counts);
+  const ksum::GlobalRbfOptions defaults;
+  ksum::rbf::LSetConfig cfg{.kernel = ksum::Kernel::multiquadric,
+                            .eps = 0.5 * std::cbrt(static_cast<double>(total)),
+                            .q = defaults.lset_size,
+                            .poly_degree = 0,
+                            .seed = 5,
+                            .threads = 0,
+                            .own_begin = mine * r,
+                            .own_end = mine * (r + 1)};
+  const auto t0 = std::chrono::steady_clock::now();
+  const ksum::rbf::LSets sets = ksum::rbf::build_lsets(all, cfg);
+  const double t_sets = comm.allreduce_max(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  all = ksum::Table<double>();
+  ksum::rbf::DistributedTauStats ts;
+  const auto t1 = std::chrono::steady_clock::now();
+  const ksum::rbf::TauOperator halo = ksum::rbf::distributed_tau(comm, sets, counts, 0, &ts);
+  const double t_halo_setup = comm.allreduce_max(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  std::vector<double> R(static_cast<std::size_t>(total)), Tall(static_cast<std::size_t>(total)),
+      mu;
+  const ksum::rbf::TauOperator gather = [&](const double *res, double *tau) {
+    comm.allgatherv(res, mine, R.data(), counts);
+    sets.apply(R.data(), Tall.data(), mu, 0);
+    comm.reduce_scatter_sum(Tall.data(), tau, counts);
+  };
+  std::vector<double> res(static_cast<std::size_t>(mine)), t_h(res.size()), t_g(res.size());
+  for (auto &v : res)
+    v = u(rng) - 0.5;
+  auto time = [&](const ksum::rbf::TauOperator &op, std::vector<double> &out) {
+    op(res.data(), out.data()); // warm-up
+    double best = 1e300;
+    for (int k = 0; k < a.reps; ++k) {
+      const auto s0 = std::chrono::steady_clock::now();
+      op(res.data(), out.data());
+      best = std::min(best, comm.allreduce_max(
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - s0)
+                                    .count()));
+    }
+    return best;
+  };
+  const double sh = time(halo, t_h), sg = time(gather, t_g);
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    diff = std::max(diff, std::abs(t_h[i] - t_g[i]));
+    scale = std::max(scale, std::abs(t_g[i]));
+  }
+  diff = comm.allreduce_max(diff);
+  scale = comm.allreduce_max(scale);
+  const double halo_rows = comm.allreduce_max(static_cast<double>(ts.halo_rows));
+  if (r == 0)
+    fmt::print("| tau {} | {} | {} | {} | {:.3f} | {:.3f} | {:.0f} ({:.2g} of the others' rows) | "
+               "{:.4g} | {:.4g} | {:.3g} | {:.2g} |\n",
+               a.tau_points, P, total, mine, t_sets, t_halo_setup, halo_rows,
+               P > 1 ? halo_rows / double(total - mine) : 0.0, sh, sg, sg / sh,
+               scale > 0 ? diff / scale : 0.0);
+  return {{"kind", "tau-weak"},
+          {"points", a.tau_points},
+          {"ranks", P},
+          {"n", total},
+          {"n_per_rank", mine},
+          {"q", cfg.q},
+          {"seconds_lsets", t_sets},
+          {"seconds_halo_setup", t_halo_setup},
+          {"halo_rows_max", halo_rows},
+          {"seconds_tau_halo", sh},
+          {"seconds_tau_allgather", sg},
+          {"max_rel_difference", scale > 0 ? diff / scale : 0.0},
+          {"threads_per_rank", omp_get_max_threads()}};
+}
+
 template <class T>
 nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const char *kind,
                         std::int64_t total) {
@@ -387,6 +485,14 @@ int main(int argc, char **argv) {
         a.rbf_tol = std::stod(value());
       else if (k == "--rbf-matvec")
         a.rbf_matvec = value();
+      else if (k == "--tau-n-per-rank")
+        a.tau_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--tau-points") {
+        a.tau_points = value();
+        if (a.tau_points != "slabs" && a.tau_points != "scattered")
+          throw ksum::Error(ksum::ErrorCode::invalid_argument,
+                            fmt::format("--tau-points {}: slabs or scattered", a.tau_points));
+      }
       else if (k == "--gpus-per-rank") {
         a.gpus_per_rank = std::stoi(value());
         if (a.gpus_per_rank < 1)
@@ -429,6 +535,13 @@ int main(int argc, char **argv) {
       out.push_back(run_rbf(comm, a, "strong", a.rbf_n));
     if (a.rbf_n_per_rank > 0)
       out.push_back(run_rbf(comm, a, "weak", a.rbf_n_per_rank * comm.size()));
+    if (a.tau_n_per_rank > 0) {
+      if (comm.rank() == 0)
+        fmt::print("\n| tau | ranks | N | N per rank | L-sets [s] | halo set-up [s] | halo rows "
+                   "(most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | "
+                   "difference |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+      out.push_back(run_tau(comm, a));
+    }
     if (comm.rank() == 0 && !a.json.empty())
       std::ofstream(a.json, std::ios::app) << out.dump() << "\n";
   } catch (const std::exception &e) {

@@ -71,7 +71,9 @@
 #          with distributed FMM products, 1e6 per GPU and 2e4 per CPU rank; fmmgpu also runs
 #          fmm3d_bench in one process on GPU 0 and on all GPUs, M2L full and low rank; fmmgpu1:
 #          only those; fmmgpuweak, not in the default: the FMM's weak scaling at 1e7 per rank on
-#          1 GPU and one rank per GPU, with KSUM_FMM_GPU_WIDE_ROOT=0 and 1, ~2 min after the build);
+#          1 GPU and one rank per GPU, with KSUM_FMM_GPU_WIDE_ROOT=0 and 1, ~2 min after the build;
+#          tau, not in the default: the global fit's L-set operator alone, 1e5 rows per CPU rank,
+#          halo exchange against all-gather, rows in slabs and scattered);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -749,6 +751,19 @@ if want distributed; then
       { echo "mpirun -n $P (rbf fmm) failed" >> "$OUT/distributed/rbf_fmm_cpu.md"; rc=1; }
   done
   fi
+  if [[ ,$cases, == *,tau,* ]]; then
+  # The global RBF fit's L-set operator τ alone, weak at 1e5 rows per rank (CPU ranks of one
+  # thread): the halo exchange against the first version's all-gather, rows in slabs (a spatial
+  # partition) and scattered (no spatial order); ~4 min.
+  for pts in slabs scattered; do
+    for P in 1 2 4 8 16; do
+      OMP_NUM_THREADS=1 timeout 120 mpirun -n $P --oversubscribe --bind-to core \
+        $build/bench/distributed_bench --n 0 --n-per-rank 0 --tau-n-per-rank 100000 \
+        --tau-points $pts --reps 10 --json "$dj" >> "$OUT/distributed/tau_cpu.md" 2>&1 ||
+        { echo "mpirun -n $P (tau $pts) failed" >> "$OUT/distributed/tau_cpu.md"; rc=1; }
+    done
+  done
+  fi
   if [[ ,$cases, == *,fmmlb,* ]]; then
   # The FMM's load balance: 1e6 Plummer points (1e-6), CPU ranks of one thread; the execute on the
   # count partition, then after DistributedSum::rebalance (the partition by measured cost).
@@ -850,6 +865,15 @@ for backend in ("cpu", "gpu"):
             g = r.get("gpus_per_rank", 0) or ""
             print(f"| | {r['ranks']} | {g} | {r['n']} | {r['seconds']:.4g} | {r['pairs_per_second']:.3g} | {su} | {eff} | {r['max_wait_seconds']:.3g} |")
         print()
+for pts in ("slabs", "scattered"):
+    rs = sorted((r for r in rows if r["kind"] == "tau-weak" and r["points"] == pts), key=lambda r: r["ranks"])
+    if not rs:
+        continue
+    print(f"| tau, rows in {pts} | ranks | N | halo rows (most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | difference |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rs:
+        print(f"| | {r['ranks']} | {r['n']} | {r['halo_rows_max']:.0f} | {r['seconds_tau_halo']:.4g} | {r['seconds_tau_allgather']:.4g} | {r['seconds_tau_allgather'] / r['seconds_tau_halo']:.2f} | {r['max_rel_difference']:.2g} |")
+    print()
 PY
     echo "- distributed section: $(( $(date +%s) - t_di )) s"
   } >> "$summary"

@@ -10,7 +10,10 @@
 #include <ksum/io.hpp>
 #include <ksum/pum.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <numeric>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -125,7 +128,10 @@ void note_global(const InterpArgs &a, const GlobalRbfOptions &g, const GlobalRbf
                      to_string(st.solver), st.iterations, st.matvecs, st.matvec, st.lsets,
                      g.lset_size,
                      st.lsets_skipped ? fmt::format(" ({} singular, skipped)", st.lsets_skipped)
-                                      : std::string()));
+                                      : std::string()) +
+         (st.ranks > 1 ? fmt::format("; their halo: at most {} other ranks' rows on a rank",
+                                     st.lset_halo_rows)
+                       : std::string()));
   note(fmt::format("  final residual at the data: max |f - s| = {:.3e}, relative l2 = {:.3e} "
                    "(tolerance {:.1e})",
                    st.residual_max, st.residual_rel, g.tolerance));
@@ -312,8 +318,73 @@ Table<double> gather_rows(const Communicator &comm, const Table<double> &mine, s
   return all;
 }
 
+// The data rows in Morton order (min(21, 63 / d) bits per axis of the bounding box, stable):
+// rank 0 sends the slices in this order, so that each rank's rows fill a compact region and the
+// L-sets' halo (τ's exchange with the other ranks, rbf/global/distributed_global.hpp) is a
+// boundary layer, not most of the other ranks' rows as for rows in no spatial order. The
+// interpolant does not depend on the order of its data beyond the solver's tolerance (the L-sets'
+// random order differs). Identical points are refused here, with their rows in the file (the fit
+// would name their places in the new order).
+std::vector<std::int64_t> spatial_order(const Table<double> &x, const std::string &file) {
+  const std::int64_t n = x.rows(), d = x.cols();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  const int bits = d > 0 ? static_cast<int>(std::min<std::int64_t>(21, 63 / d)) : 0;
+  if (bits == 0 || n < 2)
+    return order;
+  std::vector<std::uint64_t> key(static_cast<std::size_t>(n), 0);
+  const double cells = std::ldexp(1.0, bits);
+  for (std::int64_t c = 0; c < d; ++c) {
+    double lo = x(0, c), hi = x(0, c);
+    for (std::int64_t i = 1; i < n; ++i) {
+      lo = std::min(lo, x(i, c));
+      hi = std::max(hi, x(i, c));
+    }
+    const double scale = hi > lo ? cells / (hi - lo) : 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto q = static_cast<std::uint64_t>(std::min(cells - 1, (x(i, c) - lo) * scale));
+      std::uint64_t &k = key[static_cast<std::size_t>(i)];
+      for (int b = 0; b < bits; ++b)
+        k |= ((q >> b) & 1U) << (b * d + (d - 1 - c));
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)];
+  });
+  // Identical points share a key: compare within each run of equal keys.
+  for (std::int64_t s = 0; s < n;) {
+    std::int64_t e = s + 1;
+    while (e < n && key[static_cast<std::size_t>(order[e])] == key[static_cast<std::size_t>(order[s])])
+      ++e;
+    for (std::int64_t i = s; i < e; ++i)
+      for (std::int64_t j = i + 1; j < e; ++j) {
+        const std::int64_t a = std::min(order[i], order[j]), b = std::max(order[i], order[j]);
+        bool same = true;
+        for (std::int64_t c = 0; c < d && same; ++c)
+          same = x(a, c) == x(b, c);
+        if (same)
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("{}: data points {} and {} are identical (rows counted from 0): "
+                                  "the interpolation matrix is singular. Remove or merge repeated "
+                                  "points",
+                                  file, a, b));
+      }
+    s = e;
+  }
+  return order;
+}
+
+Table<double> take_rows(const Table<double> &t, const std::vector<std::int64_t> &order) {
+  Table<double> out(t.rows(), t.cols());
+  for (std::int64_t c = 0; c < t.cols(); ++c)
+    for (std::int64_t i = 0; i < t.rows(); ++i)
+      out(i, c) = t(order[static_cast<std::size_t>(i)], c);
+  return out;
+}
+
 // Under mpirun with several ranks, --method global: rank 0 reads the files and sends each rank an
-// even slice of the data rows and of the evaluation points; the ranks fit together
+// even slice of the data rows (in Morton order, spatial_order above) and of the evaluation
+// points; the ranks fit together
 // (GlobalRbfInterpolant::set_data with the communicator: FGP or GMRES with vectors spread by rows,
 // products around the ranks) and evaluate their points; rank 0 gathers and writes them in the
 // original order. Every failure is agreed: every rank exits with the same error.
@@ -326,6 +397,13 @@ void run_global_distributed(const InterpArgs &a, const Communicator &comm,
     g.progress = iteration_notes();
   Inputs in;
   const auto [n, dim, values, m] = read_on_root(a, comm, in);
+  comm.agree(capture([&] {
+    if (root) {
+      const auto order = spatial_order(in.x, a.data);
+      in.x = take_rows(in.x, order);
+      in.f = take_rows(in.f, order);
+    }
+  }));
   const Table<double> x = scatter_rows(comm, in.x, n, dim), f = scatter_rows(comm, in.f, n, values),
                       y = scatter_rows(comm, in.y, m, dim);
   GlobalRbfInterpolant rbf(g);

@@ -111,6 +111,9 @@ struct GlobalRbfStats {
   std::vector<double> history; // per iteration: the largest relative residual over the columns
   std::int64_t lsets = 0, lsets_skipped = 0; // L-sets built; those whose local system was singular
   int ranks = 1;                             // MPI ranks of the fit (set_data with a communicator)
+  // Over ranks: the most halo rows one rank's L-sets touch (rows of other ranks whose residuals
+  // each application of τ receives, and whose parts of τ it returns); 0 on one rank.
+  std::int64_t lset_halo_rows = 0;
   double seconds_setup = 0;                  // L-sets and their local solves, or the dense assembly
   double seconds_solve = 0;                  // the iteration or the factorisation
   // move_centres since set_data: calls that moved centres, those served by the Woodbury update

@@ -107,6 +107,10 @@ void bind_global(nb::module_ &m) {
         d["history"] = s.history;
         d["seconds_setup"] = s.seconds_setup;
         d["seconds_solve"] = s.seconds_solve;
+        d["lsets"] = s.lsets;
+        d["lsets_skipped"] = s.lsets_skipped;
+        d["ranks"] = s.ranks;
+        d["lset_halo_rows"] = s.lset_halo_rows;
         d["moves"] = s.moves;
         d["updates"] = s.updates;
         d["update_fallbacks"] = s.update_fallbacks;

@@ -115,6 +115,9 @@ _SCRIPT = textwrap.dedent("""
     q = rng.random((50 + 30 * r, 2)) * 0.9 + 0.05
     assert np.abs(dist(q) - one(q)).max() <= 1e-7 * np.abs(fg).max(), r
     assert dist.stats["solver"] == "krylov" and dist.stats["residual_rel"] <= 2e-10, dist.stats
+    # τ's halo: other processes' rows this process's L-sets touch (none with one process).
+    assert dist.stats["ranks"] == P and (dist.stats["lset_halo_rows"] > 0) == (P > 1), dist.stats
+    assert dist.stats["lset_halo_rows"] < 1200, dist.stats
     try:  # points of a wrong shape on rank 1 only, at the (collective) evaluation
         dist(np.zeros((4, 3)) if r == 1 else q)
         raise SystemExit(f"rank {r}: no error for rank 1's points")

@@ -2,7 +2,8 @@
 # `mpirun -n P ksum sum` (issue 25) against `ksum sum` in one process: the same output file to
 # rounding for P = 2, 3, 4 (self-sum; separate targets with two right-hand sides and the gradient),
 # `mpirun -n P ksum interpolate --method pum` (P = 2, 3) the identical file, `--method global`
-# (FGP and GMRES) the one-process file to the solver's tolerance,
+# (FGP and GMRES; the data rows sent in Morton order) the one-process file to the solver's
+# tolerance, identical data points named by their rows in the file,
 # `--method fmm` (P = 2, 3; self-sum and separate targets) the direct sum to the tolerance, and
 # the errors every rank agrees on (a missing input, an existing output, the FGT or the FMM with the
 # gradient under mpirun)
@@ -113,6 +114,12 @@ for solver in fgp krylov; do
     compare g1$solver.csv g$P$solver.csv 1e-7 "interpolate global $solver, $P ranks"
   done
 done
+# Rank 0 sends the data rows in Morton order; an identical pair is still named by its rows in the
+# file (17 and 500: row 17 again at the end).
+{ cat p.csv; sed -n 18p p.csv; } > dup.csv
+expect_error "interpolate global, identical points under mpirun" \
+  "dup.csv: data points 17 and 500 are identical" "$MPI" -n 2 --oversubscribe "$K" interpolate \
+  --method global --data dup.csv --grid 10x10 -o x.csv
 expect_error "interpolate global, dense solver under mpirun" "not distributed" "$MPI" -n 2 \
   --oversubscribe "$K" interpolate --method global --solver dense --data p.csv --grid 10x10 \
   -o x.csv

@@ -11,6 +11,8 @@
 // products). The iteration counts may differ by a few (rounding in other
 // orders). Then errors on one rank (a NaN, a different dimension) and options that are not
 // distributed must end every rank with the same error, and no rank may hang.
+#include "rbf/global/distributed_global.hpp"
+#include "rbf/global/lsets.hpp"
 #include "support/mpi_checks.hpp"
 #include "support/reference.hpp"
 
@@ -19,8 +21,11 @@
 #include <ksum/error.hpp>
 #include <ksum/global.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
+#include <random>
 #include <fmt/format.h>
 #include <limits>
 #include <string>
@@ -101,12 +106,83 @@ void compare(const Communicator &comm, const char *name, const GlobalRbfOptions 
                 a.iterations, b.residual_rel, worst, lscale > 0 ? worst_lambda / lscale : 0.0);
 }
 
+// The L-set operator τ over the ranks (each rank's sets over its rows and its halo, two
+// exchanges per call) against the one-process operator on all rows: equal to rounding (1e-13 of
+// max |τ|; the parts of a row are added in another order), with the data's rows sorted along x so
+// that the slices are slabs, as a spatial partition makes them. Then the halo (the other ranks'
+// rows a rank's sets touch) must stay below the rows an all-gather would move: summed over the
+// ranks that hold rows, at most half of theirs (measured: printed).
+void tau_matches_one_process(const Communicator &comm) {
+  const int rank = comm.rank();
+  auto x = datasets::halton(3000, 3);
+  {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(x.rows()));
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](std::int64_t a, std::int64_t b) { return x(a, 0) < x(b, 0); });
+    Table<double> sorted(x.rows(), 3);
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      for (int c = 0; c < 3; ++c)
+        sorted(i, c) = x(order[static_cast<std::size_t>(i)], c);
+    x = sorted;
+  }
+  const std::int64_t n = x.rows();
+  for (const int degree : {0, 1}) {
+    rbf::LSetConfig cfg{.kernel = Kernel::multiquadric,
+                        .eps = 4,
+                        .q = 20,
+                        .poly_degree = degree,
+                        .seed = 7,
+                        .threads = 1};
+    const rbf::LSets all = rbf::build_lsets(x, cfg);
+    const auto [begin, count] = slice(comm, n);
+    cfg.own_begin = begin;
+    cfg.own_end = begin + count;
+    const rbf::LSets own = rbf::build_lsets(x, cfg);
+    rbf::DistributedTauStats ts;
+    const rbf::TauOperator tau = rbf::distributed_tau(comm, own, comm.allgather(count), 1, &ts);
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> r(static_cast<std::size_t>(n)), want(static_cast<std::size_t>(n)), mu;
+    for (auto &v : r)
+      v = u(rng);
+    all.apply(r.data(), want.data(), mu, 1);
+    std::vector<double> got(static_cast<std::size_t>(count));
+    for (int call = 0; call < 2; ++call) { // the operator's scratch is reused
+      tau(r.data() + begin, got.data());
+      double err = 0, scale = 0;
+      for (std::int64_t i = 0; i < n; ++i)
+        scale = std::max(scale, std::abs(want[static_cast<std::size_t>(i)]));
+      for (std::int64_t i = 0; i < count; ++i)
+        err = std::max(err, std::abs(got[static_cast<std::size_t>(i)] -
+                                     want[static_cast<std::size_t>(begin + i)]));
+      test::mpi_check(err <= 1e-13 * scale,
+                      fmt::format("tau (degree {}, call {}): max error {:.3g} of max |tau| {:.3g}",
+                                  degree, call, err, scale),
+                      rank);
+    }
+    double rows[2] = {static_cast<double>(ts.halo_rows),
+                      count > 0 ? static_cast<double>(n - count) : 0.0};
+    comm.allreduce_sum(rows, 2);
+    test::mpi_check(rows[0] <= 0.5 * rows[1],
+                    fmt::format("tau (degree {}): {} halo rows over the ranks, against {} for an "
+                                "all-gather",
+                                degree, rows[0], rows[1]),
+                    rank);
+    if (rank == 0)
+      std::printf("tau, degree %d, %d rank(s): halo rows %.0f over the ranks (an all-gather: "
+                  "%.0f)\n",
+                  degree, comm.size(), rows[0], rows[1]);
+  }
+}
+
 } // namespace
 
 int main() {
   const Communicator comm = Communicator::world();
   const int P = comm.size(), rank = comm.rank();
   try {
+    tau_matches_one_process(comm);
     {
       const auto x = datasets::halton(1500, 2);
       Table<double> f(x.rows(), 2);

@@ -4,11 +4,16 @@
 #include <ksum/error.hpp>
 
 #include <fmt/format.h>
+#include <algorithm>
+#include <cstdint>
 #include <numeric>
+#include <omp.h>
 
 namespace ksum::rbf {
 
 namespace {
+
+int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 class DistributedMatVec final : public KernelMatVec {
 public:
@@ -57,26 +62,173 @@ std::unique_ptr<KernelMatVec> make_distributed_matvec(const Communicator &comm,
 }
 
 TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
-                            std::vector<std::int64_t> counts, int threads) {
+                            std::vector<std::int64_t> counts, int threads,
+                            DistributedTauStats *stats) {
   const std::int64_t total = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
   if (total != sets.n)
     throw Error(
         ErrorCode::internal,
         fmt::format("distributed_tau: {} rows over the ranks, L-sets of {}", total, sets.n));
-  // The scratch lives with the operator (the solvers call it once per column and step).
-  struct Scratch {
-    std::vector<double> r, t, mu;
+  const int P = comm.size(), me = comm.rank();
+  std::vector<std::int64_t> first(static_cast<std::size_t>(P) + 1, 0); // rank r's rows start
+  for (int r = 0; r < P; ++r)
+    first[r + 1] = first[r] + counts[r];
+  const std::int64_t offset = first[me], mine = counts[me];
+
+  // The halo: the rows of other ranks that this rank's sets touch (their leaders are this rank's
+  // rows; their members may be anyone's), sorted, so grouped by owner in rank order. Compact
+  // indices: this rank's rows 0 … mine − 1, then the halo.
+  // This rank's sets: the non-empty ones (LSets numbers the sets by their place m in the random
+  // order, so they are spread over all of m; each is led by one of this rank's rows).
+  std::vector<std::int64_t> own_sets;
+  for (std::int64_t m = 0; m < sets.count(); ++m)
+    if (sets.ptr[m + 1] > sets.ptr[m])
+      own_sets.push_back(m);
+  const auto nsets = static_cast<std::int64_t>(own_sets.size());
+  for (const std::int64_t m : own_sets)
+    if (const std::int64_t lead = sets.idx[sets.ptr[m]]; lead < offset || lead >= offset + mine)
+      throw Error(ErrorCode::internal,
+                  fmt::format("distributed_tau: rank {} holds the set led by row {}, outside its "
+                              "rows [{}, {})",
+                              me, lead, offset, offset + mine));
+  std::vector<std::int64_t> halo;
+  for (const std::int64_t m : own_sets)
+    for (std::int64_t k = sets.ptr[m]; k < sets.ptr[m + 1]; ++k) {
+      const std::int64_t j = sets.idx[k];
+      if (j < offset || j >= offset + mine)
+        halo.push_back(j);
+    }
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  const auto nh = static_cast<std::int64_t>(halo.size());
+  auto compact = [&](std::int64_t j) {
+    if (j >= offset && j < offset + mine)
+      return j - offset;
+    return mine + (std::lower_bound(halo.begin(), halo.end(), j) - halo.begin());
   };
-  auto s = std::make_shared<Scratch>();
-  s->r.resize(static_cast<std::size_t>(total));
-  s->t.resize(static_cast<std::size_t>(total));
-  const std::int64_t mine = counts.at(static_cast<std::size_t>(comm.rank()));
-  return
-      [&comm, &sets, counts = std::move(counts), threads, s, mine](const double *r, double *tau) {
-        comm.allgatherv(r, mine, s->r.data(), counts);
-        sets.apply(s->r.data(), s->t.data(), s->mu, threads);
-        comm.reduce_scatter_sum(s->t.data(), tau, counts);
-      };
+  // recv[r]: the halo rows rank r owns (what this rank receives from r before the sets, and
+  // returns to r after them); send[r]: this rank's rows that rank r's sets touch.
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(P), 0);
+  for (std::int64_t j : halo)
+    ++recv[static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), j) -
+                                    first.begin() - 1)];
+  const std::vector<std::int64_t> send = comm.alltoall(recv);
+  const std::int64_t ns = std::accumulate(send.begin(), send.end(), std::int64_t{0});
+  std::vector<double> asked(static_cast<std::size_t>(ns));
+  {
+    // Row indices travel as doubles: exact below 2^53.
+    std::vector<double> want(halo.begin(), halo.end());
+    comm.alltoallv(want.data(), recv, asked.data(), send);
+  }
+
+  // The state the operator keeps: this rank's sets (local numbers 0 … nsets − 1, in the order
+  // of m) in compact indices, and their transpose.
+  struct State {
+    std::int64_t mine = 0, nh = 0, nodes = 0, nsets = 0;
+    std::vector<std::int64_t> send_counts, recv_counts;
+    std::vector<std::int64_t> send_rows; // this rank's rows (local) in the order they are sent
+    std::vector<std::int64_t> ptr, tptr; // set s: cidx[ptr[s] …); compact c: tset[tptr[c] …)
+    std::vector<std::uint32_t> cidx, tset;
+    std::vector<double> zeta, tzeta;
+    std::vector<double> r, t, mu, sendbuf, recvbuf; // scratch
+  };
+  auto st = std::make_shared<State>();
+  st->mine = mine;
+  st->nh = nh;
+  st->nodes = mine + nh;
+  st->send_counts = send;
+  st->recv_counts = recv;
+  st->send_rows.resize(static_cast<std::size_t>(ns));
+  for (std::int64_t k = 0; k < ns; ++k) {
+    const auto j = static_cast<std::int64_t>(asked[static_cast<std::size_t>(k)]);
+    if (j < offset || j >= offset + mine)
+      throw Error(ErrorCode::internal,
+                  fmt::format("distributed_tau: rank {} was asked for row {}, which it does not "
+                              "own ([{}, {}))",
+                              me, j, offset, offset + mine));
+    st->send_rows[static_cast<std::size_t>(k)] = j - offset;
+  }
+  st->nsets = nsets;
+  st->ptr.assign(static_cast<std::size_t>(nsets) + 1, 0);
+  for (std::int64_t l = 0; l < nsets; ++l)
+    st->ptr[l + 1] = st->ptr[l] + (sets.ptr[own_sets[l] + 1] - sets.ptr[own_sets[l]]);
+  const std::int64_t nnz = st->ptr[nsets];
+  if (st->nodes > std::int64_t{UINT32_MAX} || nsets > std::int64_t{UINT32_MAX})
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("distributed_tau: {} rows and halo rows on rank {} exceed 2^32", st->nodes,
+                            me));
+  st->cidx.resize(static_cast<std::size_t>(nnz));
+  st->zeta.resize(static_cast<std::size_t>(nnz));
+  std::vector<std::int64_t> deg(static_cast<std::size_t>(st->nodes) + 1, 0);
+  for (std::int64_t l = 0; l < nsets; ++l) {
+    std::int64_t k = st->ptr[l];
+    for (std::int64_t g = sets.ptr[own_sets[l]]; g < sets.ptr[own_sets[l] + 1]; ++g, ++k) {
+      const std::int64_t c = compact(sets.idx[g]);
+      st->cidx[k] = static_cast<std::uint32_t>(c);
+      st->zeta[k] = sets.zeta[g];
+      ++deg[c + 1];
+    }
+  }
+  for (std::int64_t c = 0; c < st->nodes; ++c)
+    deg[c + 1] += deg[c];
+  st->tptr = deg;
+  st->tset.resize(static_cast<std::size_t>(nnz));
+  st->tzeta.resize(static_cast<std::size_t>(nnz));
+  for (std::int64_t l = 0; l < nsets; ++l) // sets in increasing order: each row's list too
+    for (std::int64_t k = st->ptr[l]; k < st->ptr[l + 1]; ++k) {
+      const std::int64_t e = deg[st->cidx[k]]++;
+      st->tset[e] = static_cast<std::uint32_t>(l);
+      st->tzeta[e] = st->zeta[k];
+    }
+  st->r.resize(static_cast<std::size_t>(st->nodes));
+  st->t.resize(static_cast<std::size_t>(st->nodes));
+  st->mu.resize(static_cast<std::size_t>(nsets));
+  st->sendbuf.resize(static_cast<std::size_t>(std::max(ns, nh)));
+  st->recvbuf.resize(static_cast<std::size_t>(std::max(ns, nh)));
+  if (stats) {
+    stats->halo_rows = nh;
+    stats->sent_rows = ns;
+  }
+
+  return [&comm, threads, st](const double *r, double *tau) {
+    State &s = *st;
+    const int nt = thread_count(threads);
+    const auto ns = static_cast<std::int64_t>(s.send_rows.size());
+    // The halo's residuals from their owners.
+    for (std::int64_t k = 0; k < ns; ++k)
+      s.sendbuf[k] = r[s.send_rows[k]];
+    std::copy(r, r + s.mine, s.r.begin());
+    comm.alltoallv(s.sendbuf.data(), s.send_counts, s.r.data() + s.mine, s.recv_counts);
+    // Seed 000 step 6 on this rank's sets: μ_l = Σ_{i∈L_l} ζ_li r_i / ζ_ll, then τ_j = Σ_l μ_l
+    // ζ_lj at every row (own or halo) the sets touch.
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+      for (std::int64_t l = 0; l < s.nsets; ++l) {
+        const std::int64_t b = s.ptr[l], e = s.ptr[l + 1];
+        if (b == e || s.zeta[b] == 0.0) {
+          s.mu[l] = 0.0;
+          continue;
+        }
+        double acc = 0;
+        for (std::int64_t k = b; k < e; ++k)
+          acc += s.zeta[k] * s.r[s.cidx[k]];
+        s.mu[l] = acc / s.zeta[b];
+      }
+#pragma omp for schedule(static)
+      for (std::int64_t c = 0; c < s.nodes; ++c) {
+        double acc = 0;
+        for (std::int64_t e = s.tptr[c]; e < s.tptr[c + 1]; ++e)
+          acc += s.mu[s.tset[e]] * s.tzeta[e];
+        s.t[c] = acc;
+      }
+    }
+    // The halo rows' parts back to their owners, added to this rank's own in rank order.
+    comm.alltoallv(s.t.data() + s.mine, s.recv_counts, s.recvbuf.data(), s.send_counts);
+    std::copy(s.t.begin(), s.t.begin() + s.mine, tau);
+    for (std::int64_t k = 0; k < ns; ++k)
+      tau[s.send_rows[k]] += s.recvbuf[k];
+  };
 }
 
 } // namespace ksum::rbf

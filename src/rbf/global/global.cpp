@@ -590,7 +590,10 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
       fmm_tolerance());
   st.matvec = A->describe();
   rbf::TauOperator tau;
-  comm.agree(capture([&] { tau = rbf::distributed_tau(comm, sets, counts, opt.threads); }));
+  rbf::DistributedTauStats ts;
+  comm.agree(capture([&] { tau = rbf::distributed_tau(comm, sets, counts, opt.threads, &ts); }));
+  sets = rbf::LSets(); // τ keeps this rank's sets over its rows and halo
+  st.lset_halo_rows = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(ts.halo_rows)));
   st.seconds_setup = seconds_since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
