@@ -144,9 +144,11 @@ public:
   // (solver automatic picks them by degree, whatever N; dense is refused); each product by Φ is
   // a DistributedSum on each rank's CPU cores or its GPU: around the ranks (matvec_method direct
   // or automatic) or the distributed FMM (matvec_method fmm, 3D, to matvec_tolerance); each rank
-  // forms the L-sets led by its own rows, and τ gathers the residual's rows and sums the sets'
-  // parts back onto their ranks. The L-set search holds every rank's coordinates (N × d
-  // doubles) while it runs.
+  // forms the L-sets led by its own rows and keeps them over its rows and its halo (the other
+  // ranks' rows they touch): τ exchanges only the halo's residuals and parts with their owners.
+  // The halo is small where each rank's rows fill a compact region (ksum interpolate sends them in
+  // Morton order); rows in no spatial order make it most of the other rows. The L-set search holds
+  // every rank's coordinates (N × d doubles) while it runs.
   //   Afterwards coefficients() are this rank's rows of λ, poly_coefficients() and stats() are
   // the whole fit's (the same on every rank), evaluate() is collective (each rank its own
   // evaluation points, summed directly over every rank's centres, whatever the method), and
