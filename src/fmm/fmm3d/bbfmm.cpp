@@ -590,9 +590,10 @@ void BbFmm::set_points(const double *sources, std::int64_t n, const double *targ
   stats_.root_scale = 1;
   const std::int64_t p3 = std::int64_t(p) * p * p;
   auto counts = count_tree(tree_, p3);
-  static const bool gpu_wide_root = [] {
+  static const bool gpu_wide_root = [] { // read once per process
     const char *v = std::getenv("KSUM_FMM_GPU_WIDE_ROOT");
-    return !(v && std::string_view(v) == "0");
+    const std::string_view s = v ? v : "";
+    return !(s == "0" || s == "off" || s == "false" || s == "no");
   }();
   if ((!opt_.gpu || gpu_wide_root) && opt_.leaf_size == 0 &&
       std::max(n, m) >= 64 * stats_.leaf_size &&
