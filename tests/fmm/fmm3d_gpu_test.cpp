@@ -269,94 +269,71 @@ TEST(FmmGpu, MixedNearFieldAgreesWithDouble) {
   EXPECT_LE(relative_l2(uf, ud), 1e-13);
 }
 
-// GPU plans take the wider root where the leaves would be small (session 46): 500,000 uniform
-// points split into 4,096 leaves of ~122 against 512-point leaves (as 4·10⁶ points into 32,768,
-// where an H200 run chose it). Fewer boxes than the same leaf
-// size given by hand (the bounding cube), the tolerance met, and the two trees' sums equal to
-// within it. Off under KSUM_FMM_GPU_WIDE_ROOT=0, then skipped.
-TEST(FmmGpu, WiderRootWhereTheLeavesWouldBeSmall) {
-  KSUM_REQUIRE_GPU();
+// The wider root on the GPU: a plan that chooses its tree (f) against the bounding cube's tree with
+// the same leaf size given by hand (g): the wider root taken with fewer boxes, the tolerance met
+// against the fp64 reference, the two trees' sums equal to within it. m = 0: a self-sum. Skipped
+// where KSUM_FMM_GPU_WIDE_ROOT turns it off.
+void wider_root_case(Kernel kernel, std::int64_t n, std::int64_t m, std::int64_t nrhs,
+                     std::uint64_t seed) {
   if (const char *v = std::getenv("KSUM_FMM_GPU_WIDE_ROOT");
       v && (std::string(v) == "0" || std::string(v) == "off" || std::string(v) == "false" ||
             std::string(v) == "no"))
     GTEST_SKIP() << "KSUM_FMM_GPU_WIDE_ROOT=" << v;
-  const std::int64_t n = 500000;
-  const auto src = points(Dist::uniform, n, 301);
-  const auto w = signed_weights(n, 1, 302);
-  std::vector<double> cs(static_cast<std::size_t>(3 * n));
-  for (std::int64_t i = 0; i < n; ++i)
+  const auto src = points(Dist::uniform, n, seed);
+  const auto tgt = m > 0 ? points(Dist::uniform, m, seed + 1) : Table<double>(0, 3);
+  const auto w = signed_weights(n, nrhs, seed + 2);
+  auto columns = [](const Table<double> &t) { // axis-major, as BbFmm takes them
+    std::vector<double> c(static_cast<std::size_t>(3 * t.rows()));
     for (int ax = 0; ax < 3; ++ax)
-      cs[static_cast<std::size_t>(ax * n + i)] = src(i, ax);
+      for (std::int64_t i = 0; i < t.rows(); ++i)
+        c[static_cast<std::size_t>(ax * t.rows() + i)] = t(i, ax);
+    return c;
+  };
+  const auto cs = columns(src), ct = columns(tgt);
+  const double *targets = m > 0 ? ct.data() : nullptr;
   fmm::BbFmmOptions o;
+  o.kernel = kernel;
+  o.eps = eps_for(kernel);
   o.tolerance = 1e-6;
   o.gpu = true;
   fmm::BbFmm f(o);
-  f.set_points(cs.data(), n, nullptr, 0);
+  f.set_points(cs.data(), n, targets, m);
   auto old_tree = o;
   old_tree.leaf_size = f.stats().leaf_size;
   fmm::BbFmm g(old_tree);
-  g.set_points(cs.data(), n, nullptr, 0);
+  g.set_points(cs.data(), n, targets, m);
   const std::string what =
-      fmt::format("order {}, leaf size {}, root scale {}, boxes {} (bounding cube: {})",
+      fmt::format("order {}, leaf size {}, root scale {}, boxes {} (bounding cube: {}, order {})",
                   f.stats().order, f.stats().leaf_size, f.stats().root_scale, f.stats().boxes,
-                  g.stats().boxes);
+                  g.stats().boxes, g.stats().order);
   EXPECT_GT(f.stats().root_scale, 1.0) << what;
   EXPECT_EQ(g.stats().root_scale, 1.0) << what;
   EXPECT_LT(f.stats().boxes, g.stats().boxes) << what;
-  Table<double> uf(n, 1), ug(n, 1);
-  f.apply(w.data(), 1, uf.data());
-  g.apply(w.data(), 1, ug.data());
-  const double err = sampled_error(Kernel::laplace, 1.0, src, nullptr, w, uf);
+  const std::int64_t rows = m > 0 ? m : n;
+  Table<double> uf(rows, nrhs), ug(rows, nrhs);
+  f.apply(w.data(), nrhs, uf.data());
+  g.apply(w.data(), nrhs, ug.data());
+  const double err = sampled_error(kernel, o.eps, src, m > 0 ? &tgt : nullptr, w, uf);
   EXPECT_LE(err, 1e-6) << what;
   EXPECT_LE(relative_l2(uf, ug), 2e-6) << what;
   std::printf("%s: error %.2e, against the bounding cube's tree %.2e\n", what.c_str(), err,
               relative_l2(uf, ug));
 }
 
+// GPU plans take the wider root where the leaves would be small (session 46): 500,000 uniform
+// points split into 4,096 leaves of ~122 against 512-point leaves (as 4·10⁶ points into 32,768,
+// where an H200 run chose it).
+TEST(FmmGpu, WiderRootWhereTheLeavesWouldBeSmall) {
+  KSUM_REQUIRE_GPU();
+  wider_root_case(Kernel::laplace, 500000, 0, 1, 301);
+}
+
 // The same for a kernel whose operators are built per level (the multiquadric: the wider root
 // changes every level's box size, and so its operators and order) with separate targets and two
-// right-hand sides: the wider root is taken, and the result meets the tolerance against the fp64
-// reference and agrees with the bounding cube's tree.
+// right-hand sides.
 TEST(FmmGpu, WiderRootWithPerLevelOperatorsAndSeparateTargets) {
   KSUM_REQUIRE_GPU();
-  if (const char *v = std::getenv("KSUM_FMM_GPU_WIDE_ROOT");
-      v && (std::string(v) == "0" || std::string(v) == "off" || std::string(v) == "false" ||
-            std::string(v) == "no"))
-    GTEST_SKIP() << "KSUM_FMM_GPU_WIDE_ROOT=" << v;
-  const std::int64_t n = 400000, m = 400000;
-  const auto src = points(Dist::uniform, n, 311), tgt = points(Dist::uniform, m, 312);
-  const auto w = signed_weights(n, 2, 313);
-  std::vector<double> cs(static_cast<std::size_t>(3 * n)), ct(static_cast<std::size_t>(3 * m));
-  for (int ax = 0; ax < 3; ++ax) {
-    for (std::int64_t i = 0; i < n; ++i)
-      cs[static_cast<std::size_t>(ax * n + i)] = src(i, ax);
-    for (std::int64_t i = 0; i < m; ++i)
-      ct[static_cast<std::size_t>(ax * m + i)] = tgt(i, ax);
-  }
-  fmm::BbFmmOptions o;
-  o.kernel = Kernel::multiquadric;
-  o.eps = eps_for(Kernel::multiquadric);
-  o.tolerance = 1e-6;
-  o.gpu = true;
-  fmm::BbFmm f(o);
-  f.set_points(cs.data(), n, ct.data(), m);
-  auto old_tree = o;
-  old_tree.leaf_size = f.stats().leaf_size;
-  fmm::BbFmm g(old_tree);
-  g.set_points(cs.data(), n, ct.data(), m);
-  const std::string what =
-      fmt::format("order {}, leaf size {}, root scale {}, boxes {} (bounding cube: {}, order {})",
-                  f.stats().order, f.stats().leaf_size, f.stats().root_scale, f.stats().boxes,
-                  g.stats().boxes, g.stats().order);
-  EXPECT_GT(f.stats().root_scale, 1.0) << what;
-  Table<double> uf(m, 2), ug(m, 2);
-  f.apply(w.data(), 2, uf.data());
-  g.apply(w.data(), 2, ug.data());
-  const double err = sampled_error(Kernel::multiquadric, o.eps, src, &tgt, w, uf);
-  EXPECT_LE(err, 1e-6) << what;
-  EXPECT_LE(relative_l2(uf, ug), 2e-6) << what;
-  std::printf("%s: error %.2e, against the bounding cube's tree %.2e\n", what.c_str(), err,
-              relative_l2(uf, ug));
+  wider_root_case(Kernel::multiquadric, 400000, 400000, 2, 311);
 }
 
 // A leaf of identical sources above the deepest level (8 copies of one far point, alone in their
