@@ -2,6 +2,7 @@
 // seed 001 (local RBF fits on overlapping patches, fixed ε or per-patch LOOCV); --method global is
 // one RBF interpolant over all the data (seed 000: dense, FGP or preconditioned GMRES).
 #include "common.hpp"
+#include "rbf/global/solvers.hpp"
 
 #include <ksum/datasets.hpp>
 #include <ksum/distributed.hpp>
@@ -318,14 +319,13 @@ Table<double> gather_rows(const Communicator &comm, const Table<double> &mine, s
   return all;
 }
 
-// The data rows in Morton order (min(21, 63 / d) bits per axis of the bounding box, stable):
-// rank 0 sends the slices in this order, so that each rank's rows fill a compact region and the
-// L-sets' halo (τ's exchange with the other ranks, rbf/global/distributed_global.hpp) is a
-// boundary layer, not most of the other ranks' rows as for rows in no spatial order. The
-// interpolant does not depend on the order of its data beyond the solver's tolerance (the L-sets'
-// random order differs). Identical points are refused here, with their rows in the file (the fit
-// would name their places in the new order).
-std::vector<std::int64_t> spatial_order(const Table<double> &x, const std::string &file) {
+// The data rows in Morton order (min(21, 63 / d) bits per axis of the bounding box, any d; the
+// FMM's octree.hpp interleaves 3D only): rank 0 sends the slices in this order, so that each
+// rank's rows fill a compact region and the L-sets' halo (τ's exchange with the other ranks,
+// rbf/global/distributed_global.hpp) is a boundary layer, not most of the other ranks' rows as for
+// rows in no spatial order. The interpolant does not depend on the order of its data beyond the
+// solver's tolerance (the L-sets' random order differs).
+std::vector<std::int64_t> spatial_order(const Table<double> &x) {
   const std::int64_t n = x.rows(), d = x.cols();
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
@@ -351,26 +351,6 @@ std::vector<std::int64_t> spatial_order(const Table<double> &x, const std::strin
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
     return key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)];
   });
-  // Identical points share a key: compare within each run of equal keys.
-  for (std::int64_t s = 0; s < n;) {
-    std::int64_t e = s + 1;
-    while (e < n && key[static_cast<std::size_t>(order[e])] == key[static_cast<std::size_t>(order[s])])
-      ++e;
-    for (std::int64_t i = s; i < e; ++i)
-      for (std::int64_t j = i + 1; j < e; ++j) {
-        const std::int64_t a = std::min(order[i], order[j]), b = std::max(order[i], order[j]);
-        bool same = true;
-        for (std::int64_t c = 0; c < d && same; ++c)
-          same = x(a, c) == x(b, c);
-        if (same)
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("{}: data points {} and {} are identical (rows counted from 0): "
-                                  "the interpolation matrix is singular. Remove or merge repeated "
-                                  "points",
-                                  file, a, b));
-      }
-    s = e;
-  }
   return order;
 }
 
@@ -399,7 +379,9 @@ void run_global_distributed(const InterpArgs &a, const Communicator &comm,
   const auto [n, dim, values, m] = read_on_root(a, comm, in);
   comm.agree(capture([&] {
     if (root) {
-      const auto order = spatial_order(in.x, a.data);
+      // Identical points named by their rows in the file, before the rows move.
+      rbf::check_distinct(in.x);
+      const auto order = spatial_order(in.x);
       in.x = take_rows(in.x, order);
       in.f = take_rows(in.f, order);
     }

@@ -118,7 +118,7 @@ done
 # file (17 and 500: row 17 again at the end).
 { cat p.csv; sed -n 18p p.csv; } > dup.csv
 expect_error "interpolate global, identical points under mpirun" \
-  "dup.csv: data points 17 and 500 are identical" "$MPI" -n 2 --oversubscribe "$K" interpolate \
+  "data points 17 and 500 are identical" "$MPI" -n 2 --oversubscribe "$K" interpolate \
   --method global --data dup.csv --grid 10x10 -o x.csv
 expect_error "interpolate global, dense solver under mpirun" "not distributed" "$MPI" -n 2 \
   --oversubscribe "$K" interpolate --method global --solver dense --data p.csv --grid 10x10 \

@@ -7,13 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
-#include <omp.h>
 
 namespace ksum::rbf {
 
 namespace {
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 class DistributedMatVec final : public KernelMatVec {
 public:
@@ -121,21 +118,18 @@ TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
     comm.alltoallv(want.data(), recv, asked.data(), send);
   }
 
-  // The state the operator keeps: this rank's sets (local numbers 0 … nsets − 1, in the order
-  // of m) in compact indices, and their transpose.
+  // What the operator keeps: this rank's sets as an LSets of their own over the compact rows
+  // (sets numbered 0 … nsets − 1 in the order of m, members and their transpose), applied by
+  // LSets::apply as one process applies all of them, and the exchange's lists.
   struct State {
-    std::int64_t mine = 0, nh = 0, nodes = 0, nsets = 0;
+    LSets local;
+    std::int64_t mine = 0;
     std::vector<std::int64_t> send_counts, recv_counts;
-    std::vector<std::int64_t> send_rows; // this rank's rows (local) in the order they are sent
-    std::vector<std::int64_t> ptr, tptr; // set s: cidx[ptr[s] …); compact c: tset[tptr[c] …)
-    std::vector<std::uint32_t> cidx, tset;
-    std::vector<double> zeta, tzeta;
+    std::vector<std::int64_t> send_rows;                 // this rank's rows, in the order sent
     std::vector<double> r, t, mu, sendbuf, recvbuf; // scratch
   };
   auto st = std::make_shared<State>();
   st->mine = mine;
-  st->nh = nh;
-  st->nodes = mine + nh;
   st->send_counts = send;
   st->recv_counts = recv;
   st->send_rows.resize(static_cast<std::size_t>(ns));
@@ -148,43 +142,43 @@ TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
                               me, j, offset, offset + mine));
     st->send_rows[static_cast<std::size_t>(k)] = j - offset;
   }
-  st->nsets = nsets;
-  st->ptr.assign(static_cast<std::size_t>(nsets) + 1, 0);
-  for (std::int64_t l = 0; l < nsets; ++l)
-    st->ptr[l + 1] = st->ptr[l] + (sets.ptr[own_sets[l] + 1] - sets.ptr[own_sets[l]]);
-  const std::int64_t nnz = st->ptr[nsets];
-  if (st->nodes > std::int64_t{UINT32_MAX} || nsets > std::int64_t{UINT32_MAX})
+  LSets &L = st->local;
+  L.n = mine + nh;
+  if (L.n > std::int64_t{UINT32_MAX} || nsets > std::int64_t{UINT32_MAX})
     throw Error(ErrorCode::invalid_argument,
-                fmt::format("distributed_tau: {} rows and halo rows on rank {} exceed 2^32", st->nodes,
+                fmt::format("distributed_tau: {} rows and halo rows on rank {} exceed 2^32", L.n,
                             me));
-  st->cidx.resize(static_cast<std::size_t>(nnz));
-  st->zeta.resize(static_cast<std::size_t>(nnz));
-  std::vector<std::int64_t> deg(static_cast<std::size_t>(st->nodes) + 1, 0);
+  L.ptr.assign(static_cast<std::size_t>(nsets) + 1, 0);
+  for (std::int64_t l = 0; l < nsets; ++l)
+    L.ptr[l + 1] = L.ptr[l] + (sets.ptr[own_sets[l] + 1] - sets.ptr[own_sets[l]]);
+  const std::int64_t nnz = L.ptr[nsets];
+  L.idx.resize(static_cast<std::size_t>(nnz));
+  L.zeta.resize(static_cast<std::size_t>(nnz));
+  L.tptr.assign(static_cast<std::size_t>(L.n) + 1, 0);
   for (std::int64_t l = 0; l < nsets; ++l) {
-    std::int64_t k = st->ptr[l];
+    std::int64_t k = L.ptr[l];
     for (std::int64_t g = sets.ptr[own_sets[l]]; g < sets.ptr[own_sets[l] + 1]; ++g, ++k) {
       const std::int64_t c = compact(sets.idx[g]);
-      st->cidx[k] = static_cast<std::uint32_t>(c);
-      st->zeta[k] = sets.zeta[g];
-      ++deg[c + 1];
+      L.idx[k] = static_cast<std::uint32_t>(c);
+      L.zeta[k] = sets.zeta[g];
+      ++L.tptr[c + 1];
     }
   }
-  for (std::int64_t c = 0; c < st->nodes; ++c)
-    deg[c + 1] += deg[c];
-  st->tptr = deg;
-  st->tset.resize(static_cast<std::size_t>(nnz));
-  st->tzeta.resize(static_cast<std::size_t>(nnz));
+  for (std::int64_t c = 0; c < L.n; ++c)
+    L.tptr[c + 1] += L.tptr[c];
+  L.tset.resize(static_cast<std::size_t>(nnz));
+  L.tzeta.resize(static_cast<std::size_t>(nnz));
+  std::vector<std::int64_t> next(L.tptr.begin(), L.tptr.end() - 1);
   for (std::int64_t l = 0; l < nsets; ++l) // sets in increasing order: each row's list too
-    for (std::int64_t k = st->ptr[l]; k < st->ptr[l + 1]; ++k) {
-      const std::int64_t e = deg[st->cidx[k]]++;
-      st->tset[e] = static_cast<std::uint32_t>(l);
-      st->tzeta[e] = st->zeta[k];
+    for (std::int64_t k = L.ptr[l]; k < L.ptr[l + 1]; ++k) {
+      const std::int64_t e = next[L.idx[k]]++;
+      L.tset[e] = static_cast<std::uint32_t>(l);
+      L.tzeta[e] = L.zeta[k];
     }
-  st->r.resize(static_cast<std::size_t>(st->nodes));
-  st->t.resize(static_cast<std::size_t>(st->nodes));
-  st->mu.resize(static_cast<std::size_t>(nsets));
-  st->sendbuf.resize(static_cast<std::size_t>(std::max(ns, nh)));
-  st->recvbuf.resize(static_cast<std::size_t>(std::max(ns, nh)));
+  st->r.resize(static_cast<std::size_t>(L.n));
+  st->t.resize(static_cast<std::size_t>(L.n));
+  st->sendbuf.resize(static_cast<std::size_t>(ns));
+  st->recvbuf.resize(static_cast<std::size_t>(ns));
   if (stats) {
     stats->halo_rows = nh;
     stats->sent_rows = ns;
@@ -192,38 +186,14 @@ TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
 
   return [&comm, threads, st](const double *r, double *tau) {
     State &s = *st;
-    const int nt = thread_count(threads);
     const auto ns = static_cast<std::int64_t>(s.send_rows.size());
-    // The halo's residuals from their owners.
+    // The halo's residuals from their owners, the sets (seed 000 step 6) at every row they touch,
+    // the halo rows' parts back to their owners, added to this rank's own in rank order.
     for (std::int64_t k = 0; k < ns; ++k)
       s.sendbuf[k] = r[s.send_rows[k]];
     std::copy(r, r + s.mine, s.r.begin());
     comm.alltoallv(s.sendbuf.data(), s.send_counts, s.r.data() + s.mine, s.recv_counts);
-    // Seed 000 step 6 on this rank's sets: μ_l = Σ_{i∈L_l} ζ_li r_i / ζ_ll, then τ_j = Σ_l μ_l
-    // ζ_lj at every row (own or halo) the sets touch.
-#pragma omp parallel num_threads(nt)
-    {
-#pragma omp for schedule(static)
-      for (std::int64_t l = 0; l < s.nsets; ++l) {
-        const std::int64_t b = s.ptr[l], e = s.ptr[l + 1];
-        if (b == e || s.zeta[b] == 0.0) {
-          s.mu[l] = 0.0;
-          continue;
-        }
-        double acc = 0;
-        for (std::int64_t k = b; k < e; ++k)
-          acc += s.zeta[k] * s.r[s.cidx[k]];
-        s.mu[l] = acc / s.zeta[b];
-      }
-#pragma omp for schedule(static)
-      for (std::int64_t c = 0; c < s.nodes; ++c) {
-        double acc = 0;
-        for (std::int64_t e = s.tptr[c]; e < s.tptr[c + 1]; ++e)
-          acc += s.mu[s.tset[e]] * s.tzeta[e];
-        s.t[c] = acc;
-      }
-    }
-    // The halo rows' parts back to their owners, added to this rank's own in rank order.
+    s.local.apply(s.r.data(), s.t.data(), s.mu, threads);
     comm.alltoallv(s.t.data() + s.mine, s.recv_counts, s.recvbuf.data(), s.send_counts);
     std::copy(s.t.begin(), s.t.begin() + s.mine, tau);
     for (std::int64_t k = 0; k < ns; ++k)

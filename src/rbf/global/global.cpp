@@ -154,6 +154,36 @@ std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, K
                                         method, fmm_tolerance);
 }
 
+void rbf::check_distinct(const Table<double> &x) {
+  const spatial::KdTree tree(x);
+  const std::int64_t n = x.rows(), d = x.cols();
+  std::int64_t bad_i = n, bad_j = n;
+#pragma omp parallel
+  {
+    std::vector<std::pair<double, std::int64_t>> nb;
+    std::vector<double> xi(d);
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t k = 0; k < d; ++k)
+        xi[k] = x(i, k);
+      tree.nearest(xi.data(), 2, 0, nb);
+      for (const auto &[d2, j] : nb)
+        if (j != i && d2 == 0.0) {
+#pragma omp critical
+          if (std::min(i, j) < bad_i) {
+            bad_i = std::min(i, j);
+            bad_j = std::max(i, j);
+          }
+        }
+    }
+  }
+  if (bad_i < n)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("data points {} and {} are identical (rows counted from 0): the "
+                            "interpolation matrix is singular. Remove or merge repeated points",
+                            bad_i, bad_j));
+}
+
 struct GlobalRbfInterpolant::Impl {
   GlobalRbfOptions opt;
   GlobalRbfStats stats;
@@ -239,36 +269,6 @@ struct GlobalRbfInterpolant::Impl {
                                                                  : opt.degree;
   }
 
-  void check_distinct(const Table<double> &x) const {
-    const spatial::KdTree tree(x);
-    const std::int64_t n = x.rows(), d = x.cols();
-    std::int64_t bad_i = n, bad_j = n;
-#pragma omp parallel
-    {
-      std::vector<std::pair<double, std::int64_t>> nb;
-      std::vector<double> xi(d);
-#pragma omp for schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) {
-        for (std::int64_t k = 0; k < d; ++k)
-          xi[k] = x(i, k);
-        tree.nearest(xi.data(), 2, 0, nb);
-        for (const auto &[d2, j] : nb)
-          if (j != i && d2 == 0.0) {
-#pragma omp critical
-            if (std::min(i, j) < bad_i) {
-              bad_i = std::min(i, j);
-              bad_j = std::max(i, j);
-            }
-          }
-      }
-    }
-    if (bad_i < n)
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("data points {} and {} are identical (rows counted from 0): the "
-                              "interpolation matrix is singular. Remove or merge repeated points",
-                              bad_i, bad_j));
-  }
-
   void check_unisolvent(const Table<double> &P, std::int64_t d) const {
     const std::int64_t m = P.cols();
     if (m == 0)
@@ -349,7 +349,7 @@ void GlobalRbfInterpolant::set_data(const Table<double> &points, const Table<dou
   detail::check_finite(points, "data points");
   detail::check_finite(values, "data values");
   const int deg = im.degree();
-  im.check_distinct(points);
+  rbf::check_distinct(points);
   im.fit(points, values, basis_on_box(points, deg), false);
   im.updates_off = false;
   im.comm.reset();
@@ -547,7 +547,7 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
   rbf::PolyBasis new_basis;
   Table<double> P;
   comm.agree(capture([&] {
-    check_distinct(all); // (the same on every rank)
+    rbf::check_distinct(all); // (the same on every rank)
     new_basis = basis_on_box(all, deg);
     check_unisolvent(new_basis.matrix(all), d);
     P = new_basis.matrix(points);

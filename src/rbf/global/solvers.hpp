@@ -48,6 +48,11 @@ struct IterSettings {
   Rows rows{};
 };
 
+// Refuses data with two identical points (the interpolation matrix would be singular), naming the
+// first pair by its rows (counted from 0). global.cpp's fits call it; so does `ksum interpolate`
+// under mpirun before it sends the rows in a new order, so that the rows named are the file's.
+void check_distinct(const Table<double> &x);
+
 // τ(r) of the L-sets (lsets.hpp) for one column of the solver's rows: LSets::apply in one
 // process; over the ranks, the distributed fit's exchange (distributed_global.cpp).
 using TauOperator = std::function<void(const double *r, double *tau)>;
