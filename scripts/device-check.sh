@@ -72,8 +72,9 @@
 #          fmm3d_bench in one process on GPU 0 and on all GPUs, M2L full and low rank; fmmgpu1:
 #          only those; fmmgpuweak, not in the default: the FMM's weak scaling at 1e7 per rank on
 #          1 GPU and one rank per GPU, with KSUM_FMM_GPU_WIDE_ROOT=0 and 1, ~2 min after the build;
-#          tau, not in the default: the global fit's L-set operator alone, 1e5 rows per CPU rank,
-#          halo exchange against all-gather, rows in slabs and scattered);
+#          tau, not in the default: the global fit's L-sets searched over the ranks and their
+#          operator alone, 1e5 rows per CPU rank, halo exchange against all-gather, rows in slabs
+#          and scattered);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -752,8 +753,9 @@ if want distributed; then
   done
   fi
   if [[ ,$cases, == *,tau,* ]]; then
-  # The global RBF fit's L-set operator τ alone, weak at 1e5 rows per rank (CPU ranks of one
-  # thread): the halo exchange against the first version's all-gather, rows in slabs (a spatial
+  # The global RBF fit's L-sets (searched over the ranks) and their operator τ alone, weak at
+  # 1e5 rows per rank (CPU ranks of one thread): τ's halo exchange against the first version's
+  # all-gather, rows in slabs (a spatial
   # partition) and scattered (no spatial order); ~4 min.
   for pts in slabs scattered; do
     for P in 1 2 4 8 16; do
@@ -869,10 +871,10 @@ for pts in ("slabs", "scattered"):
     rs = sorted((r for r in rows if r["kind"] == "tau-weak" and r["points"] == pts), key=lambda r: r["ranks"])
     if not rs:
         continue
-    print(f"| tau, rows in {pts} | ranks | N | halo rows (most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | difference |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"| tau, rows in {pts} | ranks | N | L-sets over the ranks [s] | search received (most on a rank) | halo rows (most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | difference |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rs:
-        print(f"| | {r['ranks']} | {r['n']} | {r['halo_rows_max']:.0f} | {r['seconds_tau_halo']:.4g} | {r['seconds_tau_allgather']:.4g} | {r['seconds_tau_allgather'] / r['seconds_tau_halo']:.2f} | {r['max_rel_difference']:.2g} |")
+        print(f"| | {r['ranks']} | {r['n']} | {r['seconds_lsets']:.3f} | {r.get('lset_search_received_max', 0):.0f} | {r['halo_rows_max']:.0f} | {r['seconds_tau_halo']:.4g} | {r['seconds_tau_allgather']:.4g} | {r['seconds_tau_allgather'] / r['seconds_tau_halo']:.2f} | {r['max_rel_difference']:.2g} |")
     print()
 PY
     echo "- distributed section: $(( $(date +%s) - t_di )) s"

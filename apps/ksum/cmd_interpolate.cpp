@@ -130,8 +130,9 @@ void note_global(const InterpArgs &a, const GlobalRbfOptions &g, const GlobalRbf
                      g.lset_size,
                      st.lsets_skipped ? fmt::format(" ({} singular, skipped)", st.lsets_skipped)
                                       : std::string()) +
-         (st.ranks > 1 ? fmt::format("; their halo: at most {} other ranks' rows on a rank",
-                                     st.lset_halo_rows)
+         (st.ranks > 1 ? fmt::format("; their halo: at most {} other ranks' rows on a rank "
+                                     "(their search received at most {} points)",
+                                     st.lset_halo_rows, st.lset_search_received)
                        : std::string()));
   note(fmt::format("  final residual at the data: max |f - s| = {:.3e}, relative l2 = {:.3e} "
                    "(tolerance {:.1e})",

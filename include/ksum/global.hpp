@@ -114,6 +114,9 @@ struct GlobalRbfStats {
   // Over ranks: the most halo rows one rank's L-sets touch (rows of other ranks whose residuals
   // each application of τ receives, and whose parts of τ it returns); 0 on one rank.
   std::int64_t lset_halo_rows = 0;
+  // Over ranks: the most candidate points (with their coordinates) one rank received from the
+  // others while searching its L-sets (no rank gathers all points); 0 on one rank.
+  std::int64_t lset_search_received = 0;
   double seconds_setup = 0;                  // L-sets and their local solves, or the dense assembly
   double seconds_solve = 0;                  // the iteration or the factorisation
   // move_centres since set_data: calls that moved centres, those served by the Woodbury update

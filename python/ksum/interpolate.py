@@ -74,7 +74,8 @@ class RBFInterpolator:
     processes; calling the interpolant is then collective, each process its own points;
     docs/distributed.md); None (default): this process alone. Rows that fill a compact region
     per process (e.g. sorted along a space-filling curve before they are split) keep the
-    preconditioner's exchange small (``stats["lset_halo_rows"]``).
+    preconditioner's set-up and exchange small (``stats["lset_search_received"]``,
+    ``stats["lset_halo_rows"]``).
     With method 'auto' and no neighbors, ksum solves one global
     interpolant: densely up to ``dense_max_n`` points (6000; what SciPy does), beyond that by the
     FGP Krylov method or preconditioned GMRES with O(n) memory, where SciPy's dense n x n system

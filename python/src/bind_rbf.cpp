@@ -111,6 +111,7 @@ void bind_global(nb::module_ &m) {
         d["lsets_skipped"] = s.lsets_skipped;
         d["ranks"] = s.ranks;
         d["lset_halo_rows"] = s.lset_halo_rows;
+        d["lset_search_received"] = s.lset_search_received;
         d["moves"] = s.moves;
         d["updates"] = s.updates;
         d["update_fallbacks"] = s.update_fallbacks;

@@ -106,74 +106,152 @@ void compare(const Communicator &comm, const char *name, const GlobalRbfOptions 
                 a.iterations, b.residual_rel, worst, lscale > 0 ? worst_lambda / lscale : 0.0);
 }
 
-// The L-set operator τ over the ranks (each rank's sets over its rows and its halo, two
-// exchanges per call) against the one-process operator on all rows: equal to rounding (1e-13 of
-// max |τ|; the parts of a row are added in another order), with the data's rows sorted along x so
-// that the slices are slabs, as a spatial partition makes them. Then the halo (the other ranks'
-// rows a rank's sets touch) must stay below the rows an all-gather would move: summed over the
-// ranks that hold rows, at most half of theirs (measured: printed).
-void tau_matches_one_process(const Communicator &comm) {
+// The L-sets found over the ranks (each rank its own rows' sets, searching only near the other
+// ranks' boxes) against build_lsets on all rows: the same sets, members in the same order, ζ bit
+// for bit; and the operator τ over the ranks (each rank's sets over its rows and its halo, two
+// exchanges per call) against the one-process operator: equal to rounding (1e-13 of max |τ|; the
+// parts of a row are added in another order). Rows sorted along x, so that the slices are slabs
+// as a spatial partition makes them; then the halo (the other ranks' rows a rank's sets touch)
+// and the points the search received must stay below what an all-gather would move: summed over
+// the ranks that hold rows, at most half of it (measured: printed). Rows in Halton order (no
+// spatial partition) must give the same sets too, only with more traffic.
+void sets_and_tau_match_one_process(const Communicator &comm) {
   const int rank = comm.rank();
-  auto x = datasets::halton(3000, 3);
+  const auto halton = datasets::halton(3000, 3);
+  Table<double> slabs(halton.rows(), 3);
   {
-    std::vector<std::int64_t> order(static_cast<std::size_t>(x.rows()));
+    std::vector<std::int64_t> order(static_cast<std::size_t>(halton.rows()));
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(),
-              [&](std::int64_t a, std::int64_t b) { return x(a, 0) < x(b, 0); });
-    Table<double> sorted(x.rows(), 3);
-    for (std::int64_t i = 0; i < x.rows(); ++i)
+              [&](std::int64_t a, std::int64_t b) { return halton(a, 0) < halton(b, 0); });
+    for (std::int64_t i = 0; i < halton.rows(); ++i)
       for (int c = 0; c < 3; ++c)
-        sorted(i, c) = x(order[static_cast<std::size_t>(i)], c);
-    x = sorted;
+        slabs(i, c) = halton(order[static_cast<std::size_t>(i)], c);
   }
-  const std::int64_t n = x.rows();
-  for (const int degree : {0, 1}) {
-    rbf::LSetConfig cfg{.kernel = Kernel::multiquadric,
-                        .eps = 4,
-                        .q = 20,
-                        .poly_degree = degree,
-                        .seed = 7,
-                        .threads = 1};
-    const rbf::LSets all = rbf::build_lsets(x, cfg);
+  for (const bool spatial : {true, false}) {
+    const Table<double> &x = spatial ? slabs : halton;
+    const std::int64_t n = x.rows();
     const auto [begin, count] = slice(comm, n);
-    cfg.own_begin = begin;
-    cfg.own_end = begin + count;
-    const rbf::LSets own = rbf::build_lsets(x, cfg);
-    rbf::DistributedTauStats ts;
-    const rbf::TauOperator tau = rbf::distributed_tau(comm, own, comm.allgather(count), 1, &ts);
-    std::mt19937_64 rng(11);
-    std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<double> r(static_cast<std::size_t>(n)), want(static_cast<std::size_t>(n)), mu;
-    for (auto &v : r)
-      v = u(rng);
-    all.apply(r.data(), want.data(), mu, 1);
-    std::vector<double> got(static_cast<std::size_t>(count));
-    for (int call = 0; call < 2; ++call) { // the operator's scratch is reused
-      tau(r.data() + begin, got.data());
-      double err = 0, scale = 0;
-      for (std::int64_t i = 0; i < n; ++i)
-        scale = std::max(scale, std::abs(want[static_cast<std::size_t>(i)]));
-      for (std::int64_t i = 0; i < count; ++i)
-        err = std::max(err, std::abs(got[static_cast<std::size_t>(i)] -
-                                     want[static_cast<std::size_t>(begin + i)]));
-      test::mpi_check(err <= 1e-13 * scale,
-                      fmt::format("tau (degree {}, call {}): max error {:.3g} of max |tau| {:.3g}",
-                                  degree, call, err, scale),
+    for (const int degree : {0, 1}) {
+      const rbf::LSetConfig cfg{.kernel = Kernel::multiquadric,
+                                .eps = 4,
+                                .q = 20,
+                                .poly_degree = degree,
+                                .seed = 7,
+                                .threads = 1};
+      const std::string what = fmt::format("{} rows, degree {}", spatial ? "slab" : "Halton", degree);
+      const rbf::LSets all = rbf::build_lsets(x, cfg);
+      rbf::DistributedLSetStats ls;
+      const rbf::RowSets own =
+          rbf::build_lsets_over_ranks(comm, rows(x, begin, count), begin, n, cfg, &ls);
+      // The same sets: every set of all, led by one of this rank's rows, appears here unchanged.
+      std::vector<std::int64_t> set_of(static_cast<std::size_t>(n), -1);
+      for (std::int64_t m = 0; m < all.count(); ++m)
+        set_of[all.idx[all.ptr[m]]] = m;
+      std::int64_t mine = 0, differ = 0;
+      for (std::int64_t i = begin; i < begin + count; ++i)
+        mine += set_of[static_cast<std::size_t>(i)] >= 0;
+      for (std::int64_t s = 0; s < own.count(); ++s) {
+        const std::int64_t lead = own.idx[own.ptr[s]], m = set_of[static_cast<std::size_t>(lead)];
+        if (m < 0 || own.ptr[s + 1] - own.ptr[s] != all.ptr[m + 1] - all.ptr[m]) {
+          ++differ;
+          continue;
+        }
+        for (std::int64_t k = 0; k < own.ptr[s + 1] - own.ptr[s]; ++k)
+          differ += own.idx[own.ptr[s] + k] != all.idx[all.ptr[m] + k] ||
+                    own.zeta[own.ptr[s] + k] != all.zeta[all.ptr[m] + k];
+      }
+      test::mpi_check(own.count() == mine && differ == 0,
+                      fmt::format("L-sets over the ranks ({}): {} sets against {} of this rank's "
+                                  "rows in one process; {} members or ζ differ",
+                                  what, own.count(), mine, differ),
                       rank);
+      rbf::DistributedTauStats ts;
+      const rbf::TauOperator tau = rbf::distributed_tau(comm, own, comm.allgather(count), 1, &ts);
+      std::mt19937_64 rng(11);
+      std::uniform_real_distribution<double> u(-1, 1);
+      std::vector<double> r(static_cast<std::size_t>(n)), want(static_cast<std::size_t>(n)), mu;
+      for (auto &v : r)
+        v = u(rng);
+      all.apply(r.data(), want.data(), mu, 1);
+      std::vector<double> got(static_cast<std::size_t>(count));
+      for (int call = 0; call < 2; ++call) { // the operator's scratch is reused
+        tau(r.data() + begin, got.data());
+        double err = 0, scale = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          scale = std::max(scale, std::abs(want[static_cast<std::size_t>(i)]));
+        for (std::int64_t i = 0; i < count; ++i)
+          err = std::max(err, std::abs(got[static_cast<std::size_t>(i)] -
+                                       want[static_cast<std::size_t>(begin + i)]));
+        test::mpi_check(err <= 1e-13 * scale,
+                        fmt::format("tau ({}, call {}): max error {:.3g} of max |tau| {:.3g}",
+                                    what, call, err, scale),
+                        rank);
+      }
+      double moved[3] = {static_cast<double>(ts.halo_rows), static_cast<double>(ls.received),
+                         count > 0 ? static_cast<double>(n - count) : 0.0};
+      comm.allreduce_sum(moved, 3);
+      if (spatial)
+        test::mpi_check(moved[0] <= 0.5 * moved[2] && moved[1] <= 0.5 * moved[2],
+                        fmt::format("tau ({}): {} halo rows and {} points received by the search "
+                                    "over the ranks, against {} for an all-gather",
+                                    what, moved[0], moved[1], moved[2]),
+                        rank);
+      if (rank == 0)
+        std::printf("L-sets, %s, %d rank(s): halo rows %.0f, search received %.0f points (an "
+                    "all-gather: %.0f)\n",
+                    what.c_str(), comm.size(), moved[0], moved[1], moved[2]);
     }
-    double rows[2] = {static_cast<double>(ts.halo_rows),
-                      count > 0 ? static_cast<double>(n - count) : 0.0};
-    comm.allreduce_sum(rows, 2);
-    test::mpi_check(rows[0] <= 0.5 * rows[1],
-                    fmt::format("tau (degree {}): {} halo rows over the ranks, against {} for an "
-                                "all-gather",
-                                degree, rows[0], rows[1]),
-                    rank);
-    if (rank == 0)
-      std::printf("tau, degree %d, %d rank(s): halo rows %.0f over the ranks (an all-gather: "
-                  "%.0f)\n",
-                  degree, comm.size(), rows[0], rows[1]);
   }
+}
+
+// Identical points anywhere over the ranks: the distributed fit names the rows check_distinct
+// names on all points (the smallest row with a twin, and its smallest twin), and no rank hangs.
+// Pairs on one rank, on two ranks, and a triple spread over three.
+void duplicates_are_named_as_one_process(const Communicator &comm) {
+  const int P = comm.size(), rank = comm.rank();
+  const std::int64_t n = 600;
+  const auto [begin, count] = slice(comm, n);
+  GlobalRbfOptions o;
+  o.kernel = Kernel::multiquadric;
+  o.eps = 5;
+  o.backend = Backend::cpu;
+  const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> cases = {
+      {{590, 595}},              // the last rank's rows
+      {{598, 3}, {200, 450}},    // across ranks; the smallest row with a twin is 3
+      {{5, 590}, {5, 301}},      // a triple: 5, 301, 590
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    Table<double> x = datasets::halton(n, 3);
+    for (const auto &[to, from] : cases[c])
+      for (int k = 0; k < 3; ++k)
+        x(to, k) = x(from, k);
+    std::string want;
+    try {
+      rbf::check_distinct(x);
+    } catch (const Error &e) {
+      want = e.what();
+    }
+    test::mpi_check(!want.empty(), fmt::format("duplicates case {}: check_distinct refuses", c),
+                    rank);
+    GlobalRbfInterpolant g(o);
+    const Table<double> f(count, 1, 1.0);
+    test::expect_agreed_error(comm, fmt::format("duplicates case {} over {} ranks", c, P).c_str(),
+                              ErrorCode::invalid_argument, want,
+                              [&] { g.set_data(rows(x, begin, count), f, comm); });
+  }
+  // Points on a plane cannot determine a linear polynomial in 3D (the R factors stacked over
+  // the ranks decide it as the whole matrix would).
+  Table<double> flat = datasets::halton(n, 3);
+  for (std::int64_t i = 0; i < n; ++i)
+    flat(i, 2) = 0.25 + 0.5 * flat(i, 0) - 0.25 * flat(i, 1);
+  GlobalRbfOptions tps;
+  tps.kernel = Kernel::tps;
+  tps.backend = Backend::cpu;
+  GlobalRbfInterpolant t(tps);
+  test::expect_agreed_error(comm, "points on a plane, linear polynomial",
+                            ErrorCode::invalid_argument, "not unisolvent",
+                            [&] { t.set_data(rows(flat, begin, count), Table<double>(count, 1, 1.0), comm); });
 }
 
 } // namespace
@@ -182,7 +260,9 @@ int main() {
   const Communicator comm = Communicator::world();
   const int P = comm.size(), rank = comm.rank();
   try {
-    tau_matches_one_process(comm);
+    sets_and_tau_match_one_process(comm);
+    if (P > 1) // (one process throws check_distinct's own error, not an agreed one)
+      duplicates_are_named_as_one_process(comm);
     {
       const auto x = datasets::halton(1500, 2);
       Table<double> f(x.rows(), 2);

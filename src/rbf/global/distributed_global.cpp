@@ -58,43 +58,29 @@ std::unique_ptr<KernelMatVec> make_distributed_matvec(const Communicator &comm,
                                              threads, method, fmm_tolerance);
 }
 
-TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
+TauOperator distributed_tau(const Communicator &comm, const RowSets &sets,
                             std::vector<std::int64_t> counts, int threads,
                             DistributedTauStats *stats) {
-  const std::int64_t total = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
-  if (total != sets.n)
-    throw Error(
-        ErrorCode::internal,
-        fmt::format("distributed_tau: {} rows over the ranks, L-sets of {}", total, sets.n));
   const int P = comm.size(), me = comm.rank();
   std::vector<std::int64_t> first(static_cast<std::size_t>(P) + 1, 0); // rank r's rows start
   for (int r = 0; r < P; ++r)
     first[r + 1] = first[r] + counts[r];
   const std::int64_t offset = first[me], mine = counts[me];
-
-  // The halo: the rows of other ranks that this rank's sets touch (their leaders are this rank's
-  // rows; their members may be anyone's), sorted, so grouped by owner in rank order. Compact
-  // indices: this rank's rows 0 … mine − 1, then the halo.
-  // This rank's sets: the non-empty ones (LSets numbers the sets by their place m in the random
-  // order, so they are spread over all of m; each is led by one of this rank's rows).
-  std::vector<std::int64_t> own_sets;
-  for (std::int64_t m = 0; m < sets.count(); ++m)
-    if (sets.ptr[m + 1] > sets.ptr[m])
-      own_sets.push_back(m);
-  const auto nsets = static_cast<std::int64_t>(own_sets.size());
-  for (const std::int64_t m : own_sets)
-    if (const std::int64_t lead = sets.idx[sets.ptr[m]]; lead < offset || lead >= offset + mine)
+  const std::int64_t nsets = sets.count();
+  for (std::int64_t s = 0; s < nsets; ++s)
+    if (const std::int64_t lead = sets.idx[sets.ptr[s]]; lead < offset || lead >= offset + mine)
       throw Error(ErrorCode::internal,
                   fmt::format("distributed_tau: rank {} holds the set led by row {}, outside its "
                               "rows [{}, {})",
                               me, lead, offset, offset + mine));
+
+  // The halo: the rows of other ranks that this rank's sets touch (their leaders are this rank's
+  // rows; their members may be anyone's), sorted, so grouped by owner in rank order. Compact
+  // indices: this rank's rows 0 … mine − 1, then the halo.
   std::vector<std::int64_t> halo;
-  for (const std::int64_t m : own_sets)
-    for (std::int64_t k = sets.ptr[m]; k < sets.ptr[m + 1]; ++k) {
-      const std::int64_t j = sets.idx[k];
-      if (j < offset || j >= offset + mine)
-        halo.push_back(j);
-    }
+  for (const std::int64_t j : sets.idx)
+    if (j < offset || j >= offset + mine)
+      halo.push_back(j);
   std::sort(halo.begin(), halo.end());
   halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
   const auto nh = static_cast<std::int64_t>(halo.size());
@@ -119,7 +105,7 @@ TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
   }
 
   // What the operator keeps: this rank's sets as an LSets of their own over the compact rows
-  // (sets numbered 0 … nsets − 1 in the order of m, members and their transpose), applied by
+  // (sets numbered 0 … nsets − 1 in σ's order, members and their transpose), applied by
   // LSets::apply as one process applies all of them, and the exchange's lists.
   struct State {
     LSets local;
@@ -149,20 +135,18 @@ TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
                 fmt::format("distributed_tau: {} rows and halo rows on rank {} exceed 2^32", L.n,
                             me));
   L.ptr.assign(static_cast<std::size_t>(nsets) + 1, 0);
-  for (std::int64_t l = 0; l < nsets; ++l)
-    L.ptr[l + 1] = L.ptr[l] + (sets.ptr[own_sets[l] + 1] - sets.ptr[own_sets[l]]);
+  L.ptr = sets.ptr;
+  L.formed = nsets;
+  L.skipped = sets.skipped;
   const std::int64_t nnz = L.ptr[nsets];
   L.idx.resize(static_cast<std::size_t>(nnz));
   L.zeta.resize(static_cast<std::size_t>(nnz));
   L.tptr.assign(static_cast<std::size_t>(L.n) + 1, 0);
-  for (std::int64_t l = 0; l < nsets; ++l) {
-    std::int64_t k = L.ptr[l];
-    for (std::int64_t g = sets.ptr[own_sets[l]]; g < sets.ptr[own_sets[l] + 1]; ++g, ++k) {
-      const std::int64_t c = compact(sets.idx[g]);
-      L.idx[k] = static_cast<std::uint32_t>(c);
-      L.zeta[k] = sets.zeta[g];
-      ++L.tptr[c + 1];
-    }
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    const std::int64_t c = compact(sets.idx[k]);
+    L.idx[k] = static_cast<std::uint32_t>(c);
+    L.zeta[k] = sets.zeta[k];
+    ++L.tptr[c + 1];
   }
   for (std::int64_t c = 0; c < L.n; ++c)
     L.tptr[c + 1] += L.tptr[c];

@@ -26,14 +26,45 @@ struct DistributedTauStats {
   std::int64_t halo_rows = 0, sent_rows = 0;
 };
 
-// τ(r) on this rank's rows, for L-sets that hold (by global row index) only the sets this rank
-// formed (LSetConfig::own_begin/own_end, the rows counts[0] + … + counts[rank − 1] onward): the
-// operator keeps those sets in compact indices over this rank's rows and its halo (the other
-// ranks' rows its sets touch), so each call exchanges only the halo's residuals and parts of τ
-// with their owners (two MPI_Alltoallv) and touches only those rows: O(own + halo) values per
-// rank, where the first version gathered all N rows. counts[k]: rank k's rows. `sets` is only read
-// here (the caller may free it). Collective.
-TauOperator distributed_tau(const Communicator &comm, const LSets &sets,
+// This rank's L-sets in a distributed fit: the sets led by its own rows, members named by global
+// row (set s: idx[ptr[s] … ptr[s + 1]), its own row first, ζ aligned), the sets in σ's order.
+struct RowSets {
+  std::vector<std::int64_t> ptr{0};
+  std::vector<std::int64_t> idx;
+  std::vector<double> zeta;
+  std::int64_t skipped = 0; // singular sets (ζ = 0)
+  std::int64_t count() const { return static_cast<std::int64_t>(ptr.size()) - 1; }
+};
+
+// What the search of build_lsets_over_ranks exchanged on this rank.
+struct DistributedLSetStats {
+  std::int64_t queries = 0;  // (set, rank) pairs: this rank's sets whose ball reached another rank
+  std::int64_t received = 0; // candidate points the other ranks returned (coordinates included)
+  std::int64_t twins_asked = 0; // this rank's points inside another rank's boxes (duplicate check)
+};
+
+// The L-sets of the points spread over the ranks (this rank: `points`, the global rows offset …
+// offset + n − 1 of `total`), without gathering them: the sets this rank's rows lead, equal to
+// the sets build_lsets forms on all points together (the same members in the same order, so the
+// same ζ bit for bit). First it checks that no two points are identical, over all ranks, with
+// check_distinct's error (the same rows named). Each rank searches its own points for a set's q
+// nearest unvisited ones; the distance of the q-th bounds a ball, and only the ranks whose boxes
+// (the bounding boxes of 64 runs of their k-d tree's leaf order, all-gathered) meet the ball are
+// asked for their own q nearest unvisited points within it. Points in spatially compact slices
+// (a Morton or slab partition) keep these exchanges to the slices' boundaries; rows in no spatial
+// order make every box large and the search approaches an all-gather. Collective: every rank
+// returns, or every rank throws the same error.
+RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &points,
+                               std::int64_t offset, std::int64_t total, const LSetConfig &cfg,
+                               DistributedLSetStats *stats = nullptr);
+
+// τ(r) on this rank's rows, for the sets its rows lead (build_lsets_over_ranks; rows counts[0] + …
+// + counts[rank − 1] onward are this rank's): the operator keeps those sets in compact indices
+// over this rank's rows and its halo (the other ranks' rows its sets touch), so each call
+// exchanges only the halo's residuals and parts of τ with their owners (two MPI_Alltoallv) and
+// touches only those rows: O(own + halo) values per rank, where the first version gathered all N
+// rows. counts[k]: rank k's rows. `sets` is only read here (the caller may free it). Collective.
+TauOperator distributed_tau(const Communicator &comm, const RowSets &sets,
                             std::vector<std::int64_t> counts, int threads,
                             DistributedTauStats *stats = nullptr);
 

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <numeric>
+#include <limits>
 
 namespace ksum {
 
@@ -125,20 +127,45 @@ private:
 };
 
 // The polynomial basis of degree deg on the box of the points, mapped into [−1, 1]^d.
-rbf::PolyBasis basis_on_box(const Table<double> &points, int deg) {
-  const std::int64_t n = points.rows(), d = points.cols();
+rbf::PolyBasis basis_from_box(const std::vector<double> &lo, const std::vector<double> &hi,
+                              int deg) {
+  const std::int64_t d = static_cast<std::int64_t>(lo.size());
   std::vector<double> centre(d);
   double half = 0;
   for (std::int64_t k = 0; k < d; ++k) {
-    double lo = points(0, k), hi = lo;
-    for (std::int64_t i = 0; i < n; ++i) {
-      lo = std::min(lo, points(i, k));
-      hi = std::max(hi, points(i, k));
-    }
-    centre[k] = 0.5 * (lo + hi);
-    half = std::max(half, 0.5 * (hi - lo));
+    centre[k] = 0.5 * (lo[k] + hi[k]);
+    half = std::max(half, 0.5 * (hi[k] - lo[k]));
   }
   return rbf::PolyBasis(deg, d, centre, half > 0 ? half : 1.0);
+}
+
+rbf::PolyBasis basis_on_box(const Table<double> &points, int deg) {
+  const std::int64_t n = points.rows(), d = points.cols();
+  std::vector<double> lo(d), hi(d);
+  for (std::int64_t k = 0; k < d; ++k) {
+    lo[k] = hi[k] = points(0, k);
+    for (std::int64_t i = 0; i < n; ++i) {
+      lo[k] = std::min(lo[k], points(i, k));
+      hi[k] = std::max(hi[k], points(i, k));
+    }
+  }
+  return basis_from_box(lo, hi, deg);
+}
+
+// Rows with the span and the singular values of P's: R of P = QR when P has more rows than
+// columns, else P itself. Stacked over ranks they decide P's rank as P would (TSQR).
+Table<double> r_factor(const Table<double> &P) {
+  const std::int64_t n = P.rows(), m = P.cols();
+  if (m == 0)
+    return Table<double>(0, 0);
+  if (n <= m)
+    return P;
+  const Eigen::Map<const Eigen::MatrixXd> Pm(P.data(), n, m);
+  const Eigen::HouseholderQR<Eigen::MatrixXd> qr(Pm);
+  Table<double> R(m, m);
+  Eigen::Map<Eigen::MatrixXd>(R.data(), m, m) =
+      qr.matrixQR().topRows(m).triangularView<Eigen::Upper>();
+  return R;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -178,10 +205,13 @@ void rbf::check_distinct(const Table<double> &x) {
     }
   }
   if (bad_i < n)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("data points {} and {} are identical (rows counted from 0): the "
-                            "interpolation matrix is singular. Remove or merge repeated points",
-                            bad_i, bad_j));
+    throw Error(ErrorCode::invalid_argument, rbf::distinct_error_message(bad_i, bad_j));
+}
+
+std::string rbf::distinct_error_message(std::int64_t i, std::int64_t j) {
+  return fmt::format("data points {} and {} are identical (rows counted from 0): the "
+                     "interpolation matrix is singular. Remove or merge repeated points",
+                     i, j);
 }
 
 struct GlobalRbfInterpolant::Impl {
@@ -538,44 +568,67 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
     check_shapes(total, d, nc);
   }));
 
-  // Every rank's coordinates, for the checks over all points and the L-set search.
-  Table<double> all;
-  comm.agree(capture([&] { all = Table<double>(total, d); })); // (a rank may run out of memory)
-  for (std::int64_t k = 0; k < d; ++k)
-    comm.allgatherv(points.col(k).data(), n, all.col(k).data(), counts);
+  // No rank gathers the others' points: the polynomial's box is reduced, unisolvence is decided
+  // on the ranks' stacked R factors, and the duplicate check and the L-set search exchange only
+  // what lies near each rank's boxes (build_lsets_over_ranks).
   GlobalRbfStats st;
   rbf::PolyBasis new_basis;
   Table<double> P;
+  {
+    std::vector<double> box(2 * static_cast<std::size_t>(d), -std::numeric_limits<double>::infinity());
+    for (std::int64_t k = 0; k < d; ++k)
+      for (std::int64_t i = 0; i < n; ++i) {
+        box[2 * k] = std::max(box[2 * k], -points(i, k));
+        box[2 * k + 1] = std::max(box[2 * k + 1], points(i, k));
+      }
+    comm.allreduce_max(box.data(), 2 * d);
+    std::vector<double> lo(d), hi(d);
+    for (std::int64_t k = 0; k < d; ++k) {
+      lo[k] = -box[2 * k];
+      hi[k] = box[2 * k + 1];
+    }
+    new_basis = basis_from_box(lo, hi, deg);
+  }
+  Table<double> stacked; // the rows whose span is that of every rank's Π (TSQR's first level)
   comm.agree(capture([&] {
-    rbf::check_distinct(all); // (the same on every rank)
-    new_basis = basis_on_box(all, deg);
-    check_unisolvent(new_basis.matrix(all), d);
     P = new_basis.matrix(points);
-    check_lset_size(P.cols(), d);
-    st.solver = opt.solver == GlobalSolver::automatic
-                    ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
-                    : choose_solver(total);
-    st.backend = resolve(opt.backend);
-    if (st.backend == Backend::cuda && gpu_count() == 0)
-      throw Error(ErrorCode::unsupported,
-                  fmt::format("backend gpu requested but rank {} sees no GPU", rank));
+    stacked = r_factor(P);
   }));
+  {
+    const std::int64_t m = P.cols();
+    const auto rows = comm.allgather(stacked.rows());
+    Table<double> all_r(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}), m);
+    for (std::int64_t c = 0; c < m; ++c)
+      comm.allgatherv(stacked.col(c).data(), stacked.rows(), all_r.col(c).data(), rows);
+    comm.agree(capture([&] {
+      check_unisolvent(all_r, d); // (the same on every rank)
+      check_lset_size(P.cols(), d);
+      st.solver = opt.solver == GlobalSolver::automatic
+                      ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
+                      : choose_solver(total);
+      st.backend = resolve(opt.backend);
+      if (st.backend == Backend::cuda && gpu_count() == 0)
+        throw Error(ErrorCode::unsupported,
+                    fmt::format("backend gpu requested but rank {} sees no GPU", rank));
+    }));
+  }
   st.degree = deg;
   st.poly_terms = P.cols();
   st.ranks = comm.size();
 
   const auto t0 = std::chrono::steady_clock::now();
-  rbf::LSets sets;
-  comm.agree(capture([&] {
-    sets =
-        rbf::build_lsets(all, {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
-                               definiteness_sign(opt.kernel) * opt.smoothing, offset, offset + n});
-  }));
-  all = Table<double>(); // the coordinates are no longer needed
-  double formed[2] = {static_cast<double>(sets.formed), static_cast<double>(sets.skipped)};
+  rbf::DistributedLSetStats ls;
+  rbf::RowSets sets = rbf::build_lsets_over_ranks(
+      comm, points, offset, total,
+      {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
+       definiteness_sign(opt.kernel) * opt.smoothing},
+      &ls);
+  double formed[3] = {static_cast<double>(sets.count()), static_cast<double>(sets.skipped),
+                      static_cast<double>(ls.received)};
   comm.allreduce_sum(formed, 2);
   st.lsets = static_cast<std::int64_t>(formed[0]);
   st.lsets_skipped = static_cast<std::int64_t>(formed[1]);
+  st.lset_search_received = static_cast<std::int64_t>(comm.allreduce_max(formed[2]));
   if (st.lsets > 0 && st.lsets_skipped == st.lsets)
     comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
                fmt::format("every local L-set system was singular (q = {}, kernel '{}', eps {}): "
@@ -592,7 +645,7 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
   rbf::TauOperator tau;
   rbf::DistributedTauStats ts;
   comm.agree(capture([&] { tau = rbf::distributed_tau(comm, sets, counts, opt.threads, &ts); }));
-  sets = rbf::LSets(); // τ keeps this rank's sets over its rows and halo
+  sets = rbf::RowSets(); // τ keeps this rank's sets over its rows and halo
   st.lset_halo_rows = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(ts.halo_rows)));
   st.seconds_setup = seconds_since(t0);
 

@@ -12,7 +12,6 @@
 #include <new>
 #include <numeric>
 #include <omp.h>
-#include <random>
 #include <utility>
 
 namespace ksum::rbf {
@@ -326,6 +325,36 @@ bool local_lagrange(const K &kf, double c2, const double *pc, std::int64_t strid
   return zeta[0] != 0.0;
 }
 
+// One thread's means of forming sets: the members' coordinates go to coords() (coordinate k of
+// member i at coords()[k q + i], the set's own point first), then form() solves the local system
+// into ζ, or leaves ζ = 0 and returns false when it is singular.
+class SetFormer {
+public:
+  SetFormer(const LSetConfig &cfg, std::int64_t d)
+      : cfg_(cfg), d_(d), qmax_(std::max<std::int64_t>(cfg.q, 1)),
+        pc_(static_cast<std::size_t>(qmax_ * d)), sq_(static_cast<std::size_t>(qmax_)),
+        basis_(cfg.poly_degree, d, std::vector<double>(d, 0.0), 1.0) {
+    const double cs = kdef::coord_scale(cfg.kernel, cfg.eps);
+    c2_ = cs * cs;
+  }
+  double *coords() { return pc_.data(); }
+  template <class K> bool form(const K &kf, std::int64_t size, double *zeta) {
+    if (local_lagrange(kf, c2_, pc_.data(), qmax_, size, d_, basis_, sq_.data(), sys_, zeta,
+                       cfg_.diag))
+      return true;
+    std::fill(zeta, zeta + size, 0.0);
+    return false;
+  }
+
+private:
+  const LSetConfig &cfg_;
+  std::int64_t d_, qmax_;
+  std::vector<double> pc_, sq_;
+  PolyBasis basis_;
+  SetSystem sys_;
+  double c2_ = 0;
+};
+
 // The transpose of the sets (point → the sets containing it, in increasing order), for a gather
 // without atomics in apply(). Entries are written through buckets of a few hundred points, whose
 // part of the transpose fits in cache, rather than one by one at random places: per chunk of sets,
@@ -422,6 +451,16 @@ void transpose(LSets &s, std::int64_t nsets, int nt) {
 
 } // namespace
 
+std::uint64_t lset_key(std::uint64_t seed, std::int64_t j) {
+  auto mix = [](std::uint64_t z) { // splitmix64's step
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(seed) + static_cast<std::uint64_t>(j));
+}
+
 LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
   const std::int64_t n = x.rows(), d = x.cols();
   if (n >= (std::int64_t{1} << 32))
@@ -430,30 +469,31 @@ LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
   const std::int64_t m_terms = static_cast<std::int64_t>(PolyBasis::count(cfg.poly_degree, d));
   LSets s;
   s.n = n;
-  // Seed 000 step 3: a random permutation σ; rank[i] is i's position in it.
+  // Seed 000 step 3: a random permutation σ (the points sorted by their keys); rank[i] is i's
+  // position in it.
   std::vector<std::int64_t> order(n), rank(n);
-  std::iota(order.begin(), order.end(), std::int64_t{0});
-  std::mt19937_64 rng(cfg.seed);
-  std::shuffle(order.begin(), order.end(), rng);
+  {
+    std::vector<std::pair<std::uint64_t, std::int64_t>> keyed(n);
+    for (std::int64_t j = 0; j < n; ++j)
+      keyed[j] = {lset_key(cfg.seed, j), j};
+    std::sort(keyed.begin(), keyed.end());
+    for (std::int64_t m = 0; m < n; ++m)
+      order[m] = keyed[m].second;
+  }
   for (std::int64_t m = 0; m < n; ++m)
     rank[order[m]] = m;
   // Sets while more points remain than there are polynomial terms.
   const std::int64_t nsets = std::max<std::int64_t>(0, n - m_terms);
   const int nt = thread_count(cfg.threads);
   const spatial::KdTree tree(x, rank, 32, nt);
-  const std::int64_t own_begin = cfg.own_end < 0 ? 0 : cfg.own_begin,
-                     own_end = cfg.own_end < 0 ? n : cfg.own_end;
   s.ptr.resize(nsets + 1);
   s.ptr[0] = 0;
-  for (std::int64_t m = 0; m < nsets; ++m) {
-    const bool own = order[m] >= own_begin && order[m] < own_end;
-    s.ptr[m + 1] = s.ptr[m] + (own ? std::min<std::int64_t>(cfg.q, n - m) : 0);
-    s.formed += own;
-  }
+  for (std::int64_t m = 0; m < nsets; ++m)
+    s.ptr[m + 1] = s.ptr[m] + std::min<std::int64_t>(cfg.q, n - m);
+  s.formed = nsets;
   s.idx.resize(s.ptr[nsets]); // (written below, every entry)
   s.zeta.resize(s.ptr[nsets]);
   std::int64_t skipped = 0;
-  const double cs = kdef::coord_scale(cfg.kernel, cfg.eps), c2 = cs * cs;
   const std::int64_t qmax = std::max<std::int64_t>(cfg.q, 1);
   // The sets are independent: they are made in the tree's leaf order, so that consecutive sets
   // (of one thread) lie close together and find the tree and the points in cache.
@@ -463,14 +503,13 @@ LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
     {
       std::vector<std::pair<double, std::int64_t>> nb;
       std::vector<double> nbx;
-      std::vector<double> pc(static_cast<std::size_t>(qmax * d)), sq(qmax);
-      const PolyBasis basis(cfg.poly_degree, d, std::vector<double>(d, 0.0), 1.0);
-      SetSystem sys;
+      SetFormer former(cfg, d);
+      double *pc = former.coords();
       double xl[PolyBasis::max_dim];
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t t = 0; t < n; ++t) {
         const std::int64_t l = leaves[t], m = tree.leaf_rank(t);
-        if (m >= nsets || s.ptr[m + 1] == s.ptr[m])
+        if (m >= nsets)
           continue;
         const std::int64_t size = s.ptr[m + 1] - s.ptr[m];
         for (std::int64_t k = 0; k < d; ++k)
@@ -490,19 +529,40 @@ LSets build_lsets(const Table<double> &x, const LSetConfig &cfg) {
             ++c;
           }
         // Seed 000 step 5: the local Lagrange function of x_l on L_l.
-        double *zeta = &s.zeta[s.ptr[m]];
-        const bool ok =
-            local_lagrange(kf, c2, pc.data(), qmax, size, d, basis, sq.data(), sys, zeta, cfg.diag);
-        if (!ok) {
-          std::fill(zeta, zeta + size, 0.0);
-          ++skipped;
-        }
+        skipped += !former.form(kf, size, &s.zeta[s.ptr[m]]);
       }
     }
   });
   s.skipped = skipped;
   transpose(s, nsets, nt);
   return s;
+}
+
+std::int64_t form_lsets(const LSetConfig &cfg, std::int64_t d, const std::vector<std::int64_t> &ptr,
+                        const double *coords, double *zeta) {
+  const std::int64_t nsets = static_cast<std::int64_t>(ptr.size()) - 1;
+  const std::int64_t qmax = std::max<std::int64_t>(cfg.q, 1);
+  for (std::int64_t s = 0; s < nsets; ++s)
+    if (ptr[s + 1] - ptr[s] > qmax)
+      throw Error(ErrorCode::internal, fmt::format("form_lsets: set {} has {} members, q = {}", s,
+                                                   ptr[s + 1] - ptr[s], cfg.q));
+  std::int64_t skipped = 0;
+  kdef::visit<double>(cfg.kernel, [&](auto kf) {
+#pragma omp parallel num_threads(thread_count(cfg.threads)) reduction(+ : skipped)
+    {
+      SetFormer former(cfg, d);
+      double *pc = former.coords();
+#pragma omp for schedule(dynamic, 256)
+      for (std::int64_t s = 0; s < nsets; ++s) {
+        const std::int64_t b = ptr[s], size = ptr[s + 1] - b;
+        for (std::int64_t i = 0; i < size; ++i)
+          for (std::int64_t k = 0; k < d; ++k)
+            pc[k * qmax + i] = coords[(b + i) * d + k];
+        skipped += !former.form(kf, size, zeta + b);
+      }
+    }
+  });
+  return skipped;
 }
 
 void LSets::apply(const double *r, double *tau, std::vector<double> &mu, int threads) const {

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace ksum::rbf {
@@ -49,9 +50,12 @@ struct IterSettings {
 };
 
 // Refuses data with two identical points (the interpolation matrix would be singular), naming the
-// first pair by its rows (counted from 0). global.cpp's fits call it; so does `ksum interpolate`
-// under mpirun before it sends the rows in a new order, so that the rows named are the file's.
+// first pair by its rows (counted from 0): the smallest row that has a twin and its smallest
+// twin. global.cpp's one-process fits call it; so does `ksum interpolate` under mpirun before it
+// sends the rows in a new order, so that the rows named are the file's. A distributed fit checks
+// the same over the ranks (build_lsets_over_ranks) with the same message.
 void check_distinct(const Table<double> &x);
+std::string distinct_error_message(std::int64_t i, std::int64_t j);
 
 // τ(r) of the L-sets (lsets.hpp) for one column of the solver's rows: LSets::apply in one
 // process; over the ranks, the distributed fit's exchange (distributed_global.cpp).

@@ -1,0 +1,485 @@
+// The L-sets of a distributed fit, found without gathering the points (distributed_global.hpp).
+//
+// A set led by row l holds the q points nearest x_l among those σ visits at or after l. This rank
+// first searches its own such points: the q-th distance r_l bounds the ball where a nearer point of
+// another rank could lie. Only the ranks whose boxes meet the ball are asked; each returns its own
+// q nearest of l's unvisited points within r_l (more cannot be among the set's q). The set is the q
+// nearest of the union, ties in distance to the smaller row, as the one-process search breaks them.
+// Every squared distance is the k-d tree's (kdtree.cpp), so the union is ordered exactly as one
+// process orders it.
+#include "rbf/global/distributed_global.hpp"
+#include "rbf/global/polynomial.hpp"
+#include "spatial/kdtree.hpp"
+
+#include <ksum/error.hpp>
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+namespace ksum::rbf {
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr int boxes_per_rank = 64;
+
+// This rank's points indexed for the search: σ's order among them, the k-d tree (its ranks are
+// the local places in σ), and the boxes every rank sees.
+struct LocalIndex {
+  std::int64_t n = 0, d = 0, offset = 0;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> sorted; // (key, global row) in σ's order
+  std::vector<std::int64_t> place;                            // local row → place in `sorted`
+  std::optional<spatial::KdTree> tree;
+  // Every rank's boxes: rank r's are box_ptr[r] … box_ptr[r + 1] − 1, box b's corners at
+  // boxes[2 d b] (lo) and boxes[2 d b + d] (hi).
+  std::vector<std::int64_t> box_ptr;
+  std::vector<double> boxes;
+
+  // The number of this rank's points before (key, row) in σ: the tree's bound for a search among
+  // the points σ visits at or after that one.
+  std::int64_t before(std::uint64_t key, std::int64_t row) const {
+    return std::lower_bound(sorted.begin(), sorted.end(), std::make_pair(key, row)) -
+           sorted.begin();
+  }
+  // A lower bound of the squared distance from x to box b (rounded down, as the tree's own
+  // bound is, so that it never exceeds a point's distance as the tree computes it).
+  double box_distance2(std::int64_t b, const double *x) const {
+    const double *lo = &boxes[static_cast<std::size_t>(2 * d * b)], *hi = lo + d;
+    double s = 0;
+    for (std::int64_t c = 0; c < d; ++c) {
+      const double e = x[c] < lo[c] ? lo[c] - x[c] : x[c] > hi[c] ? x[c] - hi[c] : 0.0;
+      s += e * e;
+    }
+    return s * (1.0 - 0x1p-40);
+  }
+  bool reaches(int r, const double *x, double r2) const {
+    for (std::int64_t b = box_ptr[r]; b < box_ptr[r + 1]; ++b)
+      if (box_distance2(b, x) <= r2)
+        return true;
+    return false;
+  }
+  bool inside(int r, const double *x) const {
+    for (std::int64_t b = box_ptr[r]; b < box_ptr[r + 1]; ++b) {
+      const double *lo = &boxes[static_cast<std::size_t>(2 * d * b)], *hi = lo + d;
+      bool in = true;
+      for (std::int64_t c = 0; c < d && in; ++c)
+        in = x[c] >= lo[c] && x[c] <= hi[c];
+      if (in)
+        return true;
+    }
+    return false;
+  }
+};
+
+// Runs f on this rank and agrees its failure over the ranks (every rank throws the same error).
+template <class F> void phase(const Communicator &comm, F &&f) {
+  comm.agree(capture(std::forward<F>(f)));
+}
+
+// Per destination rank, variable-length records of doubles, exchanged by one MPI_Alltoallv.
+struct Outbox {
+  std::vector<std::vector<double>> to;
+  explicit Outbox(int P) : to(static_cast<std::size_t>(P)) {}
+  // Returns what every rank sent to this one, grouped by source rank (from[r]).
+  std::vector<std::vector<double>> exchange(const Communicator &comm) const {
+    const int P = comm.size();
+    std::vector<std::int64_t> send(static_cast<std::size_t>(P));
+    std::vector<double> flat;
+    for (int r = 0; r < P; ++r) {
+      send[r] = static_cast<std::int64_t>(to[r].size());
+      flat.insert(flat.end(), to[r].begin(), to[r].end());
+    }
+    const std::vector<std::int64_t> recv = comm.alltoall(send);
+    std::vector<double> got(static_cast<std::size_t>(
+        std::accumulate(recv.begin(), recv.end(), std::int64_t{0})));
+    comm.alltoallv(flat.data(), send, got.data(), recv);
+    std::vector<std::vector<double>> from(static_cast<std::size_t>(P));
+    std::int64_t at = 0;
+    for (int r = 0; r < P; ++r) {
+      from[r].assign(got.begin() + at, got.begin() + at + recv[r]);
+      at += recv[r];
+    }
+    return from;
+  }
+};
+
+LocalIndex index_points(const Communicator &comm, const Table<double> &x, std::int64_t offset,
+                        std::uint64_t seed, int threads) {
+  LocalIndex ix;
+  ix.n = x.rows();
+  ix.d = x.cols();
+  ix.offset = offset;
+  const std::int64_t n = ix.n, d = ix.d;
+  std::vector<double> mine;
+  phase(comm, [&] {
+    ix.sorted.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      ix.sorted[i] = {lset_key(seed, offset + i), offset + i};
+    std::sort(ix.sorted.begin(), ix.sorted.end());
+    ix.place.resize(static_cast<std::size_t>(n));
+    for (std::int64_t a = 0; a < n; ++a)
+      ix.place[ix.sorted[a].second - offset] = a;
+    if (n == 0)
+      return;
+    ix.tree.emplace(x, ix.place, 32, threads);
+    // Boxes: runs of the tree's leaf order (subtrees, so compact).
+    const std::vector<std::int64_t> &leaves = ix.tree->leaf_order();
+    const std::int64_t nb = std::min<std::int64_t>(boxes_per_rank, n);
+    mine.assign(static_cast<std::size_t>(2 * d * nb), 0.0);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      double *lo = &mine[static_cast<std::size_t>(2 * d * b)], *hi = lo + d;
+      std::fill(lo, lo + d, inf);
+      std::fill(hi, hi + d, -inf);
+      for (std::int64_t t = n * b / nb; t < n * (b + 1) / nb; ++t)
+        for (std::int64_t c = 0; c < d; ++c) {
+          lo[c] = std::min(lo[c], x(leaves[t], c));
+          hi[c] = std::max(hi[c], x(leaves[t], c));
+        }
+    }
+  });
+  const std::vector<std::int64_t> sizes = comm.allgather(static_cast<std::int64_t>(mine.size()));
+  ix.box_ptr.assign(sizes.size() + 1, 0);
+  for (std::size_t r = 0; r < sizes.size(); ++r)
+    ix.box_ptr[r + 1] = ix.box_ptr[r] + sizes[r] / (2 * d);
+  ix.boxes.resize(static_cast<std::size_t>(2 * d * ix.box_ptr.back()));
+  comm.allgatherv(mine.data(), static_cast<std::int64_t>(mine.size()), ix.boxes.data(), sizes);
+  return ix;
+}
+
+// check_distinct over the ranks: the smallest row that has an identical twin anywhere, and its
+// smallest twin (what check_distinct names on all points together). A point is compared with
+// this rank's points by the tree and sent to every rank whose boxes contain it.
+void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
+                               const LSetConfig &cfg, const LocalIndex &ix,
+                               DistributedLSetStats &stats) {
+  const int P = comm.size(), me = comm.rank();
+  const std::int64_t n = ix.n, d = ix.d, offset = ix.offset;
+  std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1); // smallest twin, global row
+  Outbox ask(P);
+  std::vector<std::vector<std::int64_t>> asked_for(static_cast<std::size_t>(P));
+  phase(comm, [&] {
+    const int nt = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<std::pair<double, std::int64_t>> nb;
+      std::vector<double> xi(static_cast<std::size_t>(d));
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t c = 0; c < d; ++c)
+          xi[c] = x(i, c);
+        ix.tree->nearest(xi.data(), 2, 0, nb);
+        for (const auto &[d2, j] : nb)
+          if (j != i && d2 == 0.0) {
+            twin[i] = offset + j;
+            break;
+          }
+      }
+    }
+    std::vector<double> xi(static_cast<std::size_t>(d));
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t c = 0; c < d; ++c)
+        xi[c] = x(i, c);
+      for (int r = 0; r < P; ++r)
+        if (r != me && ix.inside(r, xi.data())) {
+          ask.to[r].insert(ask.to[r].end(), xi.begin(), xi.end());
+          asked_for[r].push_back(i);
+          ++stats.twins_asked;
+        }
+    }
+  });
+  const std::vector<std::vector<double>> asks = ask.exchange(comm);
+  Outbox answer(P);
+  phase(comm, [&] {
+    std::vector<std::pair<double, std::int64_t>> nb;
+    for (int r = 0; r < P; ++r) {
+      const std::int64_t cnt = static_cast<std::int64_t>(asks[r].size()) / std::max<std::int64_t>(d, 1);
+      answer.to[r].assign(static_cast<std::size_t>(cnt), -1.0);
+      if (n == 0)
+        continue;
+      for (std::int64_t k = 0; k < cnt; ++k) {
+        ix.tree->nearest(&asks[r][static_cast<std::size_t>(k * d)], 1, 0, nb);
+        if (!nb.empty() && nb[0].first == 0.0)
+          answer.to[r][k] = static_cast<double>(offset + nb[0].second);
+      }
+    }
+  });
+  const std::vector<std::vector<double>> answers = answer.exchange(comm);
+  double first = inf; // the smallest row of this rank with a twin
+  for (int r = 0; r < P; ++r)
+    for (std::size_t k = 0; k < answers[r].size(); ++k)
+      if (const double j = answers[r][k]; j >= 0) {
+        std::int64_t &t = twin[asked_for[r][k]];
+        t = t < 0 ? static_cast<std::int64_t>(j) : std::min(t, static_cast<std::int64_t>(j));
+      }
+  for (std::int64_t i = 0; i < n && first == inf; ++i)
+    if (twin[i] >= 0)
+      first = static_cast<double>(offset + i);
+  const double bad_i = -comm.allreduce_max(-first);
+  if (bad_i == inf)
+    return;
+  const auto i = static_cast<std::int64_t>(bad_i);
+  const double bad_j = comm.allreduce_max(
+      i >= offset && i < offset + n ? static_cast<double>(twin[i - offset]) : -1.0);
+  comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
+             distinct_error_message(i, static_cast<std::int64_t>(bad_j)));
+}
+
+} // namespace
+
+RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
+                               std::int64_t offset, std::int64_t total, const LSetConfig &cfg,
+                               DistributedLSetStats *stats_out) {
+  const int P = comm.size(), me = comm.rank();
+  const std::int64_t n = x.rows(), d = x.cols();
+  DistributedLSetStats stats;
+  const LocalIndex ix = index_points(comm, x, offset, cfg.seed, cfg.threads);
+  check_distinct_over_ranks(comm, x, cfg, ix, stats);
+  const int nt = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+
+  // σ's last K points over all ranks, where a set's size (min(q, points left)) and whether a
+  // point leads a set at all (while more points remain than polynomial terms) are decided: every
+  // other point leads a set of q.
+  const std::int64_t m_terms = static_cast<std::int64_t>(PolyBasis::count(cfg.poly_degree, d));
+  const std::int64_t nsets = std::max<std::int64_t>(0, total - m_terms);
+  const std::int64_t K = std::min<std::int64_t>(total, std::max<std::int64_t>(cfg.q, 0) + m_terms);
+  std::unordered_map<std::int64_t, std::int64_t> late; // this rank's rows among them → place in σ
+  {
+    const std::int64_t mine = std::min(K, n);
+    std::vector<double> tail(static_cast<std::size_t>(3 * mine));
+    for (std::int64_t t = 0; t < mine; ++t) { // keys in two 32-bit halves: exact in doubles
+      const auto &[key, row] = ix.sorted[static_cast<std::size_t>(n - 1 - t)];
+      tail[3 * t] = static_cast<double>(key >> 32);
+      tail[3 * t + 1] = static_cast<double>(key & 0xffffffffULL);
+      tail[3 * t + 2] = static_cast<double>(row);
+    }
+    std::vector<std::int64_t> counts = comm.allgather(3 * mine);
+    std::vector<double> all(static_cast<std::size_t>(
+        std::accumulate(counts.begin(), counts.end(), std::int64_t{0})));
+    comm.allgatherv(tail.data(), 3 * mine, all.data(), counts);
+    std::vector<std::pair<std::uint64_t, std::int64_t>> last;
+    for (std::size_t e = 0; e + 2 < all.size(); e += 3)
+      last.push_back({(static_cast<std::uint64_t>(all[e]) << 32) |
+                          static_cast<std::uint64_t>(all[e + 1]),
+                      static_cast<std::int64_t>(all[e + 2])});
+    std::sort(last.rbegin(), last.rend());
+    for (std::int64_t t = 0; t < K && t < static_cast<std::int64_t>(last.size()); ++t)
+      if (last[t].second >= offset && last[t].second < offset + n)
+        late[last[t].second] = total - 1 - t;
+  }
+
+  // This rank's leaders in σ's order, their sets' sizes, and the own search.
+  std::vector<std::int64_t> leaders, size;
+  for (std::int64_t a = 0; a < n; ++a) {
+    const std::int64_t i = ix.sorted[static_cast<std::size_t>(a)].second - offset;
+    const auto it = late.find(offset + i);
+    const std::int64_t pos = it == late.end() ? -1 : it->second; // −1: before σ's last K
+    if (pos >= nsets)
+      continue;
+    leaders.push_back(i);
+    size.push_back(pos < 0 ? cfg.q : std::min<std::int64_t>(cfg.q, total - pos));
+  }
+  const auto nl = static_cast<std::int64_t>(leaders.size());
+  // Candidates per leader: (squared distance, global row), with their coordinates.
+  struct Candidates {
+    std::vector<std::pair<double, std::int64_t>> nb;
+    std::vector<double> coords;
+  };
+  std::vector<Candidates> cand(static_cast<std::size_t>(nl));
+  std::vector<double> radius2(static_cast<std::size_t>(nl), inf);
+  Outbox query(P);
+  std::vector<std::vector<std::int64_t>> queried(static_cast<std::size_t>(P)); // leader numbers
+  phase(comm, [&] {
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<double> xl(static_cast<std::size_t>(d));
+#pragma omp for schedule(dynamic, 256)
+      for (std::int64_t s = 0; s < nl; ++s) {
+        const std::int64_t i = leaders[s];
+        for (std::int64_t c = 0; c < d; ++c)
+          xl[c] = x(i, c);
+        Candidates &cs = cand[s];
+        ix.tree->nearest(xl.data(), static_cast<int>(size[s]), ix.place[i], cs.nb, &cs.coords);
+        for (auto &e : cs.nb)
+          e.second += offset;
+        if (static_cast<std::int64_t>(cs.nb.size()) == size[s])
+          radius2[s] = cs.nb.back().first;
+      }
+    }
+    // Queries: (x_l, r_l², global row of l, size) to each rank whose boxes meet the ball.
+    for (std::int64_t s = 0; s < nl; ++s) {
+      const std::int64_t i = leaders[s];
+      const double *xl = nullptr;
+      std::vector<double> rec(static_cast<std::size_t>(d + 3));
+      for (std::int64_t c = 0; c < d; ++c)
+        rec[c] = x(i, c);
+      xl = rec.data();
+      rec[d] = radius2[s];
+      rec[d + 1] = static_cast<double>(offset + i);
+      rec[d + 2] = static_cast<double>(size[s]);
+      for (int r = 0; r < P; ++r)
+        if (r != me && ix.reaches(r, xl, radius2[s])) {
+          query.to[r].insert(query.to[r].end(), rec.begin(), rec.end());
+          queried[r].push_back(s);
+          ++stats.queries;
+        }
+    }
+  });
+  const std::vector<std::vector<double>> queries = query.exchange(comm);
+
+  // Answers: to each rank, once each, the points of this rank that are among some query's
+  // nearest unvisited points within its ball, as (row, coordinates), in increasing rows.
+  Outbox answer(P);
+  phase(comm, [&] {
+    const std::int64_t rec = d + 3;
+    std::vector<char> marked(static_cast<std::size_t>(n));
+    for (int r = 0; r < P; ++r) {
+      const std::int64_t cnt = static_cast<std::int64_t>(queries[r].size()) / rec;
+      if (cnt == 0 || n == 0)
+        continue;
+      std::fill(marked.begin(), marked.end(), 0);
+#pragma omp parallel num_threads(nt)
+      {
+        std::vector<std::pair<double, std::int64_t>> nb;
+#pragma omp for schedule(dynamic, 64)
+        for (std::int64_t k = 0; k < cnt; ++k) {
+          const double *q = &queries[r][static_cast<std::size_t>(k * rec)];
+          const double r2 = q[d];
+          const auto row = static_cast<std::int64_t>(q[d + 1]);
+          const auto want = static_cast<int>(q[d + 2]);
+          ix.tree->nearest(q, want, ix.before(lset_key(cfg.seed, row), row), nb);
+          for (std::size_t e = 0; e < nb.size() && nb[e].first <= r2; ++e)
+            marked[static_cast<std::size_t>(nb[e].second)] = 1; // (a benign race: all write 1)
+        }
+      }
+      for (std::int64_t i = 0; i < n; ++i)
+        if (marked[static_cast<std::size_t>(i)]) {
+          answer.to[r].push_back(static_cast<double>(offset + i));
+          for (std::int64_t c = 0; c < d; ++c)
+            answer.to[r].push_back(x(i, c));
+        }
+    }
+  });
+  const std::vector<std::vector<double>> answers = answer.exchange(comm);
+
+  // The halo: every point the other ranks returned, in increasing rows (ranks in order, each in
+  // increasing rows), indexed like this rank's own points: a k-d tree whose ranks are their places
+  // in σ among themselves. A queried set's q nearest are the q nearest of its own candidates and
+  // the halo's unvisited ones (every point that can belong to the set is in one of the two; ties
+  // in distance to the smaller row in both trees, as in one process).
+  RowSets sets;
+  std::vector<double> coords;
+  phase(comm, [&] {
+    std::vector<std::int64_t> hrow;
+    for (int r = 0; r < P; ++r)
+      for (std::size_t e = 0; e + d < answers[r].size(); e += static_cast<std::size_t>(d + 1))
+        hrow.push_back(static_cast<std::int64_t>(answers[r][e]));
+    const auto h = static_cast<std::int64_t>(hrow.size());
+    stats.received = h;
+    Table<double> hx(h, d);
+    {
+      std::int64_t t = 0;
+      for (int r = 0; r < P; ++r)
+        for (std::size_t e = 0; e + d < answers[r].size(); e += static_cast<std::size_t>(d + 1), ++t)
+          for (std::int64_t c = 0; c < d; ++c)
+            hx(t, c) = answers[r][e + 1 + static_cast<std::size_t>(c)];
+    }
+    std::vector<std::pair<std::uint64_t, std::int64_t>> hsorted(static_cast<std::size_t>(h));
+    for (std::int64_t t = 0; t < h; ++t)
+      hsorted[t] = {lset_key(cfg.seed, hrow[t]), t};
+    std::sort(hsorted.begin(), hsorted.end(), [&](const auto &a, const auto &b) {
+      return a.first != b.first ? a.first < b.first : hrow[a.second] < hrow[b.second];
+    });
+    std::vector<std::int64_t> hplace(static_cast<std::size_t>(h));
+    std::vector<std::pair<std::uint64_t, std::int64_t>> hkeys(static_cast<std::size_t>(h));
+    for (std::int64_t a = 0; a < h; ++a) {
+      hplace[hsorted[a].second] = a;
+      hkeys[a] = {hsorted[a].first, hrow[hsorted[a].second]};
+    }
+    std::optional<spatial::KdTree> htree;
+    if (h > 0)
+      htree.emplace(hx, hplace, 32, nt);
+    std::vector<char> asked(static_cast<std::size_t>(nl), 0);
+    for (int r = 0; r < P; ++r)
+      for (const std::int64_t s : queried[r])
+        asked[s] = 1;
+    std::int64_t short_set = -1; // a set with too few members (none: the search is exact)
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<std::pair<double, std::int64_t>> nb;
+      std::vector<double> nbx;
+#pragma omp for schedule(dynamic, 256)
+      for (std::int64_t s = 0; s < nl; ++s) {
+        if (!asked[s] || !htree)
+          continue;
+        Candidates &cs = cand[s];
+        const std::int64_t i = leaders[s], lead = offset + i;
+        std::vector<double> xl(static_cast<std::size_t>(d));
+        for (std::int64_t c = 0; c < d; ++c)
+          xl[c] = x(i, c);
+        const std::int64_t from =
+            std::lower_bound(hkeys.begin(), hkeys.end(), std::make_pair(lset_key(cfg.seed, lead), lead)) -
+            hkeys.begin();
+        htree->nearest(xl.data(), static_cast<int>(size[s]), from, nb, &nbx);
+        for (std::size_t e = 0; e < nb.size(); ++e) {
+          cs.nb.push_back({nb[e].first, hrow[nb[e].second]});
+          cs.coords.insert(cs.coords.end(), nbx.begin() + static_cast<std::ptrdiff_t>(e * d),
+                           nbx.begin() + static_cast<std::ptrdiff_t>((e + 1) * d));
+        }
+      }
+    }
+    sets.ptr.assign(static_cast<std::size_t>(nl) + 1, 0);
+    for (std::int64_t s = 0; s < nl; ++s)
+      sets.ptr[s + 1] = sets.ptr[s] + size[s];
+    sets.idx.resize(static_cast<std::size_t>(sets.ptr[nl]));
+    coords.resize(static_cast<std::size_t>(sets.ptr[nl] * d));
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<std::int64_t> by;
+#pragma omp for schedule(dynamic, 256)
+      for (std::int64_t s = 0; s < nl; ++s) {
+        const Candidates &cs = cand[s];
+        by.resize(cs.nb.size());
+        std::iota(by.begin(), by.end(), std::int64_t{0});
+        const std::size_t keep = std::min(by.size(), static_cast<std::size_t>(size[s]));
+        std::partial_sort(by.begin(), by.begin() + static_cast<std::ptrdiff_t>(keep), by.end(),
+                          [&](std::int64_t a, std::int64_t b) { return cs.nb[a] < cs.nb[b]; });
+        const std::int64_t i = leaders[s], lead = offset + i, b = sets.ptr[s];
+        sets.idx[b] = lead;
+        for (std::int64_t c = 0; c < d; ++c)
+          coords[b * d + c] = x(i, c);
+        std::int64_t m = 1;
+        for (std::size_t e = 0; e < keep && m < size[s]; ++e)
+          if (const auto &[d2, row] = cs.nb[by[e]]; row != lead) {
+            sets.idx[b + m] = row;
+            std::copy_n(cs.coords.begin() + static_cast<std::ptrdiff_t>(by[e] * d), d,
+                        coords.begin() + static_cast<std::ptrdiff_t>((b + m) * d));
+            ++m;
+          }
+        if (m != size[s])
+#pragma omp critical
+          short_set = s;
+      }
+    }
+    if (short_set >= 0)
+      throw Error(ErrorCode::internal,
+                  fmt::format("the L-set of row {}: fewer than {} members found over the ranks",
+                              offset + leaders[short_set], size[short_set]));
+    cand = {};
+    sets.zeta.resize(sets.idx.size());
+    sets.skipped = form_lsets(cfg, d, sets.ptr, coords.data(), sets.zeta.data());
+  });
+  if (stats_out)
+    *stats_out = stats;
+  return sets;
+}
+
+} // namespace ksum::rbf
