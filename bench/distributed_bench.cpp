@@ -385,6 +385,14 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
   scale = comm.allreduce_max(scale);
   const double halo_rows = comm.allreduce_max(static_cast<double>(ts.halo_rows));
   const double received = comm.allreduce_max(static_cast<double>(ls.received));
+  double phases[6] = {ls.seconds_index, ls.seconds_twins, ls.seconds_own,
+                      ls.seconds_answer, ls.seconds_halo, ls.seconds_solve};
+  comm.allreduce_max(phases, 6);
+  if (r == 0)
+    fmt::print("L-sets over {} ranks{}, the slowest rank per phase [s]: index {:.3f}, duplicates "
+               "{:.3f}, own search {:.3f}, answers {:.3f}, halo search {:.3f}, local solves "
+               "{:.3f}\n",
+               P, ls.gathered ? " (points all-gathered: rows in no spatial order)" : "", phases[0], phases[1], phases[2], phases[3], phases[4], phases[5]);
   if (r == 0)
     fmt::print("| tau {} | {} | {} | {} | {:.3f} ({:.0f} points received) | {:.3f} | {:.0f} "
                "({:.2g} of the others' rows) | {:.4g} | {:.4g} | {:.3g} | {:.2g} |\n",
@@ -399,6 +407,14 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
           {"q", cfg.q},
           {"seconds_lsets", t_sets},
           {"lset_search_received_max", received},
+          {"lsets_gathered", ls.gathered},
+          {"seconds_lsets_phases_max",
+           {{"index", phases[0]},
+            {"duplicates", phases[1]},
+            {"own_search", phases[2]},
+            {"answers", phases[3]},
+            {"halo_search", phases[4]},
+            {"local_solves", phases[5]}}},
           {"seconds_halo_setup", t_halo_setup},
           {"halo_rows_max", halo_rows},
           {"seconds_tau_halo", sh},

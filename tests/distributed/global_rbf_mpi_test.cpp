@@ -161,6 +161,10 @@ void sets_and_tau_match_one_process(const Communicator &comm) {
           differ += own.idx[own.ptr[s] + k] != all.idx[all.ptr[m] + k] ||
                     own.zeta[own.ptr[s] + k] != all.zeta[all.ptr[m] + k];
       }
+      test::mpi_check(ls.gathered == (comm.size() > 1 && !spatial),
+                      fmt::format("L-sets over the ranks ({}): the search {} the points", what,
+                                  ls.gathered ? "all-gathered" : "did not gather"),
+                      rank);
       test::mpi_check(own.count() == mine && differ == 0,
                       fmt::format("L-sets over the ranks ({}): {} sets against {} of this rank's "
                                   "rows in one process; {} members or ζ differ",
@@ -207,7 +211,9 @@ void sets_and_tau_match_one_process(const Communicator &comm) {
 
 // Identical points anywhere over the ranks: the distributed fit names the rows check_distinct
 // names on all points (the smallest row with a twin, and its smallest twin), and no rank hangs.
-// Pairs on one rank, on two ranks, and a triple spread over three.
+// Pairs on one rank, on two ranks, and a triple spread over three; rows sorted along x (the
+// search over the ranks checks them through the boxes) and in Halton order (the ranks gather the
+// points and check them as one process does).
 void duplicates_are_named_as_one_process(const Communicator &comm) {
   const int P = comm.size(), rank = comm.rank();
   const std::int64_t n = 600;
@@ -221,9 +227,19 @@ void duplicates_are_named_as_one_process(const Communicator &comm) {
       {{598, 3}, {200, 450}},    // across ranks; the smallest row with a twin is 3
       {{5, 590}, {5, 301}},      // a triple: 5, 301, 590
   };
-  for (std::size_t c = 0; c < cases.size(); ++c) {
+  for (std::size_t c = 0; c < 2 * cases.size(); ++c) {
     Table<double> x = datasets::halton(n, 3);
-    for (const auto &[to, from] : cases[c])
+    if (c >= cases.size()) { // sorted along x: slabs
+      const Table<double> h = x;
+      std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(),
+                [&](std::int64_t a, std::int64_t b) { return h(a, 0) < h(b, 0); });
+      for (std::int64_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k)
+          x(i, k) = h(order[static_cast<std::size_t>(i)], k);
+    }
+    for (const auto &[to, from] : cases[c % cases.size()])
       for (int k = 0; k < 3; ++k)
         x(to, k) = x(from, k);
     std::string want;

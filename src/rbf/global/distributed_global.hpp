@@ -41,6 +41,12 @@ struct DistributedLSetStats {
   std::int64_t queries = 0;  // (set, rank) pairs: this rank's sets whose ball reached another rank
   std::int64_t received = 0; // candidate points the other ranks returned (coordinates included)
   std::int64_t twins_asked = 0; // this rank's points inside another rank's boxes (duplicate check)
+  bool gathered = false;         // rows in no spatial order: the points were all-gathered instead
+  // Seconds on this rank: indexing (σ's keys, the tree, the boxes), the duplicate check, the own
+  // search (with the queries), answering the others' queries, the halo's search and the sets'
+  // members, and the local solves (ζ); exchanges included where they fall.
+  double seconds_index = 0, seconds_twins = 0, seconds_own = 0, seconds_answer = 0,
+         seconds_halo = 0, seconds_solve = 0;
 };
 
 // The L-sets of the points spread over the ranks (this rank: `points`, the global rows offset …
@@ -52,8 +58,10 @@ struct DistributedLSetStats {
 // (the bounding boxes of 64 runs of their k-d tree's leaf order, all-gathered) meet the ball are
 // asked for their own q nearest unvisited points within it. Points in spatially compact slices
 // (a Morton or slab partition) keep these exchanges to the slices' boundaries; rows in no spatial
-// order make every box large and the search approaches an all-gather. Collective: every rank
-// returns, or every rank throws the same error.
+// order make every box large: where the points inside other ranks' boxes exceed a quarter of an
+// all-gather's, the ranks gather all points instead and search one tree over them (the same
+// sets; N coordinates per rank while it runs). Collective: every rank returns, or every rank
+// throws the same error.
 RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &points,
                                std::int64_t offset, std::int64_t total, const LSetConfig &cfg,
                                DistributedLSetStats *stats = nullptr);

@@ -17,6 +17,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -43,6 +44,7 @@ struct LocalIndex {
   // boxes[2 d b] (lo) and boxes[2 d b + d] (hi).
   std::vector<std::int64_t> box_ptr;
   std::vector<double> boxes;
+  std::vector<double> hull; // rank r's boxes' bounding box at hull[2 d r] (lo), hull[2 d r + d] (hi)
 
   // The number of this rank's points before (key, row) in σ: the tree's bound for a search among
   // the points σ visits at or after that one.
@@ -61,13 +63,26 @@ struct LocalIndex {
     }
     return s * (1.0 - 0x1p-40);
   }
+  double hull_distance2(int r, const double *x) const {
+    const double *lo = &hull[static_cast<std::size_t>(2 * d * r)], *hi = lo + d;
+    double s = 0;
+    for (std::int64_t c = 0; c < d; ++c) {
+      const double e = x[c] < lo[c] ? lo[c] - x[c] : x[c] > hi[c] ? x[c] - hi[c] : 0.0;
+      s += e * e;
+    }
+    return s * (1.0 - 0x1p-40);
+  }
   bool reaches(int r, const double *x, double r2) const {
+    if (box_ptr[r] == box_ptr[r + 1] || hull_distance2(r, x) > r2)
+      return false;
     for (std::int64_t b = box_ptr[r]; b < box_ptr[r + 1]; ++b)
       if (box_distance2(b, x) <= r2)
         return true;
     return false;
   }
   bool inside(int r, const double *x) const {
+    if (box_ptr[r] == box_ptr[r + 1] || hull_distance2(r, x) > 0)
+      return false;
     for (std::int64_t b = box_ptr[r]; b < box_ptr[r + 1]; ++b) {
       const double *lo = &boxes[static_cast<std::size_t>(2 * d * b)], *hi = lo + d;
       bool in = true;
@@ -114,6 +129,7 @@ struct Outbox {
 
 LocalIndex index_points(const Communicator &comm, const Table<double> &x, std::int64_t offset,
                         std::uint64_t seed, int threads) {
+  const int P = comm.size();
   LocalIndex ix;
   ix.n = x.rows();
   ix.d = x.cols();
@@ -152,6 +168,17 @@ LocalIndex index_points(const Communicator &comm, const Table<double> &x, std::i
     ix.box_ptr[r + 1] = ix.box_ptr[r] + sizes[r] / (2 * d);
   ix.boxes.resize(static_cast<std::size_t>(2 * d * ix.box_ptr.back()));
   comm.allgatherv(mine.data(), static_cast<std::int64_t>(mine.size()), ix.boxes.data(), sizes);
+  ix.hull.assign(static_cast<std::size_t>(2 * d * P), 0.0);
+  for (int r = 0; r < P; ++r) {
+    double *lo = &ix.hull[static_cast<std::size_t>(2 * d * r)], *hi = lo + d;
+    std::fill(lo, lo + d, inf);
+    std::fill(hi, hi + d, -inf);
+    for (std::int64_t b = ix.box_ptr[r]; b < ix.box_ptr[r + 1]; ++b)
+      for (std::int64_t c = 0; c < d; ++c) {
+        lo[c] = std::min(lo[c], ix.boxes[static_cast<std::size_t>(2 * d * b + c)]);
+        hi[c] = std::max(hi[c], ix.boxes[static_cast<std::size_t>(2 * d * b + d + c)]);
+      }
+  }
   return ix;
 }
 
@@ -241,9 +268,49 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
   const int P = comm.size(), me = comm.rank();
   const std::int64_t n = x.rows(), d = x.cols();
   DistributedLSetStats stats;
+  auto clock = std::chrono::steady_clock::now();
+  auto lap = [&clock](double &into) {
+    const auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double>(now - clock).count();
+    clock = now;
+  };
   const LocalIndex ix = index_points(comm, x, offset, cfg.seed, cfg.threads);
-  check_distinct_over_ranks(comm, x, cfg, ix, stats);
   const int nt = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+  // Rows in no spatial order make every rank's boxes span the domain: the exchanges below would
+  // then move about what an all-gather moves, and every rank would search for nearly every set.
+  // Where the points inside other ranks' boxes exceed a quarter of an all-gather's, the ranks
+  // gather the points instead and search one tree over all of them (N coordinates per rank).
+  bool gather = false;
+  if (P > 1) {
+    double inside[2] = {0, static_cast<double>(n)};
+    std::int64_t count = 0;
+#pragma omp parallel for num_threads(nt) reduction(+ : count) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double xi[PolyBasis::max_dim];
+      for (std::int64_t c = 0; c < d; ++c)
+        xi[c] = x(i, c);
+      for (int r = 0; r < P; ++r)
+        count += r != me && ix.inside(r, xi);
+    }
+    inside[0] = static_cast<double>(count);
+    comm.allreduce_sum(inside, 2);
+    gather = inside[0] > 0.25 * (P - 1) * inside[1];
+  }
+  stats.gathered = gather;
+  Table<double> all; // gather: every rank's points, in global rows
+  if (gather) {
+    const std::vector<std::int64_t> counts = comm.allgather(n);
+    phase(comm, [&] { all = Table<double>(total, d); });
+    for (std::int64_t c = 0; c < d; ++c)
+      comm.allgatherv(x.col(c).data(), n, all.col(c).data(), counts);
+    stats.received = total - n;
+  }
+  lap(stats.seconds_index);
+  if (gather)
+    phase(comm, [&] { check_distinct(all); }); // (the same error on every rank)
+  else
+    check_distinct_over_ranks(comm, x, cfg, ix, stats);
+  lap(stats.seconds_twins);
 
   // σ's last K points over all ranks, where a set's size (min(q, points left)) and whether a
   // point leads a set at all (while more points remain than polynomial terms) are decided: every
@@ -298,6 +365,34 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
   Outbox query(P);
   std::vector<std::vector<std::int64_t>> queried(static_cast<std::size_t>(P)); // leader numbers
   phase(comm, [&] {
+    if (gather) {
+      // One tree over all points, its ranks their places in σ: each set's search is final.
+      std::vector<std::pair<std::uint64_t, std::int64_t>> keyed(static_cast<std::size_t>(total));
+      for (std::int64_t j = 0; j < total; ++j)
+        keyed[j] = {lset_key(cfg.seed, j), j};
+      std::sort(keyed.begin(), keyed.end());
+      std::vector<std::int64_t> place(static_cast<std::size_t>(total));
+      for (std::int64_t a = 0; a < total; ++a)
+        place[keyed[a].second] = a;
+      keyed = {};
+      std::vector<std::int64_t> lead_place(static_cast<std::size_t>(nl));
+      for (std::int64_t s = 0; s < nl; ++s)
+        lead_place[s] = place[static_cast<std::size_t>(offset + leaders[s])];
+      const spatial::KdTree tree(all, std::move(place), 32, nt);
+#pragma omp parallel num_threads(nt)
+      {
+        std::vector<double> xl(static_cast<std::size_t>(d));
+#pragma omp for schedule(dynamic, 256)
+        for (std::int64_t s = 0; s < nl; ++s) {
+          for (std::int64_t c = 0; c < d; ++c)
+            xl[c] = x(leaders[s], c);
+          Candidates &cs = cand[s];
+          tree.nearest(xl.data(), static_cast<int>(size[s]), lead_place[s], cs.nb, &cs.coords);
+        }
+      }
+      all = Table<double>();
+      return;
+    }
 #pragma omp parallel num_threads(nt)
     {
       std::vector<double> xl(static_cast<std::size_t>(d));
@@ -334,6 +429,7 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
     }
   });
   const std::vector<std::vector<double>> queries = query.exchange(comm);
+  lap(stats.seconds_own);
 
   // Answers: to each rank, once each, the points of this rank that are among some query's
   // nearest unvisited points within its ball, as (row, coordinates), in increasing rows.
@@ -357,7 +453,8 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
           const auto want = static_cast<int>(q[d + 2]);
           ix.tree->nearest(q, want, ix.before(lset_key(cfg.seed, row), row), nb);
           for (std::size_t e = 0; e < nb.size() && nb[e].first <= r2; ++e)
-            marked[static_cast<std::size_t>(nb[e].second)] = 1; // (a benign race: all write 1)
+#pragma omp atomic write
+            marked[static_cast<std::size_t>(nb[e].second)] = 1;
         }
       }
       for (std::int64_t i = 0; i < n; ++i)
@@ -369,6 +466,7 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
     }
   });
   const std::vector<std::vector<double>> answers = answer.exchange(comm);
+  lap(stats.seconds_answer);
 
   // The halo: every point the other ranks returned, in increasing rows (ranks in order, each in
   // increasing rows), indexed like this rank's own points: a k-d tree whose ranks are their places
@@ -383,7 +481,8 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
       for (std::size_t e = 0; e + d < answers[r].size(); e += static_cast<std::size_t>(d + 1))
         hrow.push_back(static_cast<std::int64_t>(answers[r][e]));
     const auto h = static_cast<std::int64_t>(hrow.size());
-    stats.received = h;
+    if (!gather)
+      stats.received = h;
     Table<double> hx(h, d);
     {
       std::int64_t t = 0;
@@ -474,8 +573,10 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
                   fmt::format("the L-set of row {}: fewer than {} members found over the ranks",
                               offset + leaders[short_set], size[short_set]));
     cand = {};
+    lap(stats.seconds_halo);
     sets.zeta.resize(sets.idx.size());
     sets.skipped = form_lsets(cfg, d, sets.ptr, coords.data(), sets.zeta.data());
+    lap(stats.seconds_solve);
   });
   if (stats_out)
     *stats_out = stats;
