@@ -49,6 +49,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -322,6 +323,21 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
       ksum::rbf::build_lsets_over_ranks(comm, x, mine * r, total, cfg, &ls);
   const double t_sets = comm.allreduce_max(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  // The same sets by the first version's way, all points gathered to every rank (forced).
+  double t_sets_gather = 0;
+  if (P > 1) {
+    setenv("KSUM_LSETS_GATHER", "1", 1);
+    const auto g0 = std::chrono::steady_clock::now();
+    const ksum::rbf::RowSets again =
+        ksum::rbf::build_lsets_over_ranks(comm, x, mine * r, total, cfg);
+    t_sets_gather = comm.allreduce_max(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count());
+    unsetenv("KSUM_LSETS_GATHER");
+    const bool same = again.idx == sets.idx && again.zeta == sets.zeta;
+    if (comm.allreduce_max(same ? 0.0 : 1.0) > 0)
+      throw ksum::Error(ksum::ErrorCode::internal,
+                        "the L-sets searched over the ranks differ from the gathered ones");
+  }
   ksum::rbf::DistributedTauStats ts;
   const auto t1 = std::chrono::steady_clock::now();
   const ksum::rbf::TauOperator halo = ksum::rbf::distributed_tau(comm, sets, counts, 0, &ts);
@@ -353,8 +369,7 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
         global.tzeta[e] = sets.zeta[k];
       }
   }
-  std::vector<double> R(static_cast<std::size_t>(total)), Tall(static_cast<std::size_t>(total)),
-      mu;
+  std::vector<double> R(static_cast<std::size_t>(total)), Tall(static_cast<std::size_t>(total)), mu;
   const ksum::rbf::TauOperator gather = [&](const double *res, double *tau) {
     comm.allgatherv(res, mine, R.data(), counts);
     global.apply(R.data(), Tall.data(), mu, 0);
@@ -369,9 +384,9 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
     for (int k = 0; k < a.reps; ++k) {
       const auto s0 = std::chrono::steady_clock::now();
       op(res.data(), out.data());
-      best = std::min(best, comm.allreduce_max(
-                                std::chrono::duration<double>(std::chrono::steady_clock::now() - s0)
-                                    .count()));
+      best = std::min(
+          best, comm.allreduce_max(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count()));
     }
     return best;
   };
@@ -385,14 +400,15 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
   scale = comm.allreduce_max(scale);
   const double halo_rows = comm.allreduce_max(static_cast<double>(ts.halo_rows));
   const double received = comm.allreduce_max(static_cast<double>(ls.received));
-  double phases[6] = {ls.seconds_index, ls.seconds_twins, ls.seconds_own,
-                      ls.seconds_answer, ls.seconds_halo, ls.seconds_solve};
+  double phases[6] = {ls.seconds_index,  ls.seconds_twins, ls.seconds_own,
+                      ls.seconds_answer, ls.seconds_halo,  ls.seconds_solve};
   comm.allreduce_max(phases, 6);
   if (r == 0)
     fmt::print("L-sets over {} ranks{}, the slowest rank per phase [s]: index {:.3f}, duplicates "
                "{:.3f}, own search {:.3f}, answers {:.3f}, halo search {:.3f}, local solves "
-               "{:.3f}\n",
-               P, ls.gathered ? " (points all-gathered: rows in no spatial order)" : "", phases[0], phases[1], phases[2], phases[3], phases[4], phases[5]);
+               "{:.3f}; all points gathered (forced): {:.3f} s\n",
+               P, ls.gathered ? " (points all-gathered: rows in no spatial order)" : "", phases[0],
+               phases[1], phases[2], phases[3], phases[4], phases[5], t_sets_gather);
   if (r == 0)
     fmt::print("| tau {} | {} | {} | {} | {:.3f} ({:.0f} points received) | {:.3f} | {:.0f} "
                "({:.2g} of the others' rows) | {:.4g} | {:.4g} | {:.3g} | {:.2g} |\n",
@@ -408,6 +424,7 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
           {"seconds_lsets", t_sets},
           {"lset_search_received_max", received},
           {"lsets_gathered", ls.gathered},
+          {"seconds_lsets_forced_gather", t_sets_gather},
           {"seconds_lsets_phases_max",
            {{"index", phases[0]},
             {"duplicates", phases[1]},
@@ -533,8 +550,7 @@ int main(int argc, char **argv) {
         if (a.tau_points != "slabs" && a.tau_points != "scattered")
           throw ksum::Error(ksum::ErrorCode::invalid_argument,
                             fmt::format("--tau-points {}: slabs or scattered", a.tau_points));
-      }
-      else if (k == "--gpus-per-rank") {
+      } else if (k == "--gpus-per-rank") {
         a.gpus_per_rank = std::stoi(value());
         if (a.gpus_per_rank < 1)
           throw ksum::Error(ksum::ErrorCode::invalid_argument,
@@ -578,7 +594,8 @@ int main(int argc, char **argv) {
       out.push_back(run_rbf(comm, a, "weak", a.rbf_n_per_rank * comm.size()));
     if (a.tau_n_per_rank > 0) {
       if (comm.rank() == 0)
-        fmt::print("\n| tau | ranks | N | N per rank | L-sets over the ranks [s] (most points a rank received) | halo set-up [s] | halo rows "
+        fmt::print("\n| tau | ranks | N | N per rank | L-sets over the ranks [s] (most points a "
+                   "rank received) | halo set-up [s] | halo rows "
                    "(most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | "
                    "difference |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
       out.push_back(run_tau(comm, a));

@@ -871,10 +871,10 @@ for pts in ("slabs", "scattered"):
     rs = sorted((r for r in rows if r["kind"] == "tau-weak" and r["points"] == pts), key=lambda r: r["ranks"])
     if not rs:
         continue
-    print(f"| tau, rows in {pts} | ranks | N | L-sets over the ranks [s] | search received (most on a rank) | halo rows (most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | difference |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| tau, rows in {pts} | ranks | N | L-sets over the ranks [s] | all points gathered (forced) [s] | search received (most on a rank) | halo rows (most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | difference |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rs:
-        print(f"| | {r['ranks']} | {r['n']} | {r['seconds_lsets']:.3f} | {r.get('lset_search_received_max', 0):.0f} | {r['halo_rows_max']:.0f} | {r['seconds_tau_halo']:.4g} | {r['seconds_tau_allgather']:.4g} | {r['seconds_tau_allgather'] / r['seconds_tau_halo']:.2f} | {r['max_rel_difference']:.2g} |")
+        print(f"| | {r['ranks']} | {r['n']} | {r['seconds_lsets']:.3f}{' (gathered)' if r.get('lsets_gathered') else ''} | {r.get('seconds_lsets_forced_gather', 0):.3f} | {r.get('lset_search_received_max', 0):.0f} | {r['halo_rows_max']:.0f} | {r['seconds_tau_halo']:.4g} | {r['seconds_tau_allgather']:.4g} | {r['seconds_tau_allgather'] / r['seconds_tau_halo']:.2f} | {r['max_rel_difference']:.2g} |")
     print()
 PY
     echo "- distributed section: $(( $(date +%s) - t_di )) s"

@@ -24,10 +24,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
-#include <random>
 #include <fmt/format.h>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <string>
 
 using namespace ksum;
@@ -139,7 +139,8 @@ void sets_and_tau_match_one_process(const Communicator &comm) {
                                 .poly_degree = degree,
                                 .seed = 7,
                                 .threads = 1};
-      const std::string what = fmt::format("{} rows, degree {}", spatial ? "slab" : "Halton", degree);
+      const std::string what =
+          fmt::format("{} rows, degree {}", spatial ? "slab" : "Halton", degree);
       const rbf::LSets all = rbf::build_lsets(x, cfg);
       rbf::DistributedLSetStats ls;
       const rbf::RowSets own =
@@ -188,8 +189,8 @@ void sets_and_tau_match_one_process(const Communicator &comm) {
           err = std::max(err, std::abs(got[static_cast<std::size_t>(i)] -
                                        want[static_cast<std::size_t>(begin + i)]));
         test::mpi_check(err <= 1e-13 * scale,
-                        fmt::format("tau ({}, call {}): max error {:.3g} of max |tau| {:.3g}",
-                                    what, call, err, scale),
+                        fmt::format("tau ({}, call {}): max error {:.3g} of max |tau| {:.3g}", what,
+                                    call, err, scale),
                         rank);
       }
       double moved[3] = {static_cast<double>(ts.halo_rows), static_cast<double>(ls.received),
@@ -223,9 +224,9 @@ void duplicates_are_named_as_one_process(const Communicator &comm) {
   o.eps = 5;
   o.backend = Backend::cpu;
   const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> cases = {
-      {{590, 595}},              // the last rank's rows
-      {{598, 3}, {200, 450}},    // across ranks; the smallest row with a twin is 3
-      {{5, 590}, {5, 301}},      // a triple: 5, 301, 590
+      {{590, 595}},           // the last rank's rows
+      {{598, 3}, {200, 450}}, // across ranks; the smallest row with a twin is 3
+      {{5, 590}, {5, 301}},   // a triple: 5, 301, 590
   };
   for (std::size_t c = 0; c < 2 * cases.size(); ++c) {
     Table<double> x = datasets::halton(n, 3);
@@ -265,9 +266,9 @@ void duplicates_are_named_as_one_process(const Communicator &comm) {
   tps.kernel = Kernel::tps;
   tps.backend = Backend::cpu;
   GlobalRbfInterpolant t(tps);
-  test::expect_agreed_error(comm, "points on a plane, linear polynomial",
-                            ErrorCode::invalid_argument, "not unisolvent",
-                            [&] { t.set_data(rows(flat, begin, count), Table<double>(count, 1, 1.0), comm); });
+  test::expect_agreed_error(
+      comm, "points on a plane, linear polynomial", ErrorCode::invalid_argument, "not unisolvent",
+      [&] { t.set_data(rows(flat, begin, count), Table<double>(count, 1, 1.0), comm); });
 }
 
 } // namespace

@@ -3,9 +3,9 @@
 
 #include <ksum/error.hpp>
 
-#include <fmt/format.h>
 #include <algorithm>
 #include <cstdint>
+#include <fmt/format.h>
 #include <numeric>
 
 namespace ksum::rbf {
@@ -111,7 +111,7 @@ TauOperator distributed_tau(const Communicator &comm, const RowSets &sets,
     LSets local;
     std::int64_t mine = 0;
     std::vector<std::int64_t> send_counts, recv_counts;
-    std::vector<std::int64_t> send_rows;                 // this rank's rows, in the order sent
+    std::vector<std::int64_t> send_rows;            // this rank's rows, in the order sent
     std::vector<double> r, t, mu, sendbuf, recvbuf; // scratch
   };
   auto st = std::make_shared<State>();
@@ -131,9 +131,9 @@ TauOperator distributed_tau(const Communicator &comm, const RowSets &sets,
   LSets &L = st->local;
   L.n = mine + nh;
   if (L.n > std::int64_t{UINT32_MAX} || nsets > std::int64_t{UINT32_MAX})
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("distributed_tau: {} rows and halo rows on rank {} exceed 2^32", L.n,
-                            me));
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("distributed_tau: {} rows and halo rows on rank {} exceed 2^32", L.n, me));
   L.ptr.assign(static_cast<std::size_t>(nsets) + 1, 0);
   L.ptr = sets.ptr;
   L.formed = nsets;

@@ -41,7 +41,7 @@ struct DistributedLSetStats {
   std::int64_t queries = 0;  // (set, rank) pairs: this rank's sets whose ball reached another rank
   std::int64_t received = 0; // candidate points the other ranks returned (coordinates included)
   std::int64_t twins_asked = 0; // this rank's points inside another rank's boxes (duplicate check)
-  bool gathered = false;         // rows in no spatial order: the points were all-gathered instead
+  bool gathered = false;        // rows in no spatial order: the points were all-gathered instead
   // Seconds on this rank: indexing (σ's keys, the tree, the boxes), the duplicate check, the own
   // search (with the queries), answering the others' queries, the halo's search and the sets'
   // members, and the local solves (ζ); exchanges included where they fall.

@@ -20,9 +20,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -44,7 +46,8 @@ struct LocalIndex {
   // boxes[2 d b] (lo) and boxes[2 d b + d] (hi).
   std::vector<std::int64_t> box_ptr;
   std::vector<double> boxes;
-  std::vector<double> hull; // rank r's boxes' bounding box at hull[2 d r] (lo), hull[2 d r + d] (hi)
+  std::vector<double>
+      hull; // rank r's boxes' bounding box at hull[2 d r] (lo), hull[2 d r + d] (hi)
 
   // The number of this rank's points before (key, row) in σ: the tree's bound for a search among
   // the points σ visits at or after that one.
@@ -114,8 +117,8 @@ struct Outbox {
       flat.insert(flat.end(), to[r].begin(), to[r].end());
     }
     const std::vector<std::int64_t> recv = comm.alltoall(send);
-    std::vector<double> got(static_cast<std::size_t>(
-        std::accumulate(recv.begin(), recv.end(), std::int64_t{0})));
+    std::vector<double> got(
+        static_cast<std::size_t>(std::accumulate(recv.begin(), recv.end(), std::int64_t{0})));
     comm.alltoallv(flat.data(), send, got.data(), recv);
     std::vector<std::vector<double>> from(static_cast<std::size_t>(P));
     std::int64_t at = 0;
@@ -228,7 +231,8 @@ void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
   phase(comm, [&] {
     std::vector<std::pair<double, std::int64_t>> nb;
     for (int r = 0; r < P; ++r) {
-      const std::int64_t cnt = static_cast<std::int64_t>(asks[r].size()) / std::max<std::int64_t>(d, 1);
+      const std::int64_t cnt =
+          static_cast<std::int64_t>(asks[r].size()) / std::max<std::int64_t>(d, 1);
       answer.to[r].assign(static_cast<std::size_t>(cnt), -1.0);
       if (n == 0)
         continue;
@@ -295,6 +299,15 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
     inside[0] = static_cast<double>(count);
     comm.allreduce_sum(inside, 2);
     gather = inside[0] > 0.25 * (P - 1) * inside[1];
+    // KSUM_LSETS_GATHER=1 / 0 forces the all-gather / the search over the ranks (to compare
+    // them; set alike on every rank).
+    if (const char *force = std::getenv("KSUM_LSETS_GATHER"); force && *force) {
+      const std::string v(force);
+      if (v == "1" || v == "on" || v == "true" || v == "yes")
+        gather = true;
+      else if (v == "0" || v == "off" || v == "false" || v == "no")
+        gather = false;
+    }
   }
   stats.gathered = gather;
   Table<double> all; // gather: every rank's points, in global rows
@@ -329,14 +342,14 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
       tail[3 * t + 2] = static_cast<double>(row);
     }
     std::vector<std::int64_t> counts = comm.allgather(3 * mine);
-    std::vector<double> all(static_cast<std::size_t>(
-        std::accumulate(counts.begin(), counts.end(), std::int64_t{0})));
+    std::vector<double> all(
+        static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), std::int64_t{0})));
     comm.allgatherv(tail.data(), 3 * mine, all.data(), counts);
     std::vector<std::pair<std::uint64_t, std::int64_t>> last;
     for (std::size_t e = 0; e + 2 < all.size(); e += 3)
-      last.push_back({(static_cast<std::uint64_t>(all[e]) << 32) |
-                          static_cast<std::uint64_t>(all[e + 1]),
-                      static_cast<std::int64_t>(all[e + 2])});
+      last.push_back(
+          {(static_cast<std::uint64_t>(all[e]) << 32) | static_cast<std::uint64_t>(all[e + 1]),
+           static_cast<std::int64_t>(all[e + 2])});
     std::sort(last.rbegin(), last.rend());
     for (std::int64_t t = 0; t < K && t < static_cast<std::int64_t>(last.size()); ++t)
       if (last[t].second >= offset && last[t].second < offset + n)
@@ -487,7 +500,8 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
     {
       std::int64_t t = 0;
       for (int r = 0; r < P; ++r)
-        for (std::size_t e = 0; e + d < answers[r].size(); e += static_cast<std::size_t>(d + 1), ++t)
+        for (std::size_t e = 0; e + d < answers[r].size();
+             e += static_cast<std::size_t>(d + 1), ++t)
           for (std::int64_t c = 0; c < d; ++c)
             hx(t, c) = answers[r][e + 1 + static_cast<std::size_t>(c)];
     }
@@ -524,9 +538,9 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
         std::vector<double> xl(static_cast<std::size_t>(d));
         for (std::int64_t c = 0; c < d; ++c)
           xl[c] = x(i, c);
-        const std::int64_t from =
-            std::lower_bound(hkeys.begin(), hkeys.end(), std::make_pair(lset_key(cfg.seed, lead), lead)) -
-            hkeys.begin();
+        const std::int64_t from = std::lower_bound(hkeys.begin(), hkeys.end(),
+                                                   std::make_pair(lset_key(cfg.seed, lead), lead)) -
+                                  hkeys.begin();
         htree->nearest(xl.data(), static_cast<int>(size[s]), from, nb, &nbx);
         for (std::size_t e = 0; e < nb.size(); ++e) {
           cs.nb.push_back({nb[e].first, hrow[nb[e].second]});

@@ -14,8 +14,8 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <numeric>
 #include <limits>
+#include <numeric>
 
 namespace ksum {
 
@@ -575,7 +575,8 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
   rbf::PolyBasis new_basis;
   Table<double> P;
   {
-    std::vector<double> box(2 * static_cast<std::size_t>(d), -std::numeric_limits<double>::infinity());
+    std::vector<double> box(2 * static_cast<std::size_t>(d),
+                            -std::numeric_limits<double>::infinity());
     for (std::int64_t k = 0; k < d; ++k)
       for (std::int64_t i = 0; i < n; ++i) {
         box[2 * k] = std::max(box[2 * k], -points(i, k));
@@ -618,11 +619,11 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
 
   const auto t0 = std::chrono::steady_clock::now();
   rbf::DistributedLSetStats ls;
-  rbf::RowSets sets = rbf::build_lsets_over_ranks(
-      comm, points, offset, total,
-      {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
-       definiteness_sign(opt.kernel) * opt.smoothing},
-      &ls);
+  rbf::RowSets sets =
+      rbf::build_lsets_over_ranks(comm, points, offset, total,
+                                  {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
+                                   definiteness_sign(opt.kernel) * opt.smoothing},
+                                  &ls);
   double formed[3] = {static_cast<double>(sets.count()), static_cast<double>(sets.skipped),
                       static_cast<double>(ls.received)};
   comm.allreduce_sum(formed, 2);
@@ -646,7 +647,8 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
   rbf::DistributedTauStats ts;
   comm.agree(capture([&] { tau = rbf::distributed_tau(comm, sets, counts, opt.threads, &ts); }));
   sets = rbf::RowSets(); // τ keeps this rank's sets over its rows and halo
-  st.lset_halo_rows = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(ts.halo_rows)));
+  st.lset_halo_rows =
+      static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(ts.halo_rows)));
   st.seconds_setup = seconds_since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
