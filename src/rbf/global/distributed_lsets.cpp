@@ -310,19 +310,68 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
     }
   }
   stats.gathered = gather;
-  Table<double> all; // gather: every rank's points, in global rows
+  // gather: one tree over every rank's points (global rows), its ranks their places in σ, and
+  // the places of this rank's rows.
+  std::optional<spatial::KdTree> gtree;
+  std::vector<std::int64_t> own_place;
   if (gather) {
     const std::vector<std::int64_t> counts = comm.allgather(n);
+    Table<double> all;
     phase(comm, [&] { all = Table<double>(total, d); });
     for (std::int64_t c = 0; c < d; ++c)
       comm.allgatherv(x.col(c).data(), n, all.col(c).data(), counts);
     stats.received = total - n;
+    phase(comm, [&] {
+      std::vector<std::pair<std::uint64_t, std::int64_t>> keyed(static_cast<std::size_t>(total));
+      for (std::int64_t j = 0; j < total; ++j)
+        keyed[j] = {lset_key(cfg.seed, j), j};
+      std::sort(keyed.begin(), keyed.end());
+      std::vector<std::int64_t> place(static_cast<std::size_t>(total));
+      for (std::int64_t a = 0; a < total; ++a)
+        place[keyed[a].second] = a;
+      keyed = {};
+      own_place.assign(place.begin() + offset, place.begin() + offset + n);
+      gtree.emplace(all, std::move(place), 32, nt);
+    });
   }
   lap(stats.seconds_index);
-  if (gather)
-    phase(comm, [&] { check_distinct(all); }); // (the same error on every rank)
-  else
+  if (gather) {
+    // check_distinct's pair, each rank asking for its own rows: the smallest row with a twin and
+    // its smallest twin (the tree orders equal distances by row).
+    std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1);
+    phase(comm, [&] {
+#pragma omp parallel num_threads(nt)
+      {
+        std::vector<std::pair<double, std::int64_t>> nb;
+        std::vector<double> xi(static_cast<std::size_t>(d));
+#pragma omp for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) {
+          for (std::int64_t c = 0; c < d; ++c)
+            xi[c] = x(i, c);
+          gtree->nearest(xi.data(), 2, 0, nb);
+          for (const auto &[d2, j] : nb)
+            if (j != offset + i && d2 == 0.0) {
+              twin[i] = j;
+              break;
+            }
+        }
+      }
+    });
+    double first = inf;
+    for (std::int64_t i = 0; i < n && first == inf; ++i)
+      if (twin[i] >= 0)
+        first = static_cast<double>(offset + i);
+    const double bad_i = -comm.allreduce_max(-first);
+    if (bad_i != inf) {
+      const auto i = static_cast<std::int64_t>(bad_i);
+      const double bad_j = comm.allreduce_max(
+          i >= offset && i < offset + n ? static_cast<double>(twin[i - offset]) : -1.0);
+      comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
+                 distinct_error_message(i, static_cast<std::int64_t>(bad_j)));
+    }
+  } else {
     check_distinct_over_ranks(comm, x, cfg, ix, stats);
+  }
   lap(stats.seconds_twins);
 
   // σ's last K points over all ranks, where a set's size (min(q, points left)) and whether a
@@ -378,20 +427,7 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
   Outbox query(P);
   std::vector<std::vector<std::int64_t>> queried(static_cast<std::size_t>(P)); // leader numbers
   phase(comm, [&] {
-    if (gather) {
-      // One tree over all points, its ranks their places in σ: each set's search is final.
-      std::vector<std::pair<std::uint64_t, std::int64_t>> keyed(static_cast<std::size_t>(total));
-      for (std::int64_t j = 0; j < total; ++j)
-        keyed[j] = {lset_key(cfg.seed, j), j};
-      std::sort(keyed.begin(), keyed.end());
-      std::vector<std::int64_t> place(static_cast<std::size_t>(total));
-      for (std::int64_t a = 0; a < total; ++a)
-        place[keyed[a].second] = a;
-      keyed = {};
-      std::vector<std::int64_t> lead_place(static_cast<std::size_t>(nl));
-      for (std::int64_t s = 0; s < nl; ++s)
-        lead_place[s] = place[static_cast<std::size_t>(offset + leaders[s])];
-      const spatial::KdTree tree(all, std::move(place), 32, nt);
+    if (gather) { // each set's search in the tree over all points is final
 #pragma omp parallel num_threads(nt)
       {
         std::vector<double> xl(static_cast<std::size_t>(d));
@@ -400,10 +436,11 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
           for (std::int64_t c = 0; c < d; ++c)
             xl[c] = x(leaders[s], c);
           Candidates &cs = cand[s];
-          tree.nearest(xl.data(), static_cast<int>(size[s]), lead_place[s], cs.nb, &cs.coords);
+          gtree->nearest(xl.data(), static_cast<int>(size[s]), own_place[leaders[s]], cs.nb,
+                         &cs.coords);
         }
       }
-      all = Table<double>();
+      gtree.reset();
       return;
     }
 #pragma omp parallel num_threads(nt)
