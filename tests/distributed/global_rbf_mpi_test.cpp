@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
 #include <numeric>
@@ -106,6 +107,107 @@ void compare(const Communicator &comm, const char *name, const GlobalRbfOptions 
                 a.iterations, b.residual_rel, worst, lscale > 0 ? worst_lambda / lscale : 0.0);
 }
 
+// Every set of `all` (one process) led by one of the rows begin … begin + count − 1 must appear
+// in `own` unchanged: the same members in the same order, ζ bit for bit. Returns (that many sets,
+// how many members or sets differ).
+std::pair<std::int64_t, std::int64_t> compare_sets(const rbf::LSets &all, const rbf::RowSets &own,
+                                                   std::int64_t begin, std::int64_t count) {
+  std::vector<std::int64_t> set_of(static_cast<std::size_t>(all.n), -1);
+  for (std::int64_t m = 0; m < all.count(); ++m)
+    set_of[all.idx[all.ptr[m]]] = m;
+  std::int64_t mine = 0, differ = 0;
+  for (std::int64_t i = begin; i < begin + count; ++i)
+    mine += set_of[static_cast<std::size_t>(i)] >= 0;
+  for (std::int64_t s = 0; s < own.count(); ++s) {
+    const std::int64_t lead = own.idx[own.ptr[s]], m = set_of[static_cast<std::size_t>(lead)];
+    if (m < 0 || own.ptr[s + 1] - own.ptr[s] != all.ptr[m + 1] - all.ptr[m]) {
+      ++differ;
+      continue;
+    }
+    for (std::int64_t k = 0; k < own.ptr[s + 1] - own.ptr[s]; ++k)
+      differ += own.idx[own.ptr[s] + k] != all.idx[all.ptr[m] + k] ||
+                own.zeta[own.ptr[s] + k] != all.zeta[all.ptr[m] + k];
+  }
+  return {mine, differ + std::abs(mine - own.count())};
+}
+
+// The same sets where the search is delicate: a 2D integer lattice (exact ties in distance
+// everywhere, so ties at the q-th distance and across the ranks' trees decide members; slabs cut
+// through the tie shells), 1D points, 4D points with a linear polynomial on two threads, and all
+// points on the last rank; each forced through the search over the ranks and through the gather.
+void sets_match_on_ties_and_dimensions(const Communicator &comm) {
+  const int rank = comm.rank(), P = comm.size();
+  struct Case {
+    std::string name;
+    Table<double> x;
+    int degree, threads, q;
+    double eps;
+    bool all_on_last;
+  };
+  std::vector<Case> cases;
+  {
+    Table<double> grid(50 * 50, 2);
+    for (std::int64_t i = 0; i < 50 * 50; ++i) {
+      grid(i, 0) = static_cast<double>(i % 50);
+      grid(i, 1) = static_cast<double>(i / 50); // row-major: the slices are slabs in y
+    }
+    cases.push_back({"2D lattice", grid, 1, 1, 21, 0.3, false});
+    cases.push_back({"2D lattice, all on the last rank", grid, 0, 1, 13, 0.3, true});
+  }
+  {
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<double> v(700);
+    for (auto &e : v)
+      e = u(rng);
+    std::sort(v.begin(), v.end());
+    Table<double> line(700, 1);
+    for (std::int64_t i = 0; i < 700; ++i)
+      line(i, 0) = v[static_cast<std::size_t>(i)];
+    cases.push_back({"1D", line, 1, 1, 10, 30.0, false});
+  }
+  {
+    const auto h = datasets::halton(900, 4);
+    std::vector<std::int64_t> order(900);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](std::int64_t a, std::int64_t b) { return h(a, 0) < h(b, 0); });
+    Table<double> x(900, 4);
+    for (std::int64_t i = 0; i < 900; ++i)
+      for (int c = 0; c < 4; ++c)
+        x(i, c) = h(order[static_cast<std::size_t>(i)], c);
+    cases.push_back({"4D", x, 1, 2, 30, 3.0, false});
+  }
+  for (const Case &c : cases) {
+    const std::int64_t n = c.x.rows();
+    auto [begin, count] = slice(comm, n);
+    if (c.all_on_last) {
+      begin = rank == P - 1 ? 0 : 0;
+      count = rank == P - 1 ? n : 0;
+    }
+    const rbf::LSetConfig cfg{.kernel = Kernel::multiquadric,
+                              .eps = c.eps,
+                              .q = c.q,
+                              .poly_degree = c.degree,
+                              .seed = 3,
+                              .threads = c.threads};
+    const rbf::LSets all = rbf::build_lsets(c.x, cfg);
+    for (const char *force : {"0", "1"}) {
+      setenv("KSUM_LSETS_GATHER", force, 1);
+      rbf::DistributedLSetStats ls;
+      const rbf::RowSets own =
+          rbf::build_lsets_over_ranks(comm, rows(c.x, begin, count), begin, n, cfg, &ls);
+      const auto [mine, differ] = compare_sets(all, own, begin, count);
+      test::mpi_check(differ == 0 && ls.gathered == (P > 1 && force[0] == '1'),
+                      fmt::format("L-sets over the ranks ({}, KSUM_LSETS_GATHER={}): {} of {} "
+                                  "sets or members differ from one process's",
+                                  c.name, force, differ, mine),
+                      rank);
+    }
+    unsetenv("KSUM_LSETS_GATHER");
+  }
+}
+
 // The L-sets found over the ranks (each rank its own rows' sets, searching only near the other
 // ranks' boxes) against build_lsets on all rows: the same sets, members in the same order, ζ bit
 // for bit; and the operator τ over the ranks (each rank's sets over its rows and its halo, two
@@ -145,23 +247,7 @@ void sets_and_tau_match_one_process(const Communicator &comm) {
       rbf::DistributedLSetStats ls;
       const rbf::RowSets own =
           rbf::build_lsets_over_ranks(comm, rows(x, begin, count), begin, n, cfg, &ls);
-      // The same sets: every set of all, led by one of this rank's rows, appears here unchanged.
-      std::vector<std::int64_t> set_of(static_cast<std::size_t>(n), -1);
-      for (std::int64_t m = 0; m < all.count(); ++m)
-        set_of[all.idx[all.ptr[m]]] = m;
-      std::int64_t mine = 0, differ = 0;
-      for (std::int64_t i = begin; i < begin + count; ++i)
-        mine += set_of[static_cast<std::size_t>(i)] >= 0;
-      for (std::int64_t s = 0; s < own.count(); ++s) {
-        const std::int64_t lead = own.idx[own.ptr[s]], m = set_of[static_cast<std::size_t>(lead)];
-        if (m < 0 || own.ptr[s + 1] - own.ptr[s] != all.ptr[m + 1] - all.ptr[m]) {
-          ++differ;
-          continue;
-        }
-        for (std::int64_t k = 0; k < own.ptr[s + 1] - own.ptr[s]; ++k)
-          differ += own.idx[own.ptr[s] + k] != all.idx[all.ptr[m] + k] ||
-                    own.zeta[own.ptr[s] + k] != all.zeta[all.ptr[m] + k];
-      }
+      const auto [mine, differ] = compare_sets(all, own, begin, count);
       test::mpi_check(ls.gathered == (comm.size() > 1 && !spatial),
                       fmt::format("L-sets over the ranks ({}): the search {} the points", what,
                                   ls.gathered ? "all-gathered" : "did not gather"),
@@ -226,7 +312,7 @@ void duplicates_are_named_as_one_process(const Communicator &comm) {
   const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> cases = {
       {{590, 595}},           // the last rank's rows
       {{598, 3}, {200, 450}}, // across ranks; the smallest row with a twin is 3
-      {{5, 590}, {5, 301}},   // a triple: 5, 301, 590
+      {{590, 5}, {301, 5}},   // a triple: 5, 301, 590
   };
   for (std::size_t c = 0; c < 2 * cases.size(); ++c) {
     Table<double> x = datasets::halton(n, 3);
@@ -278,6 +364,7 @@ int main() {
   const int P = comm.size(), rank = comm.rank();
   try {
     sets_and_tau_match_one_process(comm);
+    sets_match_on_ties_and_dimensions(comm);
     if (P > 1) // (one process throws check_distinct's own error, not an agreed one)
       duplicates_are_named_as_one_process(comm);
     {

@@ -6,6 +6,7 @@
 
 #include <ksum/distributed.hpp>
 
+#include <functional>
 #include <memory>
 
 namespace ksum::rbf {
@@ -62,9 +63,13 @@ struct DistributedLSetStats {
 // all-gather's, the ranks gather all points instead and search one tree over them (the same
 // sets; N coordinates per rank while it runs). Collective: every rank returns, or every rank
 // throws the same error.
+// after_distinct (optional): the caller's own checks, run on every rank right after the
+// duplicate check and agreed (the fit's unisolvence, so that its errors come in one process's
+// order).
 RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &points,
                                std::int64_t offset, std::int64_t total, const LSetConfig &cfg,
-                               DistributedLSetStats *stats = nullptr);
+                               DistributedLSetStats *stats = nullptr,
+                               const std::function<void()> &after_distinct = {});
 
 // τ(r) on this rank's rows, for the sets its rows lead (build_lsets_over_ranks; rows counts[0] + …
 // + counts[rank − 1] onward are this rank's): the operator keeps those sets in compact indices

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -83,17 +84,14 @@ struct LocalIndex {
         return true;
     return false;
   }
+  // x within box b's closed extent, as the tree's squared distances see it (0 also where the
+  // differences' squares underflow, which the duplicate check counts as identical too).
   bool inside(int r, const double *x) const {
     if (box_ptr[r] == box_ptr[r + 1] || hull_distance2(r, x) > 0)
       return false;
-    for (std::int64_t b = box_ptr[r]; b < box_ptr[r + 1]; ++b) {
-      const double *lo = &boxes[static_cast<std::size_t>(2 * d * b)], *hi = lo + d;
-      bool in = true;
-      for (std::int64_t c = 0; c < d && in; ++c)
-        in = x[c] >= lo[c] && x[c] <= hi[c];
-      if (in)
+    for (std::int64_t b = box_ptr[r]; b < box_ptr[r + 1]; ++b)
+      if (box_distance2(b, x) == 0)
         return true;
-    }
     return false;
   }
 };
@@ -111,14 +109,24 @@ struct Outbox {
   std::vector<std::vector<double>> exchange(const Communicator &comm) const {
     const int P = comm.size();
     std::vector<std::int64_t> send(static_cast<std::size_t>(P));
-    std::vector<double> flat;
-    for (int r = 0; r < P; ++r) {
+    for (int r = 0; r < P; ++r)
       send[r] = static_cast<std::int64_t>(to[r].size());
-      flat.insert(flat.end(), to[r].begin(), to[r].end());
-    }
     const std::vector<std::int64_t> recv = comm.alltoall(send);
-    std::vector<double> got(
-        static_cast<std::size_t>(std::accumulate(recv.begin(), recv.end(), std::int64_t{0})));
+    // (A rank that cannot send or receive its part fails here, agreed, before the exchange.)
+    std::vector<double> flat, got;
+    comm.agree(capture([&] {
+      const std::int64_t out = std::accumulate(send.begin(), send.end(), std::int64_t{0}),
+                         in = std::accumulate(recv.begin(), recv.end(), std::int64_t{0});
+      if (std::max(out, in) > std::int64_t{INT32_MAX})
+        throw Error(ErrorCode::unsupported,
+                    fmt::format("the L-set search would exchange {} values on rank {} in one "
+                                "message (MPI's limit: 2^31 - 1): use more ranks",
+                                std::max(out, in), comm.rank()));
+      flat.reserve(static_cast<std::size_t>(out));
+      for (int r = 0; r < P; ++r)
+        flat.insert(flat.end(), to[r].begin(), to[r].end());
+      got.resize(static_cast<std::size_t>(in));
+    }));
     comm.alltoallv(flat.data(), send, got.data(), recv);
     std::vector<std::vector<double>> from(static_cast<std::size_t>(P));
     std::int64_t at = 0;
@@ -268,18 +276,41 @@ void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
 
 RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
                                std::int64_t offset, std::int64_t total, const LSetConfig &cfg,
-                               DistributedLSetStats *stats_out) {
+                               DistributedLSetStats *stats_out,
+                               const std::function<void()> &after_distinct) {
   const int P = comm.size(), me = comm.rank();
   const std::int64_t n = x.rows(), d = x.cols();
   DistributedLSetStats stats;
+  // The contract: rank r's rows follow rank r − 1's, all of them `total`; a dimension and q the
+  // sets can hold.
+  {
+    const std::vector<std::int64_t> rows = comm.allgather(n), offsets = comm.allgather(offset);
+    std::int64_t at = 0;
+    bool ok = true;
+    for (int r = 0; r < P; ++r) {
+      ok = ok && offsets[r] == at;
+      at += rows[r];
+    }
+    comm.agree(capture([&] {
+      if (!ok || at != total)
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("build_lsets_over_ranks: the ranks' rows must follow each other "
+                                "in rank order and add up to {} (they add up to {})",
+                                total, at));
+      if (d < 1 || d > PolyBasis::max_dim || cfg.q < 1)
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("build_lsets_over_ranks: dimension {} (1 … {}) and q = {} (≥ 1)", d,
+                                PolyBasis::max_dim, cfg.q));
+    }));
+  }
   auto clock = std::chrono::steady_clock::now();
   auto lap = [&clock](double &into) {
     const auto now = std::chrono::steady_clock::now();
     into += std::chrono::duration<double>(now - clock).count();
     clock = now;
   };
-  const LocalIndex ix = index_points(comm, x, offset, cfg.seed, cfg.threads);
   const int nt = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+  const LocalIndex ix = index_points(comm, x, offset, cfg.seed, nt);
   // Rows in no spatial order make every rank's boxes span the domain: the exchanges below would
   // then move about what an all-gather moves, and every rank would search for nearly every set.
   // Where the points inside other ranks' boxes exceed a quarter of an all-gather's, the ranks
@@ -299,15 +330,19 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
     inside[0] = static_cast<double>(count);
     comm.allreduce_sum(inside, 2);
     gather = inside[0] > 0.25 * (P - 1) * inside[1];
-    // KSUM_LSETS_GATHER=1 / 0 forces the all-gather / the search over the ranks (to compare
-    // them; set alike on every rank).
-    if (const char *force = std::getenv("KSUM_LSETS_GATHER"); force && *force) {
-      const std::string v(force);
+    // KSUM_LSETS_GATHER=1 / 0 on rank 0 forces the all-gather / the search over the ranks (to
+    // compare them).
+    double force = -1; // rank 0's setting holds for all
+    if (const char *env = std::getenv("KSUM_LSETS_GATHER"); env && *env) {
+      const std::string v(env);
       if (v == "1" || v == "on" || v == "true" || v == "yes")
-        gather = true;
+        force = 1;
       else if (v == "0" || v == "off" || v == "false" || v == "no")
-        gather = false;
+        force = 0;
     }
+    comm.broadcast(&force, 1);
+    if (force >= 0)
+      gather = force > 0;
   }
   stats.gathered = gather;
   // gather: one tree over every rank's points (global rows), its ranks their places in σ, and
@@ -372,6 +407,8 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
   } else {
     check_distinct_over_ranks(comm, x, cfg, ix, stats);
   }
+  if (after_distinct)
+    phase(comm, after_distinct);
   lap(stats.seconds_twins);
 
   // σ's last K points over all ranks, where a set's size (min(q, points left)) and whether a
@@ -460,13 +497,12 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
       }
     }
     // Queries: (x_l, r_l², global row of l, size) to each rank whose boxes meet the ball.
+    std::vector<double> rec(static_cast<std::size_t>(d + 3));
     for (std::int64_t s = 0; s < nl; ++s) {
       const std::int64_t i = leaders[s];
-      const double *xl = nullptr;
-      std::vector<double> rec(static_cast<std::size_t>(d + 3));
       for (std::int64_t c = 0; c < d; ++c)
         rec[c] = x(i, c);
-      xl = rec.data();
+      const double *xl = rec.data();
       rec[d] = radius2[s];
       rec[d + 1] = static_cast<double>(offset + i);
       rec[d + 2] = static_cast<double>(size[s]);
@@ -565,14 +601,13 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
 #pragma omp parallel num_threads(nt)
     {
       std::vector<std::pair<double, std::int64_t>> nb;
-      std::vector<double> nbx;
+      std::vector<double> nbx, xl(static_cast<std::size_t>(d));
 #pragma omp for schedule(dynamic, 256)
       for (std::int64_t s = 0; s < nl; ++s) {
         if (!asked[s] || !htree)
           continue;
         Candidates &cs = cand[s];
         const std::int64_t i = leaders[s], lead = offset + i;
-        std::vector<double> xl(static_cast<std::size_t>(d));
         for (std::int64_t c = 0; c < d; ++c)
           xl[c] = x(i, c);
         const std::int64_t from = std::lower_bound(hkeys.begin(), hkeys.end(),

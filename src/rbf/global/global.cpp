@@ -197,9 +197,9 @@ void rbf::check_distinct(const Table<double> &x) {
       for (const auto &[d2, j] : nb)
         if (j != i && d2 == 0.0) {
 #pragma omp critical
-          if (std::min(i, j) < bad_i) {
-            bad_i = std::min(i, j);
-            bad_j = std::max(i, j);
+          if (std::pair(std::min(i, j), std::max(i, j)) < std::pair(bad_i, bad_j)) {
+            bad_i = std::min(i, j); // the smallest row with a twin, and its smallest twin,
+            bad_j = std::max(i, j); // whichever thread finds them first
           }
         }
     }
@@ -595,26 +595,25 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
     P = new_basis.matrix(points);
     stacked = r_factor(P);
   }));
-  {
-    const std::int64_t m = P.cols();
-    const auto rows = comm.allgather(stacked.rows());
-    Table<double> all_r(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}), m);
-    for (std::int64_t c = 0; c < m; ++c)
-      comm.allgatherv(stacked.col(c).data(), stacked.rows(), all_r.col(c).data(), rows);
-    comm.agree(capture([&] {
-      check_unisolvent(all_r, d); // (the same on every rank)
-      check_lset_size(P.cols(), d);
-      st.solver = opt.solver == GlobalSolver::automatic
-                      ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
-                      : choose_solver(total);
-      st.backend = resolve(opt.backend);
-      if (st.backend == Backend::cuda && gpu_count() == 0)
-        throw Error(ErrorCode::unsupported,
-                    fmt::format("backend gpu requested but rank {} sees no GPU", rank));
-    }));
-  }
+  const std::int64_t m_terms = P.cols();
+  const auto r_rows = comm.allgather(stacked.rows());
+  Table<double> all_r(std::accumulate(r_rows.begin(), r_rows.end(), std::int64_t{0}), m_terms);
+  for (std::int64_t c = 0; c < m_terms; ++c)
+    comm.allgatherv(stacked.col(c).data(), stacked.rows(), all_r.col(c).data(), r_rows);
+  // Checked right after the duplicates (inside the L-set search), in one process's order.
+  const auto checks = [&] {
+    check_unisolvent(all_r, d); // (the same on every rank)
+    check_lset_size(m_terms, d);
+    st.solver = opt.solver == GlobalSolver::automatic
+                    ? (deg == 0 ? GlobalSolver::fgp : GlobalSolver::krylov)
+                    : choose_solver(total);
+    st.backend = resolve(opt.backend);
+    if (st.backend == Backend::cuda && gpu_count() == 0)
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("backend gpu requested but rank {} sees no GPU", rank));
+  };
   st.degree = deg;
-  st.poly_terms = P.cols();
+  st.poly_terms = m_terms;
   st.ranks = comm.size();
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -623,7 +622,7 @@ void GlobalRbfInterpolant::Impl::fit_distributed(const Table<double> &points,
       rbf::build_lsets_over_ranks(comm, points, offset, total,
                                   {opt.kernel, opt.eps, opt.lset_size, deg, opt.seed, opt.threads,
                                    definiteness_sign(opt.kernel) * opt.smoothing},
-                                  &ls);
+                                  &ls, checks);
   double formed[3] = {static_cast<double>(sets.count()), static_cast<double>(sets.skipped),
                       static_cast<double>(ls.received)};
   comm.allreduce_sum(formed, 2);
