@@ -56,10 +56,11 @@ struct LocalIndex {
     return std::lower_bound(sorted.begin(), sorted.end(), std::make_pair(key, row)) -
            sorted.begin();
   }
-  // A lower bound of the squared distance from x to box b (rounded down, as the tree's own
-  // bound is, so that it never exceeds a point's distance as the tree computes it).
-  double box_distance2(std::int64_t b, const double *x) const {
-    const double *lo = &boxes[static_cast<std::size_t>(2 * d * b)], *hi = lo + d;
+  // A lower bound of the squared distance from x to the box with corners lo and lo + d (rounded
+  // down, as the tree's own bound is, so that it never exceeds a point's distance as the tree
+  // computes it).
+  double corner_distance2(const double *lo, const double *x) const {
+    const double *hi = lo + d;
     double s = 0;
     for (std::int64_t c = 0; c < d; ++c) {
       const double e = x[c] < lo[c] ? lo[c] - x[c] : x[c] > hi[c] ? x[c] - hi[c] : 0.0;
@@ -67,14 +68,11 @@ struct LocalIndex {
     }
     return s * (1.0 - 0x1p-40);
   }
+  double box_distance2(std::int64_t b, const double *x) const {
+    return corner_distance2(&boxes[static_cast<std::size_t>(2 * d * b)], x);
+  }
   double hull_distance2(int r, const double *x) const {
-    const double *lo = &hull[static_cast<std::size_t>(2 * d * r)], *hi = lo + d;
-    double s = 0;
-    for (std::int64_t c = 0; c < d; ++c) {
-      const double e = x[c] < lo[c] ? lo[c] - x[c] : x[c] > hi[c] ? x[c] - hi[c] : 0.0;
-      s += e * e;
-    }
-    return s * (1.0 - 0x1p-40);
+    return corner_distance2(&hull[static_cast<std::size_t>(2 * d * r)], x);
   }
   bool reaches(int r, const double *x, double r2) const {
     if (box_ptr[r] == box_ptr[r + 1] || hull_distance2(r, x) > r2)
@@ -193,6 +191,51 @@ LocalIndex index_points(const Communicator &comm, const Table<double> &x, std::i
   return ix;
 }
 
+// For each point of x, its smallest identical twin among the tree's points, as a global row, or
+// −1: point i is the tree's point self_base + i, the tree's point j is global row row_base + j
+// (the tree orders equal distances by index, so the first twin found is the smallest).
+std::vector<std::int64_t> twins_in(const spatial::KdTree &tree, const Table<double> &x,
+                                   std::int64_t self_base, std::int64_t row_base, int nt) {
+  const std::int64_t n = x.rows(), d = x.cols();
+  std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1);
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<std::pair<double, std::int64_t>> nb;
+    std::vector<double> xi(static_cast<std::size_t>(d));
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t c = 0; c < d; ++c)
+        xi[c] = x(i, c);
+      tree.nearest(xi.data(), 2, 0, nb);
+      for (const auto &[d2, j] : nb)
+        if (j != self_base + i && d2 == 0.0) {
+          twin[i] = row_base + j;
+          break;
+        }
+    }
+  }
+  return twin;
+}
+
+// check_distinct's error on every rank when any rank's row has a twin (twin[i]: the smallest twin
+// of row offset + i, or −1): the smallest such row and its smallest twin.
+void refuse_twins(const Communicator &comm, const std::vector<std::int64_t> &twin,
+                  std::int64_t offset) {
+  const auto n = static_cast<std::int64_t>(twin.size());
+  double first = inf; // the smallest row of this rank with a twin
+  for (std::int64_t i = 0; i < n && first == inf; ++i)
+    if (twin[i] >= 0)
+      first = static_cast<double>(offset + i);
+  const double bad_i = -comm.allreduce_max(-first);
+  if (bad_i == inf)
+    return;
+  const auto i = static_cast<std::int64_t>(bad_i);
+  const double bad_j = comm.allreduce_max(
+      i >= offset && i < offset + n ? static_cast<double>(twin[i - offset]) : -1.0);
+  comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
+             distinct_error_message(i, static_cast<std::int64_t>(bad_j)));
+}
+
 // check_distinct over the ranks: the smallest row that has an identical twin anywhere, and its
 // smallest twin (what check_distinct names on all points together). A point is compared with
 // this rank's points by the tree and sent to every rank whose boxes contain it.
@@ -201,27 +244,13 @@ void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
                                DistributedLSetStats &stats) {
   const int P = comm.size(), me = comm.rank();
   const std::int64_t n = ix.n, d = ix.d, offset = ix.offset;
-  std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1); // smallest twin, global row
+  std::vector<std::int64_t> twin; // smallest twin, global row
   Outbox ask(P);
   std::vector<std::vector<std::int64_t>> asked_for(static_cast<std::size_t>(P));
   phase(comm, [&] {
-    const int nt = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
-#pragma omp parallel num_threads(nt)
-    {
-      std::vector<std::pair<double, std::int64_t>> nb;
-      std::vector<double> xi(static_cast<std::size_t>(d));
-#pragma omp for schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) {
-        for (std::int64_t c = 0; c < d; ++c)
-          xi[c] = x(i, c);
-        ix.tree->nearest(xi.data(), 2, 0, nb);
-        for (const auto &[d2, j] : nb)
-          if (j != i && d2 == 0.0) {
-            twin[i] = offset + j;
-            break;
-          }
-      }
-    }
+    twin = n > 0 ? twins_in(*ix.tree, x, 0, offset,
+                            cfg.threads > 0 ? cfg.threads : omp_get_max_threads())
+                 : std::vector<std::int64_t>{};
     std::vector<double> xi(static_cast<std::size_t>(d));
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t c = 0; c < d; ++c)
@@ -252,24 +281,13 @@ void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
     }
   });
   const std::vector<std::vector<double>> answers = answer.exchange(comm);
-  double first = inf; // the smallest row of this rank with a twin
   for (int r = 0; r < P; ++r)
     for (std::size_t k = 0; k < answers[r].size(); ++k)
       if (const double j = answers[r][k]; j >= 0) {
         std::int64_t &t = twin[asked_for[r][k]];
         t = t < 0 ? static_cast<std::int64_t>(j) : std::min(t, static_cast<std::int64_t>(j));
       }
-  for (std::int64_t i = 0; i < n && first == inf; ++i)
-    if (twin[i] >= 0)
-      first = static_cast<double>(offset + i);
-  const double bad_i = -comm.allreduce_max(-first);
-  if (bad_i == inf)
-    return;
-  const auto i = static_cast<std::int64_t>(bad_i);
-  const double bad_j = comm.allreduce_max(
-      i >= offset && i < offset + n ? static_cast<double>(twin[i - offset]) : -1.0);
-  comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
-             distinct_error_message(i, static_cast<std::int64_t>(bad_j)));
+  refuse_twins(comm, twin, offset);
 }
 
 } // namespace
@@ -373,37 +391,9 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
   if (gather) {
     // check_distinct's pair, each rank asking for its own rows: the smallest row with a twin and
     // its smallest twin (the tree orders equal distances by row).
-    std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1);
-    phase(comm, [&] {
-#pragma omp parallel num_threads(nt)
-      {
-        std::vector<std::pair<double, std::int64_t>> nb;
-        std::vector<double> xi(static_cast<std::size_t>(d));
-#pragma omp for schedule(static)
-        for (std::int64_t i = 0; i < n; ++i) {
-          for (std::int64_t c = 0; c < d; ++c)
-            xi[c] = x(i, c);
-          gtree->nearest(xi.data(), 2, 0, nb);
-          for (const auto &[d2, j] : nb)
-            if (j != offset + i && d2 == 0.0) {
-              twin[i] = j;
-              break;
-            }
-        }
-      }
-    });
-    double first = inf;
-    for (std::int64_t i = 0; i < n && first == inf; ++i)
-      if (twin[i] >= 0)
-        first = static_cast<double>(offset + i);
-    const double bad_i = -comm.allreduce_max(-first);
-    if (bad_i != inf) {
-      const auto i = static_cast<std::int64_t>(bad_i);
-      const double bad_j = comm.allreduce_max(
-          i >= offset && i < offset + n ? static_cast<double>(twin[i - offset]) : -1.0);
-      comm.agree(true, static_cast<int>(ErrorCode::invalid_argument),
-                 distinct_error_message(i, static_cast<std::int64_t>(bad_j)));
-    }
+    std::vector<std::int64_t> twin;
+    phase(comm, [&] { twin = twins_in(*gtree, x, offset, 0, nt); });
+    refuse_twins(comm, twin, offset);
   } else {
     check_distinct_over_ranks(comm, x, cfg, ix, stats);
   }
