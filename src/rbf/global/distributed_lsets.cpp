@@ -191,32 +191,6 @@ LocalIndex index_points(const Communicator &comm, const Table<double> &x, std::i
   return ix;
 }
 
-// For each point of x, its smallest identical twin among the tree's points, as a global row, or
-// −1: point i is the tree's point self_base + i, the tree's point j is global row row_base + j
-// (the tree orders equal distances by index, so the first twin found is the smallest).
-std::vector<std::int64_t> twins_in(const spatial::KdTree &tree, const Table<double> &x,
-                                   std::int64_t self_base, std::int64_t row_base, int nt) {
-  const std::int64_t n = x.rows(), d = x.cols();
-  std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1);
-#pragma omp parallel num_threads(nt)
-  {
-    std::vector<std::pair<double, std::int64_t>> nb;
-    std::vector<double> xi(static_cast<std::size_t>(d));
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t c = 0; c < d; ++c)
-        xi[c] = x(i, c);
-      tree.nearest(xi.data(), 2, 0, nb);
-      for (const auto &[d2, j] : nb)
-        if (j != self_base + i && d2 == 0.0) {
-          twin[i] = row_base + j;
-          break;
-        }
-    }
-  }
-  return twin;
-}
-
 // check_distinct's error on every rank when any rank's row has a twin (twin[i]: the smallest twin
 // of row offset + i, or −1): the smallest such row and its smallest twin.
 void refuse_twins(const Communicator &comm, const std::vector<std::int64_t> &twin,

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <numeric>
+#include <omp.h>
 
 namespace ksum {
 
@@ -181,31 +182,35 @@ std::unique_ptr<KernelMatVec> make_direct_matvec(const Table<double> &centres, K
                                         method, fmm_tolerance);
 }
 
-void rbf::check_distinct(const Table<double> &x) {
-  const spatial::KdTree tree(x);
+std::vector<std::int64_t> rbf::twins_in(const spatial::KdTree &tree, const Table<double> &x,
+                                        std::int64_t self_base, std::int64_t row_base, int nt) {
   const std::int64_t n = x.rows(), d = x.cols();
-  std::int64_t bad_i = n, bad_j = n;
-#pragma omp parallel
+  std::vector<std::int64_t> twin(static_cast<std::size_t>(n), -1);
+#pragma omp parallel num_threads(nt)
   {
     std::vector<std::pair<double, std::int64_t>> nb;
-    std::vector<double> xi(d);
+    std::vector<double> xi(static_cast<std::size_t>(d));
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t k = 0; k < d; ++k)
-        xi[k] = x(i, k);
+      for (std::int64_t c = 0; c < d; ++c)
+        xi[c] = x(i, c);
       tree.nearest(xi.data(), 2, 0, nb);
       for (const auto &[d2, j] : nb)
-        if (j != i && d2 == 0.0) {
-#pragma omp critical
-          if (std::pair(std::min(i, j), std::max(i, j)) < std::pair(bad_i, bad_j)) {
-            bad_i = std::min(i, j); // the smallest row with a twin, and its smallest twin,
-            bad_j = std::max(i, j); // whichever thread finds them first
-          }
+        if (j != self_base + i && d2 == 0.0) {
+          twin[i] = row_base + j;
+          break;
         }
     }
   }
-  if (bad_i < n)
-    throw Error(ErrorCode::invalid_argument, rbf::distinct_error_message(bad_i, bad_j));
+  return twin;
+}
+
+void rbf::check_distinct(const Table<double> &x) {
+  const std::vector<std::int64_t> twin =
+      twins_in(spatial::KdTree(x), x, 0, 0, omp_get_max_threads());
+  for (std::int64_t i = 0; i < x.rows(); ++i)
+    if (twin[i] >= 0) // the smallest row with a twin, and its smallest twin
+      throw Error(ErrorCode::invalid_argument, distinct_error_message(i, twin[i]));
 }
 
 std::string rbf::distinct_error_message(std::int64_t i, std::int64_t j) {

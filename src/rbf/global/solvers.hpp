@@ -2,6 +2,7 @@
 // The solvers behind GlobalRbfInterpolant (global.cpp): each returns λ and the polynomial's
 // coefficients for every value column.
 #include "rbf/global/lsets.hpp"
+#include "spatial/kdtree.hpp"
 
 #include <ksum/bsm.hpp>
 #include <ksum/distributed.hpp>
@@ -56,6 +57,11 @@ struct IterSettings {
 // the same over the ranks (build_lsets_over_ranks) with the same message.
 void check_distinct(const Table<double> &x);
 std::string distinct_error_message(std::int64_t i, std::int64_t j);
+// For each point i of x, its smallest identical twin among the tree's points, as the row
+// row_base + j of the tree's point j, or −1; point i is the tree's point self_base + i (the tree
+// orders equal distances by index, so the first twin found is the smallest).
+std::vector<std::int64_t> twins_in(const spatial::KdTree &tree, const Table<double> &x,
+                                   std::int64_t self_base, std::int64_t row_base, int threads);
 
 // τ(r) of the L-sets (lsets.hpp) for one column of the solver's rows: LSets::apply in one
 // process; over the ranks, the distributed fit's exchange (distributed_global.cpp).
