@@ -65,6 +65,11 @@ struct PumStats {
   double eps_min = 0, eps_median = 0, eps_max = 0; // chosen ε over the patches
   double radius = 0;                               // the seed's δ_PU
   double seconds_index = 0, seconds_fit = 0;
+  // set_data_partitioned, this rank: the data points it owns (those in its cells, duplicates
+  // merged), the points of other ranks it received to fit its patches (the halo) in halo_rounds
+  // exchanges, and the fitted patches of other ranks it received to evaluate its cells' points.
+  std::int64_t owned_points = 0, halo_points = 0, halo_patches = 0;
+  int halo_rounds = 0;
   std::int64_t fit_chunk = 0;         // patches per task of the CPU fits (0: they ran on the GPU)
   Backend fit_backend = Backend::cpu; // where the index and the fits ran
 };
@@ -85,7 +90,21 @@ public:
   // own points. A single-rank communicator is set_data(points, values). Errors on any rank are
   // thrown on every rank; data that differ between ranks are refused.
   void set_data(const Table<double> &points, const Table<double> &values, const Communicator &comm);
-  // Returns M × c. Points outside the data's box are an error unless options.extrapolate.
+  // The same with the data partitioned over the ranks of comm (collective): each rank passes its
+  // own rows (any split, none allowed; the data are their concatenation in rank order, and errors
+  // name rows by it). The grid's cells are cut into contiguous ranges of about equal work, one
+  // per rank; each rank receives the points of its cells and of the cells around them that its
+  // patches reach (the halo, widened where sparse patches grow), fits its patches on its CPU
+  // cores, and receives the other ranks' fitted patches that reach its cells. No rank holds all
+  // the data: it keeps its cells' points and fits, the halo, and per-cell metadata (~12 doubles
+  // per cell). evaluate() is then collective: each rank passes its own points, which go to the
+  // ranks owning their cells and come back. The values are the same bits as set_data(all points,
+  // all values) in one process. A single-rank communicator is set_data(points, values).
+  void set_data_partitioned(const Table<double> &points, const Table<double> &values,
+                            const Communicator &comm);
+  // Returns M × c. Points outside the data's box are an error unless options.extrapolate. After
+  // set_data_partitioned over several ranks it is collective (every rank calls it, with its own
+  // points; an error names the point by its row in the concatenation of the ranks' points).
   Table<double> evaluate(const Table<double> &points) const;
 
   const PumStats &stats() const;

@@ -68,10 +68,13 @@ public:
   // axis (the 3^s − 1 neighbours and itself for ring = 1).
   template <class F> void for_neighbours(std::int64_t cell, std::int64_t ring, F &&f) const;
 
+  // Stage 1 for `pts` in this geometry (after the geometry-only constructor: a subset of the
+  // points it was made for, e.g. one rank's; points outside the box go to the nearest cell).
+  void index_points(const Table<double> &pts);
+
 private:
   void set_geometry(const double *lo, const double *hi, std::int64_t n, double cells_scale,
                     double radius_factor);
-  void index_points(const Table<double> &pts);
 
   std::int64_t s_ = 0, ncells_ = 0;
   std::vector<std::int64_t> d_;

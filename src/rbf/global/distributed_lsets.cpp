@@ -9,6 +9,7 @@
 // process orders it.
 #include "rbf/global/distributed_global.hpp"
 #include "rbf/global/polynomial.hpp"
+#include "runtime/outbox.hpp"
 #include "spatial/kdtree.hpp"
 
 #include <ksum/error.hpp>
@@ -30,6 +31,8 @@
 #include <utility>
 
 namespace ksum::rbf {
+
+using runtime::Outbox;
 
 namespace {
 
@@ -98,43 +101,6 @@ struct LocalIndex {
 template <class F> void phase(const Communicator &comm, F &&f) {
   comm.agree(capture(std::forward<F>(f)));
 }
-
-// Per destination rank, variable-length records of doubles, exchanged by one MPI_Alltoallv.
-struct Outbox {
-  std::vector<std::vector<double>> to;
-  explicit Outbox(int P) : to(static_cast<std::size_t>(P)) {}
-  // Returns what every rank sent to this one, grouped by source rank (from[r]).
-  std::vector<std::vector<double>> exchange(const Communicator &comm) const {
-    const int P = comm.size();
-    std::vector<std::int64_t> send(static_cast<std::size_t>(P));
-    for (int r = 0; r < P; ++r)
-      send[r] = static_cast<std::int64_t>(to[r].size());
-    const std::vector<std::int64_t> recv = comm.alltoall(send);
-    // (A rank that cannot send or receive its part fails here, agreed, before the exchange.)
-    std::vector<double> flat, got;
-    comm.agree(capture([&] {
-      const std::int64_t out = std::accumulate(send.begin(), send.end(), std::int64_t{0}),
-                         in = std::accumulate(recv.begin(), recv.end(), std::int64_t{0});
-      if (std::max(out, in) > std::int64_t{INT32_MAX})
-        throw Error(ErrorCode::unsupported,
-                    fmt::format("the L-set search would exchange {} values on rank {} in one "
-                                "message (MPI's limit: 2^31 - 1): use more ranks",
-                                std::max(out, in), comm.rank()));
-      flat.reserve(static_cast<std::size_t>(out));
-      for (int r = 0; r < P; ++r)
-        flat.insert(flat.end(), to[r].begin(), to[r].end());
-      got.resize(static_cast<std::size_t>(in));
-    }));
-    comm.alltoallv(flat.data(), send, got.data(), recv);
-    std::vector<std::vector<double>> from(static_cast<std::size_t>(P));
-    std::int64_t at = 0;
-    for (int r = 0; r < P; ++r) {
-      from[r].assign(got.begin() + at, got.begin() + at + recv[r]);
-      at += recv[r];
-    }
-    return from;
-  }
-};
 
 LocalIndex index_points(const Communicator &comm, const Table<double> &x, std::int64_t offset,
                         std::uint64_t seed, int threads) {
@@ -237,7 +203,7 @@ void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
         }
     }
   });
-  const std::vector<std::vector<double>> asks = ask.exchange(comm);
+  const std::vector<std::vector<double>> asks = ask.exchange(comm, "the L-set search");
   Outbox answer(P);
   phase(comm, [&] {
     std::vector<std::pair<double, std::int64_t>> nb;
@@ -254,7 +220,7 @@ void check_distinct_over_ranks(const Communicator &comm, const Table<double> &x,
       }
     }
   });
-  const std::vector<std::vector<double>> answers = answer.exchange(comm);
+  const std::vector<std::vector<double>> answers = answer.exchange(comm, "the L-set search");
   for (int r = 0; r < P; ++r)
     for (std::size_t k = 0; k < answers[r].size(); ++k)
       if (const double j = answers[r][k]; j >= 0) {
@@ -478,7 +444,7 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
         }
     }
   });
-  const std::vector<std::vector<double>> queries = query.exchange(comm);
+  const std::vector<std::vector<double>> queries = query.exchange(comm, "the L-set search");
   lap(stats.seconds_own);
 
   // Answers: to each rank, once each, the points of this rank that are among some query's
@@ -515,7 +481,7 @@ RowSets build_lsets_over_ranks(const Communicator &comm, const Table<double> &x,
         }
     }
   });
-  const std::vector<std::vector<double>> answers = answer.exchange(comm);
+  const std::vector<std::vector<double>> answers = answer.exchange(comm, "the L-set search");
   lap(stats.seconds_answer);
 
   // The halo: every point the other ranks returned, in increasing rows (ranks in order, each in

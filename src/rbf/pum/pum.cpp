@@ -6,6 +6,7 @@
 #include "linalg/brent.hpp"
 #include "linalg/cholesky.hpp"
 #include "rbf/pum/pum_gpu.hpp"
+#include "rbf/pum/pum_impl.hpp"
 #include "spatial/grid_index.hpp"
 
 #include <ksum/device.hpp>
@@ -30,11 +31,10 @@ namespace ksum {
 namespace {
 
 using detail::check_finite;
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using pum_detail::Clock;
+using pum_detail::extent;
+using pum_detail::ring_for;
+using pum_detail::since;
 
 // Wendland C2, the PU weight of seed 001 eq. (7): (1 − r)^4 (4r + 1) on r < 1.
 double w2(double r) {
@@ -53,31 +53,6 @@ double w2(double r) {
 using detail::pum_max_noise;
 using detail::pum_max_residual;
 using detail::pum_min_rcond_loocv;
-
-// The smallest cell width and the box diagonal (the bound on a growing patch's radius).
-struct GridExtent {
-  double min_width, diag;
-};
-GridExtent extent(const spatial::GridIndex &g) {
-  GridExtent e{std::numeric_limits<double>::infinity(), 0};
-  for (std::int64_t k = 0; k < g.dim(); ++k) {
-    e.min_width = std::min(e.min_width, g.cell_width(k));
-    e.diag += (g.hi(k) - g.lo(k)) * (g.hi(k) - g.lo(k));
-  }
-  e.diag = std::sqrt(e.diag);
-  return e;
-}
-// A cell k steps away along an axis starts (k − ½)w from a cell centre, so it can hold points
-// within r only if k < r/w + ½: the seed's 3^s neighbours for δ = √2 w.
-std::int64_t ring_for(double r, double min_width) {
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(r / min_width + 0.5)));
-}
-
-struct Patch {
-  double radius = 0, eps = 0, scale = 0; // scale: the kernel's coordinate scale for eps
-  std::int64_t begin = 0, end = 0;       // its points: pidx[begin, end)
-  std::int64_t n() const { return end - begin; }
-};
 
 } // namespace
 
@@ -110,57 +85,14 @@ std::int64_t run_with_model_chunk(std::int64_t n, int nthreads, std::int64_t chu
   return chunk;
 }
 
-struct PumInterpolant::Impl {
-  PumOptions opt;
-  PumStats stats;
-  std::int64_t s = 0, ncols = 0, min_pts = 0, base_ring = 1;
-  std::vector<std::int64_t> grown_list; // patches whose radius grew: visited apart from the rings
-  std::unique_ptr<spatial::GridIndex> grid;
-  Table<double> pts, vals;
-  std::vector<Patch> patches;
-  detail::uninit_vector<std::int64_t> pidx; // filled by parallel loops: no serial zero fill
-  detail::uninit_vector<double> coef;
-  std::vector<std::int64_t> coef_at;
-  std::vector<double> centres;
-  std::int64_t np = 0;       // polynomial terms per patch: 0, 1 or 1 + s
-  std::vector<double> pcoef; // patch c, column q, term t: pcoef[(c ncols + q) np + t]
-  // The GPU engine: made by a GPU fit, or at the first GPU evaluation of a CPU fit.
-  std::unique_ptr<detail::PumGpu> gpu;
-  detail::PumGpuFit *gpu_fit = nullptr;         // gpu, when the fit ran on the GPU
-  bool host_ready = true;                       // the patch arrays above are on the host
-  std::mutex lazy;                              // guards gpu and the host copy made on demand
-  std::atomic<std::int64_t> last_eval_chunk{0}; // points per task of the last CPU evaluate()
-
-  // The GPU engine for this fit (a CPU fit uploads its patch arrays once).
-  detail::PumGpu &gpu_engine();
-  // After a GPU fit: copies the fit to the host arrays (for the CPU evaluation paths).
-  void ensure_host();
-  detail::PumGrid gpu_grid() const;
-  // Indexes and fits on the GPU; false when the GPU path declines (the CPU path then runs).
-  bool try_gpu_fit(const Table<double> &points, const Table<double> &values);
-  void validate(const Table<double> &points, const Table<double> &values) const;
-  // Sets pts, vals and grid (the index of pts).
-  void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
-  void build_patches();
-  // Fits the patches of cells [lo, hi) (all: hi < 0); finish_stats() sets the ε and size
-  // distributions of the fitted patches.
-  void fit(std::int64_t lo = 0, std::int64_t hi = -1);
-  void finish_stats();
-  // Adds w · (patch j's local interpolant at y), every value column, to acc (S: the dimension
-  // when known at compile time, 0 otherwise; phi: scratch).
-  template <int S, class K>
-  void add_local(const K &kf, std::int64_t j, const double *y, double w, double *acc,
-                 std::vector<double> &phi) const;
-};
-
 namespace {
 // Fills the min / median / max of the chosen ε and of the points per patch (sorts its arguments).
 void set_distribution_stats(PumStats &stats, std::vector<double> &e,
                             std::vector<std::int64_t> &sizes);
 } // namespace
 
-void PumInterpolant::Impl::validate(const Table<double> &points,
-                                    const Table<double> &values) const {
+void PumInterpolant::Impl::validate(const Table<double> &points, const Table<double> &values,
+                                    bool allow_empty) const {
   const auto &info = kernel_info(opt.kernel);
   if (opt.degree < -1 || opt.degree > 1)
     throw Error(
@@ -184,7 +116,7 @@ void PumInterpolant::Impl::validate(const Table<double> &points,
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("'{}' is positive definite only up to dimension 3, the data have {}",
                             info.name, points.cols()));
-  if (points.rows() < 1 || points.cols() < 1)
+  if ((points.rows() < 1 && !allow_empty) || points.cols() < 1)
     throw Error(ErrorCode::empty_input, "PUM: no data points");
   if (values.rows() != points.rows() || values.cols() < 1)
     throw Error(ErrorCode::shape_mismatch,
@@ -295,14 +227,17 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
   grid->use_sorted_order();
 }
 
-void PumInterpolant::Impl::build_patches() {
-  const std::int64_t ncells = grid->num_cells(), n = pts.rows();
+std::int64_t PumInterpolant::Impl::build_patches(std::int64_t lo, std::int64_t hi,
+                                                 std::int64_t max_ring) {
+  const std::int64_t ncells = grid->num_cells(), n = n_total > 0 ? n_total : pts.rows();
+  if (hi < 0)
+    hi = ncells;
   const double delta = grid->patch_radius();
   const auto [min_width, diag] = extent(*grid);
   centres.resize(ncells * s);
   patches.assign(ncells, Patch{});
   std::vector<std::int64_t> counts(ncells, 0);
-  std::atomic<std::int64_t> grown{0};
+  std::atomic<std::int64_t> grown{0}, need_ring{0};
   // Calls f(i) for every point within r of the centre xi of cell c (the GPU index makes the same
   // decisions: same rings, same cell order, same rounding of the distance).
   const auto for_points_within = [&](std::int64_t c, const double *xi, double r, auto &&f) {
@@ -322,14 +257,23 @@ void PumInterpolant::Impl::build_patches() {
   const int nthreads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   // Seed 001 §4.1, second stage: count the points of every patch (fixing its radius), take the
   // prefix sum, then fill the patch → points index; both passes in parallel, no per-patch buffers.
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (std::int64_t c = 0; c < ncells; ++c)
+    grid->cell_centre(c, centres.data() + c * s);
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nthreads)
-  for (std::int64_t c = 0; c < ncells; ++c) {
-    double *xi = centres.data() + c * s;
-    grid->cell_centre(c, xi);
+  for (std::int64_t c = lo; c < hi; ++c) {
+    const double *xi = centres.data() + c * s;
     double r = delta;
     std::int64_t count = 0;
     while (true) {
       count = 0;
+      if (const std::int64_t ring = ring_for(r, min_width); ring > max_ring) {
+        // This rank holds the points of max_ring cells around its own only: ask for more.
+        std::int64_t cur = need_ring.load();
+        while (ring > cur && !need_ring.compare_exchange_weak(cur, ring)) {
+        }
+        break;
+      }
       for_points_within(c, xi, r, [&](std::int64_t) { ++count; });
       // An empty patch stays empty (growing it would extrapolate from far away); a sparse one
       // grows.
@@ -342,6 +286,8 @@ void PumInterpolant::Impl::build_patches() {
     if (r > delta)
       ++grown;
   }
+  if (need_ring.load() > 0)
+    return need_ring.load();
   std::int64_t total = 0, largest = 0;
   for (std::int64_t c = 0; c < ncells; ++c) {
     patches[c].begin = total;
@@ -349,7 +295,7 @@ void PumInterpolant::Impl::build_patches() {
     patches[c].end = total;
     largest = std::max(largest, counts[c]);
   }
-  if (total == 0)
+  if (total == 0 && !comm) // partitioned: checked over the ranks
     throw Error(ErrorCode::internal, "PUM: no patch holds a data point");
   // Dense local systems of this size cost O(n^3) time and O(n^2) memory each: refuse, with advice
   // (checked before the index is allocated).
@@ -361,7 +307,7 @@ void PumInterpolant::Impl::build_patches() {
                             largest, max_patch));
   pidx.resize(total);
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nthreads)
-  for (std::int64_t c = 0; c < ncells; ++c) {
+  for (std::int64_t c = lo; c < hi; ++c) {
     std::int64_t at = patches[c].begin;
     for_points_within(c, centres.data() + c * s, patches[c].radius,
                       [&](std::int64_t i) { pidx[at++] = i; });
@@ -373,15 +319,16 @@ void PumInterpolant::Impl::build_patches() {
   for (std::int64_t c = 0; c < ncells; ++c) {
     coef_at[c] = cofs;
     cofs += patches[c].n() * ncols;
-    empty += patches[c].n() == 0;
+    empty += c >= lo && c < hi && patches[c].n() == 0;
     if (patches[c].n() > 0 && patches[c].radius > delta)
       grown_list.push_back(c);
   }
   coef.resize(cofs); // every patch's fit writes all of its coefficients
-  stats.patches = ncells - empty;
+  stats.patches = hi - lo - empty;
   stats.empty_patches = empty;
   stats.grown_patches = grown;
   stats.radius = delta;
+  return 0;
 }
 
 void PumInterpolant::Impl::fit(std::int64_t first, std::int64_t last) {
@@ -629,7 +576,8 @@ void PumInterpolant::Impl::fit(std::int64_t first, std::int64_t last) {
   if (opt.progress)
     opt.progress(1.0);
   stats.regularised_patches = regularised;
-  finish_stats();
+  if (!comm) // partitioned: over the ranks, by the caller (no collective inside a phase)
+    finish_stats();
 }
 
 void PumInterpolant::Impl::finish_stats() {
@@ -641,6 +589,25 @@ void PumInterpolant::Impl::finish_stats() {
       e.push_back(patches[c].eps);
       sizes.push_back(patches[c].n());
     }
+  if (comm) { // partitioned: every rank's patches (the others' are empty here)
+    const auto counts = comm->allgather(static_cast<std::int64_t>(e.size()));
+    const std::int64_t all = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+    std::vector<double> mine(e.size() * 2), both(static_cast<std::size_t>(all) * 2);
+    for (std::size_t k = 0; k < e.size(); ++k) {
+      mine[2 * k] = e[k];
+      mine[2 * k + 1] = static_cast<double>(sizes[k]);
+    }
+    std::vector<std::int64_t> counts2(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r)
+      counts2[r] = 2 * counts[r];
+    comm->allgatherv(mine.data(), static_cast<std::int64_t>(mine.size()), both.data(), counts2);
+    e.resize(static_cast<std::size_t>(all));
+    sizes.resize(static_cast<std::size_t>(all));
+    for (std::int64_t k = 0; k < all; ++k) {
+      e[k] = both[2 * k];
+      sizes[k] = static_cast<std::int64_t>(both[2 * k + 1]);
+    }
+  }
   set_distribution_stats(stats, e, sizes);
 }
 
@@ -881,16 +848,6 @@ void PumInterpolant::set_data(const Table<double> &points, const Table<double> &
   impl_ = std::move(fresh); // a failure above leaves the interpolant as it was
 }
 
-namespace {
-// Lowers `a` to v if v is smaller (an atomic minimum: the reported point does not depend on
-// timing).
-void atomic_min(std::atomic<std::int64_t> &a, std::int64_t v) {
-  std::int64_t cur = a.load();
-  while (v < cur && !a.compare_exchange_weak(cur, v)) {
-  }
-}
-} // namespace
-
 detail::PumGrid PumInterpolant::Impl::gpu_grid() const {
   detail::PumGrid g;
   g.s = static_cast<int>(s);
@@ -1007,17 +964,170 @@ detail::PumGpu &PumInterpolant::Impl::gpu_engine() {
   return *gpu;
 }
 
+namespace {
+// f.template operator()<S>() with S the dimension s where it is 1, 2 or 3 (0: any other).
+template <class F> void with_dim(std::int64_t s, F &&f) {
+  switch (s) {
+  case 1:
+    f.template operator()<1>();
+    break;
+  case 2:
+    f.template operator()<2>();
+    break;
+  case 3:
+    f.template operator()<3>();
+    break;
+  default:
+    f.template operator()<0>();
+  }
+}
+} // namespace
+
+void PumInterpolant::Impl::eval_cpu(const Table<double> &y, Table<double> &out,
+                                    std::vector<std::int64_t> &status) {
+  const std::int64_t m = y.rows();
+  status.assign(static_cast<std::size_t>(m), eval_ok);
+  std::atomic<std::int64_t> evaluated{0};
+  detail::ParallelErrors errors;
+  const double delta = grid->patch_radius();
+  std::int64_t max_cells_per_axis = 1;
+  for (std::int64_t k = 0; k < s; ++k)
+    max_cells_per_axis = std::max(max_cells_per_axis, grid->cells_per_axis()[k]);
+  const int nthreads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  kdef::visit<double>(opt.kernel, [&](auto kf) {
+    // Points [lo, hi) on `threads` threads, `chunk` points per task.
+    const auto range = [&]<int S>(std::int64_t lo, std::int64_t hi, int threads,
+                                  std::int64_t chunk) {
+#pragma omp parallel num_threads(threads)
+      {
+        std::vector<double> x(s), acc(ncols), phi;
+#pragma omp for schedule(dynamic, chunk)
+        for (std::int64_t i = lo; i < hi; ++i) {
+          if (errors.failed())
+            continue;
+          try {
+            const std::int64_t done = ++evaluated;
+            if (opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
+              opt.progress(static_cast<double>(done) / static_cast<double>(m));
+            bool in_box = true;
+            for (std::int64_t k = 0; k < s; ++k) {
+              x[k] = y(i, k);
+              const double tol = 1e-12 * (grid->hi(k) - grid->lo(k));
+              in_box = in_box && x[k] >= grid->lo(k) - tol && x[k] <= grid->hi(k) + tol;
+            }
+            if (!in_box && !opt.extrapolate) {
+              status[i] = eval_outside;
+              continue;
+            }
+            std::fill(acc.begin(), acc.end(), 0.0);
+            double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
+            std::int64_t nearest = -1;
+            const std::int64_t cell = grid->hash(x.data());
+            auto visit_patch = [&](std::int64_t j) {
+              const Patch &P = patches[j];
+              if (!nonempty(j)) // partitioned: a patch whose points another rank holds counts
+                return;         // for the nearest one; its weight here is 0 (visibility)
+              const double *xi = centres.data() + j * s;
+              double d2 = 0;
+              for (std::int64_t k = 0; k < s; ++k)
+                d2 = spatial::dist2_step(d2, x[k], xi[k]);
+              if (d2 < best_d2) {
+                best_d2 = d2;
+                nearest = j;
+              }
+              const double w = P.radius > 0 ? w2(std::sqrt(d2) / P.radius) : 0.0;
+              if (w <= 0)
+                return;
+              if (P.n() == 0)
+                throw Error(ErrorCode::internal,
+                            fmt::format("PUM over ranks: patch {} reaches a point of this rank "
+                                        "but its fit was not sent here",
+                                        j));
+              wsum += w;
+              this->template add_local<S>(kf, j, x.data(), w, acc.data(), phi);
+            };
+            // Patches of the seed's radius through the neighbouring cells; grown ones (few) apart,
+            // so that one sparse region does not widen every point's search.
+            grid->for_neighbours(cell, base_ring, [&](std::int64_t j) {
+              if (patches[j].radius <= delta)
+                visit_patch(j);
+            });
+            for (const std::int64_t j : grown_list)
+              visit_patch(j);
+            if (wsum > 0) {
+              for (std::int64_t q = 0; q < ncols; ++q)
+                out(i, q) = acc[q] / wsum;
+              continue;
+            }
+            if (!opt.extrapolate) {
+              status[i] = in_box ? eval_hole : eval_outside;
+              continue;
+            }
+            // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings
+            // (at most the whole grid; set_data guarantees a non-empty patch exists).
+            for (std::int64_t ring = 2 * base_ring; nearest < 0; ring *= 2) {
+              grid->for_neighbours(cell, ring, visit_patch);
+              if (ring > max_cells_per_axis)
+                break;
+            }
+            if (patches[nearest].n() == 0) { // partitioned: held by another rank
+              status[i] = nearest;
+              continue;
+            }
+            std::fill(acc.begin(), acc.end(), 0.0);
+            this->template add_local<S>(kf, nearest, x.data(), 1.0, acc.data(), phi);
+            for (std::int64_t q = 0; q < ncols; ++q)
+              out(i, q) = acc[q];
+          } catch (...) {
+            errors.capture();
+          }
+        }
+      }
+    };
+    with_dim(s, [&]<int S>() {
+      // The first 64 points time the task-size model's C.
+      last_eval_chunk = run_with_model_chunk(
+          m, nthreads, opt.eval_chunk, 64, kPumEvalChunk,
+          [&](std::int64_t lo, std::int64_t hi, int threads, std::int64_t chunk) {
+            range.template operator()<S>(lo, hi, threads, chunk);
+          });
+    });
+  });
+  errors.rethrow();
+  if (opt.progress)
+    opt.progress(1.0);
+}
+
+void PumInterpolant::Impl::eval_single_patches(const Table<double> &y,
+                                               const std::vector<std::int64_t> &patch,
+                                               Table<double> &out) const {
+  kdef::visit<double>(opt.kernel, [&](auto kf) {
+    with_dim(s, [&]<int S>() { // the same instantiation as eval_cpu's: the same bits
+      std::vector<double> x(s), acc(ncols), phi;
+      for (std::int64_t i = 0; i < y.rows(); ++i) {
+        for (std::int64_t k = 0; k < s; ++k)
+          x[k] = y(i, k);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        this->template add_local<S>(kf, patch[i], x.data(), 1.0, acc.data(), phi);
+        for (std::int64_t q = 0; q < ncols; ++q)
+          out(i, q) = acc[q];
+      }
+    });
+  });
+}
+
 Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
   Impl &im = *impl_;
   if (!im.grid)
     throw Error(ErrorCode::invalid_argument, "evaluate: call set_data first");
+  if (im.comm)
+    return im.evaluate_partitioned(y); // collective
   if (y.cols() != im.s)
     throw Error(ErrorCode::shape_mismatch,
                 fmt::format("evaluation points have {} columns but the data have dimension {}",
                             y.cols(), im.s));
   check_finite(y, "evaluation points");
   const std::int64_t m = y.rows(), s = im.s;
-  const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   Table<double> out(m, im.ncols);
   const bool gpu_shape =
       (s == 2 || s == 3) && im.ncols <= detail::pum_gpu_max_cols && im.opt.degree < 0;
@@ -1045,133 +1155,26 @@ Table<double> PumInterpolant::evaluate(const Table<double> &y) const {
     }
     im.ensure_host();
   }
-  std::atomic<std::int64_t> first_outside{none}, first_hole{none}, evaluated{0};
-  detail::ParallelErrors errors;
-  const double delta = im.grid->patch_radius();
-  std::int64_t max_cells_per_axis = 1;
-  for (std::int64_t k = 0; k < s; ++k)
-    max_cells_per_axis = std::max(max_cells_per_axis, im.grid->cells_per_axis()[k]);
-  const int nthreads = im.opt.threads > 0 ? im.opt.threads : omp_get_max_threads();
-  kdef::visit<double>(im.opt.kernel, [&](auto kf) {
-    // Points [lo, hi) on `threads` threads, `chunk` points per task.
-    const auto range = [&]<int S>(std::int64_t lo, std::int64_t hi, int threads,
-                                  std::int64_t chunk) {
-#pragma omp parallel num_threads(threads)
-      {
-        std::vector<double> x(s), acc(im.ncols), phi;
-#pragma omp for schedule(dynamic, chunk)
-        for (std::int64_t i = lo; i < hi; ++i) {
-          if (errors.failed())
-            continue;
-          try {
-            const std::int64_t done = ++evaluated;
-            if (im.opt.progress && omp_get_thread_num() == 0 && done % 1024 == 0)
-              im.opt.progress(static_cast<double>(done) / static_cast<double>(m));
-            bool in_box = true;
-            for (std::int64_t k = 0; k < s; ++k) {
-              x[k] = y(i, k);
-              const double tol = 1e-12 * (im.grid->hi(k) - im.grid->lo(k));
-              in_box = in_box && x[k] >= im.grid->lo(k) - tol && x[k] <= im.grid->hi(k) + tol;
-            }
-            if (!in_box && !im.opt.extrapolate) {
-              atomic_min(first_outside, i);
-              continue;
-            }
-            std::fill(acc.begin(), acc.end(), 0.0);
-            double wsum = 0, best_d2 = std::numeric_limits<double>::infinity();
-            std::int64_t nearest = -1;
-            const std::int64_t cell = im.grid->hash(x.data());
-            auto visit_patch = [&](std::int64_t j) {
-              const Patch &P = im.patches[j];
-              if (P.n() == 0)
-                return;
-              const double *xi = im.centres.data() + j * s;
-              double d2 = 0;
-              for (std::int64_t k = 0; k < s; ++k)
-                d2 = spatial::dist2_step(d2, x[k], xi[k]);
-              if (d2 < best_d2) {
-                best_d2 = d2;
-                nearest = j;
-              }
-              const double w = w2(std::sqrt(d2) / P.radius);
-              if (w <= 0)
-                return;
-              wsum += w;
-              im.template add_local<S>(kf, j, x.data(), w, acc.data(), phi);
-            };
-            // Patches of the seed's radius through the neighbouring cells; grown ones (few) apart,
-            // so that one sparse region does not widen every point's search.
-            im.grid->for_neighbours(cell, im.base_ring, [&](std::int64_t j) {
-              if (im.patches[j].radius <= delta)
-                visit_patch(j);
-            });
-            for (const std::int64_t j : im.grown_list)
-              visit_patch(j);
-            if (wsum > 0) {
-              for (std::int64_t q = 0; q < im.ncols; ++q)
-                out(i, q) = acc[q] / wsum;
-              continue;
-            }
-            if (!im.opt.extrapolate) {
-              atomic_min(in_box ? first_hole : first_outside, i);
-              continue;
-            }
-            // Extrapolation: the nearest non-empty patch's local interpolant, searching wider rings
-            // (at most the whole grid; set_data guarantees a non-empty patch exists).
-            for (std::int64_t ring = 2 * im.base_ring; nearest < 0; ring *= 2) {
-              im.grid->for_neighbours(cell, ring, visit_patch);
-              if (ring > max_cells_per_axis)
-                break;
-            }
-            std::fill(acc.begin(), acc.end(), 0.0);
-            im.template add_local<S>(kf, nearest, x.data(), 1.0, acc.data(), phi);
-            for (std::int64_t q = 0; q < im.ncols; ++q)
-              out(i, q) = acc[q];
-          } catch (...) {
-            errors.capture();
-          }
-        }
-      }
-    };
-    const auto run = [&]<int S>() {
-      // The first 64 points time the task-size model's C.
-      im.last_eval_chunk = run_with_model_chunk(
-          m, nthreads, im.opt.eval_chunk, 64, kPumEvalChunk,
-          [&](std::int64_t lo, std::int64_t hi, int threads, std::int64_t chunk) {
-            range.template operator()<S>(lo, hi, threads, chunk);
-          });
-    };
-    switch (s) {
-    case 1:
-      run.template operator()<1>();
-      break;
-    case 2:
-      run.template operator()<2>();
-      break;
-    case 3:
-      run.template operator()<3>();
-      break;
-    default:
-      run.template operator()<0>();
-    }
-  });
-  errors.rethrow();
-  if (im.opt.progress)
-    im.opt.progress(1.0);
-  const bool outside = first_outside.load() != none;
-  if (outside || first_hole.load() != none) {
-    const std::int64_t i = outside ? first_outside.load() : first_hole.load();
+  std::vector<std::int64_t> status;
+  im.eval_cpu(y, out, status);
+  const auto first = [&](std::int64_t what) {
+    const auto at = std::find(status.begin(), status.end(), what);
+    return at == status.end() ? std::int64_t{-1} : static_cast<std::int64_t>(at - status.begin());
+  };
+  const std::int64_t outside = first(Impl::eval_outside),
+                     i = outside >= 0 ? outside : first(Impl::eval_hole);
+  if (i >= 0) {
     std::string where;
     for (std::int64_t k = 0; k < s; ++k)
       where += fmt::format("{}{}", k ? ", " : "", y(i, k));
     throw Error(ErrorCode::invalid_argument,
-                outside ? fmt::format("evaluation point {} ({}) lies outside the data's bounding "
-                                      "box; use --extrapolate to evaluate it from the nearest "
-                                      "patches",
-                                      i, where)
-                        : fmt::format("evaluation point {} ({}) is not covered by any patch (a "
-                                      "hole in the data); use --extrapolate",
-                                      i, where));
+                outside >= 0 ? fmt::format("evaluation point {} ({}) lies outside the data's "
+                                           "bounding box; use --extrapolate to evaluate it from "
+                                           "the nearest patches",
+                                           i, where)
+                             : fmt::format("evaluation point {} ({}) is not covered by any patch "
+                                           "(a hole in the data); use --extrapolate",
+                                           i, where));
   }
   return out;
 }

@@ -1,0 +1,128 @@
+#pragma once
+// The PUM's internal state (include/ksum/pum.hpp), shared by pum.cpp (one process, the replicated
+// fit over ranks) and pum_partitioned.cpp (rows partitioned over ranks with halos).
+#include "rbf/pum/pum_gpu.hpp"
+#include "spatial/grid_index.hpp"
+
+#include <ksum/distributed.hpp>
+#include <ksum/pum.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace ksum {
+namespace pum_detail {
+
+using Clock = std::chrono::steady_clock;
+inline double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The smallest cell width and the box diagonal (the bound on a growing patch's radius).
+struct GridExtent {
+  double min_width, diag;
+};
+inline GridExtent extent(const spatial::GridIndex &g) {
+  GridExtent e{std::numeric_limits<double>::infinity(), 0};
+  for (std::int64_t k = 0; k < g.dim(); ++k) {
+    e.min_width = std::min(e.min_width, g.cell_width(k));
+    e.diag += (g.hi(k) - g.lo(k)) * (g.hi(k) - g.lo(k));
+  }
+  e.diag = std::sqrt(e.diag);
+  return e;
+}
+// A cell k steps away along an axis starts (k − ½)w from a cell centre, so it can hold points
+// within r only if k < r/w + ½: the seed's 3^s neighbours for δ = √2 w.
+inline std::int64_t ring_for(double r, double min_width) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(r / min_width + 0.5)));
+}
+
+struct Patch {
+  double radius = 0, eps = 0, scale = 0; // scale: the kernel's coordinate scale for eps
+  std::int64_t begin = 0, end = 0;       // its points: pidx[begin, end)
+  std::int64_t n() const { return end - begin; }
+};
+
+} // namespace pum_detail
+
+using pum_detail::Patch;
+
+struct PumInterpolant::Impl {
+  PumOptions opt;
+  PumStats stats;
+  std::int64_t s = 0, ncols = 0, min_pts = 0, base_ring = 1;
+  std::vector<std::int64_t> grown_list; // patches whose radius grew: visited apart from the rings
+  std::unique_ptr<spatial::GridIndex> grid;
+  Table<double> pts, vals;
+  std::vector<Patch> patches;
+  detail::uninit_vector<std::int64_t> pidx; // filled by parallel loops: no serial zero fill
+  detail::uninit_vector<double> coef;
+  std::vector<std::int64_t> coef_at;
+  std::vector<double> centres;
+  std::int64_t np = 0;       // polynomial terms per patch: 0, 1 or 1 + s
+  std::vector<double> pcoef; // patch c, column q, term t: pcoef[(c ncols + q) np + t]
+  // The GPU engine: made by a GPU fit, or at the first GPU evaluation of a CPU fit.
+  std::unique_ptr<detail::PumGpu> gpu;
+  detail::PumGpuFit *gpu_fit = nullptr;         // gpu, when the fit ran on the GPU
+  bool host_ready = true;                       // the patch arrays above are on the host
+  std::mutex lazy;                              // guards gpu and the host copy made on demand
+  std::atomic<std::int64_t> last_eval_chunk{0}; // points per task of the last CPU evaluate()
+
+  // The GPU engine for this fit (a CPU fit uploads its patch arrays once).
+  detail::PumGpu &gpu_engine();
+  // After a GPU fit: copies the fit to the host arrays (for the CPU evaluation paths).
+  void ensure_host();
+  detail::PumGrid gpu_grid() const;
+  // Indexes and fits on the GPU; false when the GPU path declines (the CPU path then runs).
+  bool try_gpu_fit(const Table<double> &points, const Table<double> &values);
+  // allow_empty: this rank's rows of a partitioned fit may be none.
+  void validate(const Table<double> &points, const Table<double> &values,
+                bool allow_empty = false) const;
+  // Sets pts, vals and grid (the index of pts).
+  void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
+  // The patches of cells [lo, hi) (all: hi < 0), from the points in pts. Returns 0, or (a
+  // partitioned fit whose points reach max_ring cells around its own) the ring of cells a patch
+  // that grew needs: it then builds nothing.
+  std::int64_t build_patches(std::int64_t lo = 0, std::int64_t hi = -1,
+                             std::int64_t max_ring = std::numeric_limits<std::int64_t>::max());
+  // Fits the patches of cells [lo, hi) (all: hi < 0); finish_stats() sets the ε and size
+  // distributions of the fitted patches.
+  void fit(std::int64_t lo = 0, std::int64_t hi = -1);
+  void finish_stats();
+
+  // The number of data points of the whole fit (after merging duplicates): a sparse patch grows
+  // until it holds min(min_pts, n_total) of them.
+  std::int64_t n_total = 0;
+  // Rows partitioned over ranks (PumInterpolant::set_data_partitioned): the communicator (then
+  // evaluate() is collective), the first cell of every rank's range (cut[r], cut[P] = cells) and
+  // every patch's size, held on its owner (for the nearest non-empty patch when extrapolating).
+  std::optional<Communicator> comm;
+  std::vector<std::int64_t> cut, gcount;
+  // Whether patch j holds data points (here, or partitioned on the rank that owns it).
+  bool nonempty(std::int64_t j) const {
+    return gcount.empty() ? patches[j].n() > 0 : gcount[j] > 0;
+  }
+  // eval_cpu's status of a point: evaluated, outside the box, in a hole (neither extrapolated), or
+  // (>= 0, partitioned and extrapolating) the index of the nearest patch, held by another rank.
+  static constexpr std::int64_t eval_ok = -1, eval_outside = -2, eval_hole = -3;
+  void eval_cpu(const Table<double> &y, Table<double> &out, std::vector<std::int64_t> &status);
+  // out row i = patch[i]'s local interpolant at row i of y (extrapolation from one patch).
+  void eval_single_patches(const Table<double> &y, const std::vector<std::int64_t> &patch,
+                           Table<double> &out) const;
+  Table<double> evaluate_partitioned(const Table<double> &y);
+  // Adds w · (patch j's local interpolant at y), every value column, to acc (S: the dimension
+  // when known at compile time, 0 otherwise; phi: scratch).
+  template <int S, class K>
+  void add_local(const K &kf, std::int64_t j, const double *y, double w, double *acc,
+                 std::vector<double> &phi) const;
+};
+
+} // namespace ksum

@@ -1,0 +1,608 @@
+// RBF partition of unity with the data partitioned over MPI ranks (issue 25, item 4): the grid's
+// cells are cut into contiguous ranges of about equal work; each rank owns the points of its cells,
+// receives the points of the cells around them that its patches reach (the halo, widened in rounds
+// where sparse patches grow), fits its own patches, and receives the other ranks' fitted patches
+// that reach its cells. Evaluation sends each point to the rank owning its cell. Every patch sees
+// the same points in the same order as in one process, so the values are the same bits.
+#include "core/validate.hpp"
+#include "rbf/pum/pum_impl.hpp"
+#include "runtime/outbox.hpp"
+
+#include <ksum/distributed.hpp>
+#include <ksum/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace ksum {
+namespace {
+
+using pum_detail::Clock;
+using pum_detail::extent;
+using pum_detail::ring_for;
+using pum_detail::since;
+using runtime::Outbox;
+
+// Runs f on this rank and agrees its failure over the ranks (every rank throws the same error).
+template <class F> void phase(const Communicator &comm, F &&f) {
+  comm.agree(capture(std::forward<F>(f)));
+}
+
+// The rank whose cell range [cut[r], cut[r + 1]) holds `cell`.
+int owner(const std::vector<std::int64_t> &cut, std::int64_t cell) {
+  return static_cast<int>(std::upper_bound(cut.begin(), cut.end(), cell) - cut.begin()) - 1;
+}
+
+// The ranks other than `self` that own a cell within `ring` cells of `cell` on every axis, in
+// increasing order. The cells of such a box form runs along the last axis, contiguous in the cell
+// numbering, and each run meets the ranges of the ranks between its two ends' owners.
+std::vector<int> ranks_near(const spatial::GridIndex &g, const std::vector<std::int64_t> &cut,
+                            std::int64_t cell, std::int64_t ring, int self) {
+  const std::int64_t s = g.dim();
+  const auto &d = g.cells_per_axis();
+  std::array<std::int64_t, spatial::grid_max_dim> c{}, lo{}, hi{}, at{};
+  g.cell_coords(cell, c.data());
+  for (std::int64_t k = 0; k < s; ++k) {
+    lo[k] = std::max<std::int64_t>(0, c[k] - ring);
+    hi[k] = std::min<std::int64_t>(d[k] - 1, c[k] + ring);
+    at[k] = lo[k];
+  }
+  std::vector<int> out;
+  while (true) {
+    at[s - 1] = lo[s - 1];
+    const std::int64_t a = g.cell_of_coords(at.data());
+    at[s - 1] = hi[s - 1];
+    const std::int64_t b = g.cell_of_coords(at.data());
+    for (int r = owner(cut, a), last = owner(cut, b); r <= last; ++r)
+      if (r != self && cut[r] < cut[r + 1])
+        out.push_back(r);
+    std::int64_t k = s - 2; // the next run: an odometer over the other axes
+    for (; k >= 0 && at[k] == hi[k]; --k)
+      at[k] = lo[k];
+    if (k < 0)
+      break;
+    ++at[k];
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Data rows with their global row numbers (the rows of the ranks' tables in rank order).
+struct Rows {
+  std::int64_t s = 0, c = 0;
+  std::vector<std::int64_t> gid;
+  std::vector<double> x, f; // row-major: n × s and n × c
+  std::int64_t n() const { return static_cast<std::int64_t>(gid.size()); }
+  void append(std::int64_t id, const double *xi, const double *fi) {
+    gid.push_back(id);
+    x.insert(x.end(), xi, xi + s);
+    f.insert(f.end(), fi, fi + c);
+  }
+  // Adds row i as a record [row, x, f] to `out`.
+  void pack(std::int64_t i, std::vector<double> &out) const {
+    out.push_back(static_cast<double>(gid[i]));
+    out.insert(out.end(), x.begin() + i * s, x.begin() + (i + 1) * s);
+    out.insert(out.end(), f.begin() + i * c, f.begin() + (i + 1) * c);
+  }
+  void unpack(const std::vector<std::vector<double>> &from) {
+    for (const auto &v : from)
+      for (std::size_t at = 0; at < v.size(); at += static_cast<std::size_t>(1 + s + c))
+        append(static_cast<std::int64_t>(v[at]), v.data() + at + 1, v.data() + at + 1 + s);
+  }
+  // In increasing global row (one process's order of the points within a cell).
+  void sort() {
+    std::vector<std::int64_t> order(gid.size());
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    std::sort(order.begin(), order.end(),
+              [&](std::int64_t a, std::int64_t b) { return gid[a] < gid[b]; });
+    Rows sorted{s, c, {}, {}, {}};
+    for (const std::int64_t i : order)
+      sorted.append(gid[i], x.data() + i * s, f.data() + i * c);
+    *this = std::move(sorted);
+  }
+  Table<double> points() const {
+    Table<double> t(n(), s, Uninitialized{});
+    for (std::int64_t i = 0; i < n(); ++i)
+      for (std::int64_t k = 0; k < s; ++k)
+        t(i, k) = x[i * s + k];
+    return t;
+  }
+  Table<double> values() const {
+    Table<double> t(n(), c, Uninitialized{});
+    for (std::int64_t i = 0; i < n(); ++i)
+      for (std::int64_t q = 0; q < c; ++q)
+        t(i, q) = f[i * c + q];
+    return t;
+  }
+};
+
+// Sends every row to the rank owning its cell; the rows received, in global row order.
+Rows route(const Communicator &comm, const Rows &in, const spatial::GridIndex &g,
+           const std::vector<std::int64_t> &cut) {
+  Outbox box(comm.size());
+  for (std::int64_t i = 0; i < in.n(); ++i)
+    in.pack(i, box.to[owner(cut, g.hash(in.x.data() + i * in.s))]);
+  Rows out{in.s, in.c, {}, {}, {}};
+  out.unpack(box.exchange(comm, "the PUM's partition"));
+  out.sort();
+  return out;
+}
+
+// Contiguous cell ranges of about equal work, one per rank: a patch's fit costs ~n³, n estimated
+// by the points of the cells within `ring` of its own (counted over the ranks).
+std::vector<std::int64_t> cut_cells(const Communicator &comm, const spatial::GridIndex &g,
+                                    const Rows &rows, std::int64_t ring) {
+  const std::int64_t ncells = g.num_cells();
+  const int P = comm.size();
+  std::vector<double> count(static_cast<std::size_t>(ncells), 0.0);
+  for (std::int64_t i = 0; i < rows.n(); ++i)
+    count[g.hash(rows.x.data() + i * rows.s)] += 1;
+  comm.allreduce_sum(count.data(), ncells);
+  std::vector<double> work(static_cast<std::size_t>(ncells) + 1, 0.0);
+  for (std::int64_t c = 0; c < ncells; ++c) {
+    double n = 0;
+    g.for_neighbours(c, ring, [&](std::int64_t cell) { n += count[cell]; });
+    work[c + 1] = work[c] + n * n * n + 1;
+  }
+  std::vector<std::int64_t> cut(static_cast<std::size_t>(P) + 1, ncells);
+  cut[0] = 0;
+  for (int r = 1; r < P; ++r)
+    cut[r] = std::lower_bound(work.begin(), work.end(), work[ncells] * r / P) - work.begin();
+  return cut;
+}
+
+// Repeated points of the rows (all in this rank's cells, in global row order) are an error naming
+// the first pair in one process's order, or (merge) become one point with their mean value, kept
+// at the first's global row. Returns the number merged away.
+std::int64_t merge_or_reject(Rows &rows, const spatial::GridIndex &geometry, bool merge) {
+  spatial::GridIndex g = geometry;
+  const Table<double> x = rows.points();
+  g.index_points(x);
+  const auto &cells = g.cells();
+  const std::int64_t n = rows.n(), s = rows.s;
+  std::vector<std::int64_t> first(static_cast<std::size_t>(n), -1);
+  std::int64_t dups = 0;
+  for (std::int64_t c = 0; c < g.num_cells(); ++c)
+    for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1]; ++a)
+      for (std::int64_t b = cells.ptr[c]; b < a; ++b) {
+        const std::int64_t i = std::min(cells.idx[a], cells.idx[b]);
+        const std::int64_t j = std::max(cells.idx[a], cells.idx[b]);
+        if (first[j] >= 0)
+          continue;
+        bool same = true;
+        for (std::int64_t k = 0; k < s && same; ++k)
+          same = x(i, k) == x(j, k);
+        if (!same)
+          continue;
+        if (!merge) {
+          std::string where;
+          for (std::int64_t k = 0; k < s; ++k)
+            where += fmt::format("{}{}", k ? ", " : "", x(i, k));
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("data rows {} and {} are the same point ({}); remove one or use "
+                                  "--merge-duplicates",
+                                  rows.gid[i], rows.gid[j], where));
+        }
+        first[j] = first[i] >= 0 ? first[i] : i;
+        ++dups;
+      }
+  if (dups == 0)
+    return 0;
+  // The first of each group keeps its row; its value is the group's mean, summed in row order.
+  std::vector<std::int64_t> kept(static_cast<std::size_t>(n), -1), count;
+  Rows out{s, rows.c, {}, {}, {}};
+  for (std::int64_t i = 0; i < n; ++i)
+    if (first[i] < 0) {
+      kept[i] = out.n();
+      count.push_back(0);
+      std::vector<double> zero(static_cast<std::size_t>(rows.c), 0.0);
+      out.append(rows.gid[i], rows.x.data() + i * s, zero.data());
+    }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = kept[first[i] < 0 ? i : first[i]];
+    ++count[r];
+    for (std::int64_t q = 0; q < rows.c; ++q)
+      out.f[r * rows.c + q] += rows.f[i * rows.c + q];
+  }
+  for (std::int64_t r = 0; r < out.n(); ++r)
+    for (std::int64_t q = 0; q < rows.c; ++q)
+      out.f[r * rows.c + q] /= static_cast<double>(count[r]);
+  rows = std::move(out);
+  return dups;
+}
+
+} // namespace
+
+void PumInterpolant::set_data_partitioned(const Table<double> &points, const Table<double> &values,
+                                          const Communicator &comm) {
+  if (!comm.distributed()) {
+    set_data(points, values);
+    impl_->stats.owned_points = points.rows() - impl_->stats.merged_duplicates;
+    return;
+  }
+  auto fresh = std::make_unique<Impl>();
+  fresh->opt = impl_->opt;
+  Impl &im = *fresh;
+  const int P = comm.size(), rank = comm.rank();
+  phase(comm, [&] {
+    im.validate(points, values, /*allow_empty=*/true);
+    if (im.opt.backend == Backend::cuda)
+      throw Error(ErrorCode::unsupported, "PUM over MPI ranks fits on the CPU cores of each "
+                                          "rank; use the cpu or auto backend");
+  });
+  const auto rows = comm.allgather(points.rows()), dims = comm.allgather(points.cols()),
+             cols = comm.allgather(values.cols());
+  for (int r = 1; r < P; ++r)
+    if (dims[r] != dims[0] || cols[r] != cols[0])
+      throw AgreedError(ErrorCode::shape_mismatch,
+                        fmt::format("PUM over {} ranks: rank {}'s data have dimension {} and {} "
+                                    "value columns, rank 0's {} and {}",
+                                    P, r, dims[r], cols[r], dims[0], cols[0]));
+  std::int64_t total = 0, offset = 0;
+  for (int r = 0; r < P; ++r) {
+    offset += r < rank ? rows[r] : 0;
+    total += rows[r];
+  }
+  if (total == 0)
+    throw AgreedError(ErrorCode::empty_input, "PUM: no data points on any rank");
+  const auto t0 = Clock::now();
+  const std::int64_t s = dims[0];
+  im.s = s;
+  im.ncols = cols[0];
+  im.min_pts = im.opt.min_patch_points > 0 ? im.opt.min_patch_points : 3 * (im.s + 1);
+  im.comm = comm;
+
+  // The data's box over the ranks, and the grid one process makes for it.
+  std::vector<double> lo, hi, box(static_cast<std::size_t>(2 * s));
+  spatial::bounding_box(points, lo, hi); // ±inf on a rank without rows
+  for (std::int64_t k = 0; k < s; ++k) {
+    box[k] = -lo[k];
+    box[s + k] = hi[k];
+  }
+  comm.allreduce_max(box.data(), 2 * s);
+  for (std::int64_t k = 0; k < s; ++k) {
+    lo[k] = -box[k];
+    hi[k] = box[s + k];
+  }
+  std::unique_ptr<spatial::GridIndex> g;
+  const auto geometry = [&](std::int64_t n) {
+    phase(comm, [&] {
+      g = std::make_unique<spatial::GridIndex>(lo.data(), hi.data(), s, n, im.opt.patch_density,
+                                               im.opt.patch_radius);
+    });
+  };
+  geometry(total);
+  std::int64_t base_ring = ring_for(g->patch_radius(), extent(*g).min_width);
+
+  Rows mine{s, im.ncols, {}, {}, {}};
+  for (std::int64_t i = 0; i < points.rows(); ++i) {
+    std::vector<double> xi(static_cast<std::size_t>(s)), fi(static_cast<std::size_t>(im.ncols));
+    for (std::int64_t k = 0; k < s; ++k)
+      xi[k] = points(i, k);
+    for (std::int64_t q = 0; q < im.ncols; ++q)
+      fi[q] = values(i, q);
+    mine.append(offset + i, xi.data(), fi.data());
+  }
+  std::vector<std::int64_t> cut = cut_cells(comm, *g, mine, base_ring);
+  Rows own = route(comm, mine, *g, cut);
+  mine = Rows{};
+  // Repeated points share a cell, so each rank finds those of its own cells.
+  std::int64_t merged = 0;
+  phase(comm, [&] { merged = merge_or_reject(own, *g, im.opt.merge_duplicates); });
+  merged = static_cast<std::int64_t>(comm.allreduce_sum(static_cast<double>(merged)));
+  im.n_total = total - merged;
+  if (merged > 0) { // one process makes its grid for the points kept
+    geometry(im.n_total);
+    base_ring = ring_for(g->patch_radius(), extent(*g).min_width);
+    cut = cut_cells(comm, *g, own, base_ring);
+    own = route(comm, own, *g, cut);
+  }
+  im.stats.merged_duplicates = merged;
+  const std::int64_t cell_lo = cut[rank], cell_hi = std::max(cell_lo, cut[rank + 1]);
+  std::int64_t max_d = 1;
+  for (const std::int64_t dk : g->cells_per_axis())
+    max_d = std::max(max_d, dk);
+
+  // The halo: the points of the cells within `ring` of this rank's, from their owners. A patch
+  // that grows beyond it asks for a wider one (every rank then exchanges again).
+  spatial::GridIndex own_index = *g;
+  own_index.index_points(own.points()); // own is in global row order: so is every cell's list
+  std::int64_t ring = base_ring;
+  Rows halo{s, im.ncols, {}, {}, {}};
+  for (int round = 1;; ++round) {
+    Outbox box(P);
+    const auto &cl = own_index.cells();
+    for (std::int64_t c = cell_lo; c < cell_hi; ++c) {
+      if (cl.size(c) == 0)
+        continue;
+      for (const int r : ranks_near(*g, cut, c, ring, rank))
+        for (std::int64_t a = cl.ptr[c]; a < cl.ptr[c + 1]; ++a)
+          own.pack(cl.idx[a], box.to[r]);
+    }
+    halo = Rows{s, im.ncols, {}, {}, {}};
+    halo.unpack(box.exchange(comm, "the PUM's halo exchange"));
+    Rows local = own;
+    for (std::int64_t i = 0; i < halo.n(); ++i)
+      local.append(halo.gid[i], halo.x.data() + i * s, halo.f.data() + i * im.ncols);
+    local.sort();
+    im.grid = std::make_unique<spatial::GridIndex>(*g);
+    const Table<double> x = local.points();
+    im.grid->index_points(x);
+    im.pts = im.grid->gather(x);
+    im.vals = im.grid->gather(local.values());
+    im.grid->use_sorted_order();
+    std::int64_t need = 0;
+    // A ring as wide as the grid reaches every cell: no limit then.
+    const std::int64_t limit = ring >= max_d ? std::numeric_limits<std::int64_t>::max() : ring;
+    phase(comm, [&] { need = im.build_patches(cell_lo, cell_hi, limit); });
+    need = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(need)));
+    im.stats.halo_rounds = round;
+    if (need == 0)
+      break;
+    ring = std::min(std::max(need, 2 * ring), max_d);
+  }
+  im.stats.owned_points = own.n();
+  im.stats.halo_points = halo.n();
+  {
+    double sums[4] = {static_cast<double>(im.stats.patches),
+                      static_cast<double>(im.stats.empty_patches),
+                      static_cast<double>(im.stats.grown_patches), static_cast<double>(im.pidx.size())};
+    comm.allreduce_sum(sums, 4);
+    if (sums[3] == 0)
+      throw AgreedError(ErrorCode::internal, "PUM: no patch holds a data point");
+    im.stats.patches = static_cast<std::int64_t>(sums[0]);
+    im.stats.empty_patches = static_cast<std::int64_t>(sums[1]);
+    im.stats.grown_patches = static_cast<std::int64_t>(sums[2]);
+  }
+  im.stats.seconds_index = since(t0);
+
+  const auto t1 = Clock::now();
+  phase(comm, [&] { im.fit(cell_lo, cell_hi); });
+  im.stats.regularised_patches = static_cast<std::int64_t>(
+      comm.allreduce_sum(static_cast<double>(im.stats.regularised_patches)));
+  im.finish_stats(); // over the ranks
+
+  // Every patch's size, and the patches that grew (visited by every evaluation), on every rank.
+  const std::int64_t ncells = g->num_cells();
+  {
+    std::vector<double> count(static_cast<std::size_t>(ncells), 0.0);
+    std::vector<double> grown;
+    for (std::int64_t c = cell_lo; c < cell_hi; ++c)
+      count[c] = static_cast<double>(im.patches[c].n());
+    comm.allreduce_sum(count.data(), ncells);
+    im.gcount.assign(count.begin(), count.end());
+    for (const std::int64_t c : im.grown_list) {
+      grown.push_back(static_cast<double>(c));
+      grown.push_back(im.patches[c].radius);
+    }
+    std::vector<std::int64_t> sizes = comm.allgather(static_cast<std::int64_t>(grown.size()));
+    std::vector<double> all(static_cast<std::size_t>(std::accumulate(sizes.begin(), sizes.end(),
+                                                                     std::int64_t{0})));
+    comm.allgatherv(grown.data(), static_cast<std::int64_t>(grown.size()), all.data(), sizes);
+    im.grown_list.clear(); // in cell order: the ranks' ranges are
+    for (std::size_t k = 0; k < all.size(); k += 2) {
+      const auto c = static_cast<std::int64_t>(all[k]);
+      im.grown_list.push_back(c);
+      im.patches[c].radius = all[k + 1];
+    }
+  }
+  // The fitted patches to the ranks whose cells they reach: a patch of the seed's radius those
+  // within the evaluation's ring of cells, one that grew those its radius reaches (one cell more,
+  // against rounding in the cell of a point).
+  const double delta = g->patch_radius(), min_width = extent(*g).min_width;
+  const std::int64_t per = im.ncols * im.np;
+  Outbox send(P);
+  for (std::int64_t c = cell_lo; c < cell_hi; ++c) {
+    const Patch &Pc = im.patches[c];
+    if (Pc.n() == 0)
+      continue;
+    const std::int64_t reach = Pc.radius > delta ? ring_for(Pc.radius, min_width) + 1 : base_ring;
+    for (const int r : ranks_near(*g, cut, c, reach, rank)) {
+      auto &v = send.to[r];
+      v.insert(v.end(), {static_cast<double>(c), Pc.radius, Pc.eps, Pc.scale,
+                         static_cast<double>(Pc.n())});
+      v.insert(v.end(), im.pcoef.begin() + c * per, im.pcoef.begin() + (c + 1) * per);
+      for (std::int64_t a = Pc.begin; a < Pc.end; ++a)
+        for (std::int64_t k = 0; k < s; ++k)
+          v.push_back(im.pts(im.pidx[a], k));
+      v.insert(v.end(), im.coef.begin() + im.coef_at[c],
+               im.coef.begin() + im.coef_at[c] + Pc.n() * im.ncols);
+    }
+  }
+  const auto got = send.exchange(comm, "the PUM's patch exchange");
+  std::vector<double> extra; // the received patches' points, row-major
+  std::int64_t received = 0;
+  const std::int64_t base_rows = im.pts.rows();
+  for (const auto &v : got)
+    for (std::size_t at = 0; at < v.size();) {
+      const auto c = static_cast<std::int64_t>(v[at]);
+      const auto n = static_cast<std::int64_t>(v[at + 4]);
+      Patch &Pc = im.patches[c];
+      Pc.radius = v[at + 1];
+      Pc.eps = v[at + 2];
+      Pc.scale = v[at + 3];
+      at += 5;
+      std::copy(v.begin() + at, v.begin() + at + per, im.pcoef.begin() + c * per);
+      at += static_cast<std::size_t>(per);
+      Pc.begin = static_cast<std::int64_t>(im.pidx.size());
+      Pc.end = Pc.begin + n;
+      for (std::int64_t a = 0; a < n; ++a)
+        im.pidx.push_back(base_rows + static_cast<std::int64_t>(extra.size()) / s + a);
+      extra.insert(extra.end(), v.begin() + at, v.begin() + at + n * s);
+      at += static_cast<std::size_t>(n * s);
+      im.coef_at[c] = static_cast<std::int64_t>(im.coef.size());
+      im.coef.insert(im.coef.end(), v.begin() + at, v.begin() + at + n * im.ncols);
+      at += static_cast<std::size_t>(n * im.ncols);
+      ++received;
+    }
+  if (!extra.empty()) {
+    const std::int64_t add = static_cast<std::int64_t>(extra.size()) / s;
+    Table<double> pts(base_rows + add, s, Uninitialized{});
+    for (std::int64_t k = 0; k < s; ++k) {
+      std::copy(im.pts.data() + k * base_rows, im.pts.data() + (k + 1) * base_rows,
+                pts.data() + k * (base_rows + add));
+      for (std::int64_t a = 0; a < add; ++a)
+        pts(base_rows + a, k) = extra[a * s + k];
+    }
+    im.pts = std::move(pts);
+  }
+  im.vals = Table<double>(); // the fits are done
+  im.stats.halo_patches = received;
+  im.cut = cut;
+  im.base_ring = base_ring;
+  im.stats.fit_backend = Backend::cpu;
+  im.stats.seconds_fit = since(t1);
+  impl_ = std::move(fresh);
+}
+
+Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y) {
+  const Communicator &cm = *comm;
+  const int P = cm.size();
+  phase(cm, [&] {
+    if (y.cols() != s)
+      throw Error(ErrorCode::shape_mismatch,
+                  fmt::format("evaluation points have {} columns but the data have dimension {}",
+                              y.cols(), s));
+    detail::check_finite(y, "evaluation points");
+  });
+  const auto counts = cm.allgather(y.rows());
+  std::vector<std::int64_t> first_row(static_cast<std::size_t>(P) + 1, 0);
+  for (int r = 0; r < P; ++r)
+    first_row[r + 1] = first_row[r] + counts[r];
+  // Each point to the rank owning its cell (outside the box: the nearest cell's).
+  Outbox ask(P);
+  for (std::int64_t i = 0; i < y.rows(); ++i) {
+    std::array<double, spatial::grid_max_dim> x{};
+    for (std::int64_t k = 0; k < s; ++k)
+      x[k] = y(i, k);
+    auto &v = ask.to[owner(cut, grid->hash(x.data()))];
+    v.push_back(static_cast<double>(i));
+    v.insert(v.end(), x.begin(), x.begin() + s);
+  }
+  const auto asked = ask.exchange(cm, "the PUM's evaluation");
+  std::vector<int> src;
+  std::vector<std::int64_t> idx;
+  std::vector<double> flat;
+  for (int r = 0; r < P; ++r)
+    for (std::size_t at = 0; at < asked[r].size(); at += static_cast<std::size_t>(1 + s)) {
+      src.push_back(r);
+      idx.push_back(static_cast<std::int64_t>(asked[r][at]));
+      flat.insert(flat.end(), asked[r].begin() + at + 1, asked[r].begin() + at + 1 + s);
+    }
+  const auto nq = static_cast<std::int64_t>(idx.size());
+  Table<double> Y(nq, s, Uninitialized{}), out(nq, ncols);
+  for (std::int64_t q = 0; q < nq; ++q)
+    for (std::int64_t k = 0; k < s; ++k)
+      Y(q, k) = flat[q * s + k];
+  std::vector<std::int64_t> status;
+  phase(cm, [&] { eval_cpu(Y, out, status); });
+
+  // Extrapolated points whose nearest patch another rank holds: evaluated there.
+  Outbox far(P);
+  for (std::int64_t q = 0; q < nq; ++q)
+    if (status[q] >= 0) {
+      auto &v = far.to[owner(cut, status[q])];
+      v.insert(v.end(), {static_cast<double>(q), static_cast<double>(status[q])});
+      for (std::int64_t k = 0; k < s; ++k)
+        v.push_back(Y(q, k));
+    }
+  const auto fars = far.exchange(cm, "the PUM's evaluation");
+  {
+    std::vector<int> from;
+    std::vector<std::int64_t> qid, patch;
+    std::vector<double> zx;
+    for (int r = 0; r < P; ++r)
+      for (std::size_t at = 0; at < fars[r].size(); at += static_cast<std::size_t>(2 + s)) {
+        from.push_back(r);
+        qid.push_back(static_cast<std::int64_t>(fars[r][at]));
+        patch.push_back(static_cast<std::int64_t>(fars[r][at + 1]));
+        zx.insert(zx.end(), fars[r].begin() + at + 2, fars[r].begin() + at + 2 + s);
+      }
+    const auto nz = static_cast<std::int64_t>(qid.size());
+    Table<double> Z(nz, s, Uninitialized{}), zout(nz, ncols);
+    for (std::int64_t z = 0; z < nz; ++z)
+      for (std::int64_t k = 0; k < s; ++k)
+        Z(z, k) = zx[z * s + k];
+    phase(cm, [&] {
+      for (const std::int64_t j : patch)
+        if (patches[j].n() == 0)
+          throw Error(ErrorCode::internal,
+                      fmt::format("PUM over ranks: patch {} asked of rank {}, which lacks it", j,
+                                  cm.rank()));
+      eval_single_patches(Z, patch, zout);
+    });
+    Outbox back(P);
+    for (std::int64_t z = 0; z < nz; ++z) {
+      auto &v = back.to[from[z]];
+      v.push_back(static_cast<double>(qid[z]));
+      for (std::int64_t q = 0; q < ncols; ++q)
+        v.push_back(zout(z, q));
+    }
+    const auto backs = back.exchange(cm, "the PUM's evaluation");
+    for (int r = 0; r < P; ++r)
+      for (std::size_t at = 0; at < backs[r].size(); at += static_cast<std::size_t>(1 + ncols)) {
+        const auto q = static_cast<std::int64_t>(backs[r][at]);
+        for (std::int64_t c = 0; c < ncols; ++c)
+          out(q, c) = backs[r][at + 1 + c];
+        status[q] = eval_ok;
+      }
+  }
+
+  // Points outside the box or in holes: the first (in the ranks' points in rank order) of the
+  // outside ones, else of the holes, as one process reports.
+  double worst[2] = {-std::numeric_limits<double>::infinity(),
+                     -std::numeric_limits<double>::infinity()};
+  for (std::int64_t q = 0; q < nq; ++q)
+    if (status[q] == eval_outside || status[q] == eval_hole)
+      worst[status[q] == eval_outside ? 0 : 1] =
+          std::max(worst[status[q] == eval_outside ? 0 : 1],
+                   -static_cast<double>(first_row[src[q]] + idx[q]));
+  cm.allreduce_max(worst, 2);
+  const bool outside = worst[0] > -std::numeric_limits<double>::infinity();
+  if (outside || worst[1] > -std::numeric_limits<double>::infinity()) {
+    const auto bad = static_cast<std::int64_t>(-(outside ? worst[0] : worst[1]));
+    std::string message;
+    for (std::int64_t q = 0; q < nq; ++q)
+      if (first_row[src[q]] + idx[q] == bad) {
+        std::string where;
+        for (std::int64_t k = 0; k < s; ++k)
+          where += fmt::format("{}{}", k ? ", " : "", Y(q, k));
+        message = outside ? fmt::format("evaluation point {} ({}) lies outside the data's bounding "
+                                        "box; use --extrapolate to evaluate it from the nearest "
+                                        "patches",
+                                        bad, where)
+                          : fmt::format("evaluation point {} ({}) is not covered by any patch (a "
+                                        "hole in the data); use --extrapolate",
+                                        bad, where);
+      }
+    cm.agree(!message.empty(), static_cast<int>(ErrorCode::invalid_argument), message);
+  }
+
+  // The values back to the ranks that asked.
+  Outbox back(P);
+  for (std::int64_t q = 0; q < nq; ++q) {
+    auto &v = back.to[src[q]];
+    v.push_back(static_cast<double>(idx[q]));
+    for (std::int64_t c = 0; c < ncols; ++c)
+      v.push_back(out(q, c));
+  }
+  const auto backs = back.exchange(cm, "the PUM's evaluation");
+  Table<double> result(y.rows(), ncols);
+  for (int r = 0; r < P; ++r)
+    for (std::size_t at = 0; at < backs[r].size(); at += static_cast<std::size_t>(1 + ncols)) {
+      const auto i = static_cast<std::int64_t>(backs[r][at]);
+      for (std::int64_t c = 0; c < ncols; ++c)
+        result(i, c) = backs[r][at + 1 + c];
+    }
+  return result;
+}
+
+} // namespace ksum
