@@ -401,10 +401,11 @@ void run_global_distributed(const InterpArgs &a, const Communicator &comm,
   note_global(a, g, rbf.stats(), dim, n, values, m, secs_eval, t0);
 }
 
-// Under mpirun with several ranks (--method pum): rank 0 reads the files and sends the data to
-// every rank, the ranks share the patches' fits (PumInterpolant::set_data with the communicator:
-// the interpolant one process makes), each evaluates an even slice of the points, and rank 0
-// gathers and writes them. Every failure is agreed: every rank exits with the same error.
+// Under mpirun with several ranks (--method pum): rank 0 reads the files and sends each rank an
+// even slice of the data rows and of the evaluation points; the data are partitioned over the
+// ranks by cell ranges with halos (PumInterpolant::set_data_partitioned: the interpolant one
+// process makes, the same bits), the ranks evaluate their points together, and rank 0 gathers and
+// writes them in the original order. Every failure is agreed: every rank exits with the same error.
 void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
                          std::chrono::steady_clock::time_point t0) {
   const int P = comm.size(), rank = comm.rank();
@@ -413,27 +414,35 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
   comm.agree(capture([&] { opt = make_options(a); }));
   Inputs in;
   const auto [n, dim, values, m] = read_on_root(a, comm, in);
-  Table<double> x = root ? in.x : Table<double>(n, dim), f = root ? in.f : Table<double>(n, values);
-  comm.broadcast(x.data(), n * dim);
-  comm.broadcast(f.data(), n * values);
-  const Table<double> my_y = scatter_rows(comm, in.y, m, dim);
+  const Table<double> x = scatter_rows(comm, in.x, n, dim), f = scatter_rows(comm, in.f, n, values),
+                      my_y = scatter_rows(comm, in.y, m, dim);
+  if (root) { // rank 0 keeps only what it writes
+    in.x = Table<double>();
+    in.f = Table<double>();
+  }
 
   ProgressLine fit_progress("ksum interpolate: local fits");
   if (root)
     opt.progress = fit_progress.callback();
   PumInterpolant pum(opt);
-  pum.set_data(x, f, comm);
+  pum.set_data_partitioned(x, f, comm);
+  const auto &st = pum.stats();
+  const auto held = comm.allgather(st.owned_points + st.halo_points);
+  const auto patches_in = comm.allgather(st.halo_patches);
   const auto t_eval = std::chrono::steady_clock::now();
   pum.set_progress(nullptr);
-  Table<double> u;
-  comm.agree(capture([&] { u = pum.evaluate(my_y); })); // e.g. a point outside the box
-  const Table<double> all = gather_rows(comm, u, m);
+  const Table<double> all = gather_rows(comm, pum.evaluate(my_y), m); // errors agreed
   const double secs_eval = comm.allreduce_max(seconds_since(t_eval));
   comm.agree(capture([&] {
     if (root)
       write_result(a, in.y, all, in.table);
   }));
   note_pum(a, pum, opt, dim, n, values, m, secs_eval, t0, P);
+  note(fmt::format("  over {} ranks, data partitioned by cells: most points held by a rank {} "
+                     "of {} (its own and the halo, {} exchange round(s)); most fitted patches "
+                     "received by a rank {}",
+                     P, *std::max_element(held.begin(), held.end()), n, st.halo_rounds,
+                     *std::max_element(patches_in.begin(), patches_in.end())));
 }
 
 void run_interpolate(const InterpArgs &a) {

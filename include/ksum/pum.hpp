@@ -108,6 +108,9 @@ public:
   Table<double> evaluate(const Table<double> &points) const;
 
   const PumStats &stats() const;
+  // The communicator of set_data_partitioned over several ranks (evaluate() is then collective),
+  // else nullptr.
+  const Communicator *communicator() const;
   const PumOptions &options() const;
   // Points per task of the last evaluate() that ran on the CPU (options().eval_chunk or the
   // model's choice); 0 before one has.

@@ -314,7 +314,11 @@ class PUMInterpolator:
     from the nearest patches instead of raising; ``merge_duplicates``: average repeated points.
     ``comm``: 'world' or an mpi4py communicator shares the patches' fits among the MPI
     processes (every process passes all the data and gets the same interpolant one process
-    makes; docs/distributed.md); None (default): this process alone.
+    makes; docs/distributed.md); None (default): this process alone. With ``partition=True``
+    each process passes its own rows instead (any split, none allowed): the data are partitioned
+    over the processes by cells with halos, no process holds them all, and calling the
+    interpolator is collective (every process calls it with its own points); the values are
+    still the same bits as one process's.
 
     Example
     -------
@@ -330,8 +334,12 @@ class PUMInterpolator:
                  eps: float | str = 1.0, degree: int = -1,
                  eps_range=(0.1, 100.0), patch_density=1.0, min_patch_points=0,
                  extrapolate=False, merge_duplicates=False, backend="auto", threads=0,
-                 comm=None):
+                 comm=None, partition=False):
+        if partition and comm is None:
+            raise InputError("partition=True needs comm ('world' or an mpi4py communicator)",
+                             "invalid_argument")
         shared = None if comm is None else _comm_args(comm)
+        self._shared = shared if partition else None  # then calls are collective
         try:
             A.reject_gpu(points=points, values=values)
             loocv = isinstance(eps, str)
@@ -353,6 +361,8 @@ class PUMInterpolator:
         self._lock = threading.Lock()
         if shared is None:
             self._plan.set_data(x, f)
+        elif partition:
+            self._plan.set_data_partitioned(x, f, *shared)
         else:
             self._plan.set_data_shared(x, f, *shared)
 
@@ -362,7 +372,12 @@ class PUMInterpolator:
         return self._plan.stats
 
     def __call__(self, x: ArrayLike) -> np.ndarray:
-        xx = A.host_matrix(x, "x", np.float64, cols=self._dim, allow_int=True)
+        try:
+            xx = A.host_matrix(x, "x", np.float64, cols=self._dim, allow_int=True)
+        except Error as e:
+            if self._shared is None:
+                raise
+            self._plan.fail(str(e))  # the others are evaluating: raised on every process
         with self._lock:
             out = self._plan.evaluate(xx)
         return out[:, 0] if self._vector else out

@@ -16,20 +16,36 @@
 namespace ksum::py {
 namespace {
 
-// `name`(points, values, comm, handle): Plan::set_data(points, values, communicator), collective,
-// so the GIL is released while other ranks may be waiting.
-template <class Plan> void def_set_data_over(nb::class_<Plan> &c, const char *name) {
+// `name`(points, values, comm, handle): (p.*set)(points, values, communicator) (by default
+// Plan::set_data), collective, so the GIL is released while other ranks may be waiting.
+template <class Plan>
+void def_set_data_over(nb::class_<Plan> &c, const char *name,
+                       void (Plan::*set)(const Table<double> &, const Table<double> &,
+                                         const Communicator &) = &Plan::set_data) {
   c.def(
       name,
-      [](Plan &p, HostMatrix<double> points, HostMatrix<double> values, const std::string &which,
-         int handle) {
+      [set](Plan &p, HostMatrix<double> points, HostMatrix<double> values,
+            const std::string &which, int handle) {
         const Table<double> x = view(points), f = view(values);
         const Communicator comm = make_comm(which, handle);
         nb::gil_scoped_release release;
-        p.set_data(x, f, comm);
+        (p.*set)(x, f, comm);
       },
       nb::arg("points").noconvert(), nb::arg("values").noconvert(), nb::arg("comm"),
       nb::arg("handle"));
+}
+
+// plan.fail(message): this rank's argument error before a collective evaluate, agreed with the
+// other ranks' evaluate on the plan's communicator (raised here alone for a fit in one process).
+template <class Plan> void def_fail(nb::class_<Plan> &c) {
+  c.def(
+      "fail",
+      [](const Plan &p, const std::string &message) {
+        if (const Communicator *comm = p.communicator())
+          comm->agree(true, static_cast<int>(ErrorCode::invalid_argument), message);
+        throw Error(ErrorCode::invalid_argument, message);
+      },
+      nb::arg("message"));
 }
 
 void bind_global(nb::module_ &m) {
@@ -37,16 +53,7 @@ void bind_global(nb::module_ &m) {
   nb::class_<Plan> c(m, "GlobalRbf");
   def_interpolant(c);
   def_set_data_over(c, "set_data_distributed");
-  c.def(
-      "fail",
-      [](const Plan &p, const std::string &message) {
-        // This rank's argument error before a collective evaluate: agreed with the other ranks'
-        // evaluate (raised here alone for a fit in one process).
-        if (const Communicator *comm = p.communicator())
-          comm->agree(true, static_cast<int>(ErrorCode::invalid_argument), message);
-        throw Error(ErrorCode::invalid_argument, message);
-      },
-      nb::arg("message"));
+  def_fail(c);
   c.def(
        "__init__",
        [](Plan *self, const std::string &kernel, double eps, std::optional<int> degree,
@@ -127,6 +134,8 @@ void bind_pum(nb::module_ &m) {
   nb::class_<Plan> c(m, "Pum");
   def_interpolant(c);
   def_set_data_over(c, "set_data_shared");
+  def_set_data_over(c, "set_data_partitioned", &Plan::set_data_partitioned);
+  def_fail(c);
   c.def(
        "__init__",
        [](Plan *self, const std::string &kernel, int degree, double eps, bool loocv, double eps_min,
@@ -166,6 +175,10 @@ void bind_pum(nb::module_ &m) {
         d["radius"] = s.radius;
         d["seconds_index"] = s.seconds_index;
         d["seconds_fit"] = s.seconds_fit;
+        d["owned_points"] = s.owned_points;
+        d["halo_points"] = s.halo_points;
+        d["halo_patches"] = s.halo_patches;
+        d["halo_rounds"] = s.halo_rounds;
         d["backend"] = std::string(to_string(s.fit_backend));
         return d;
       });

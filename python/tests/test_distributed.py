@@ -2,10 +2,10 @@
 process (one rank), and under ``mpirun -n 3`` in subprocesses (uneven slices, one rank without
 sources, the same results to 1e-12, an error on one rank raised on all), with mpi4py's
 communicator too where mpi4py is installed; ksum.PUMInterpolator with its fits shared over
-the processes (the one-process interpolant's bits); ksum.RBFInterpolator fitted over the
-processes (comm=, each its own rows) against one process's fit; DistributedSum(method='fmm')
-against the direct sum. Every mpirun runs under a timeout: a hang
-fails."""
+the processes and with its data partitioned over them (the one-process interpolant's bits);
+ksum.RBFInterpolator fitted over the processes (comm=, each its own rows) against one process's
+fit; DistributedSum(method='fmm') against the direct sum. Every mpirun runs under a timeout: a
+hang fails."""
 import os
 import shutil
 import subprocess
@@ -97,6 +97,22 @@ _SCRIPT = textwrap.dedent("""
                                   comm=comm if use_mpi4py else "world")
     assert np.array_equal(alone(yp), shared(yp)), r
     assert shared.stats["patches"] == alone.stats["patches"]
+    # The PUM with the data partitioned over the processes (each its own uneven rows, the last
+    # none): the same bits at each process's own points; a process holds a part of the data.
+    pc = [0, 1500, 2000, 2000] if P == 3 else np.linspace(0, 2000, P + 1).astype(int)
+    qc = [0, 50, 220, 300] if P == 3 else np.linspace(0, 300, P + 1).astype(int)
+    parts = ksum.PUMInterpolator(xp[pc[r]:pc[r + 1]], fp[pc[r]:pc[r + 1]], eps="loocv",
+                                 backend="cpu", comm=comm if use_mpi4py else "world",
+                                 partition=True)
+    assert np.array_equal(parts(yp[qc[r]:qc[r + 1]]), alone(yp)[qc[r]:qc[r + 1]]), r
+    st = parts.stats
+    assert st["patches"] == alone.stats["patches"], st
+    assert st["owned_points"] + st["halo_points"] < (2000 if P > 1 else 2001), st
+    try:  # points of a wrong shape on rank 0 only, at the (collective) evaluation
+        parts(np.zeros((3, 3)) if r == 0 else yp[:3])
+        raise SystemExit(f"rank {r}: no error for rank 0's points")
+    except ksum.InputError as e:
+        assert "rank 0:" in str(e), str(e)
     try:  # values of a wrong shape on rank 2 only: every process gets the error
         ksum.PUMInterpolator(xp, fp[:10] if r == 2 else fp, backend="cpu", comm="world")
         raise SystemExit(f"rank {r}: no error for rank 2's values")

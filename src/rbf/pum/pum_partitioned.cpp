@@ -463,6 +463,10 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   impl_ = std::move(fresh);
 }
 
+const Communicator *PumInterpolant::communicator() const {
+  return impl_->comm ? &*impl_->comm : nullptr;
+}
+
 Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y) {
   const Communicator &cm = *comm;
   const int P = cm.size();
