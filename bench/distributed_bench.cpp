@@ -16,6 +16,7 @@
 //                                 [--fmm-warmup 1] (0: the FMM's first execute is the timed
 //                                 one, for runs of minutes per execute)
 //                                 [--tau-n-per-rank N_r] [--tau-points slabs|scattered]
+//                                 [--pum-n-per-rank N_r]
 // On the GPU each rank uses --gpus-per-rank GPUs of its host, from local rank × that count on
 // (default 1, so one rank alone is measured on one GPU, the baseline of the multi-GPU scaling;
 // DirectSum alone would take every GPU of the host).
@@ -35,6 +36,13 @@
 // every rank, its sets' pass over all N rows, a reduce-scatter of N values), the same sets, best
 // of --reps calls, the slowest rank's; the halo rows (most on one rank) and the largest
 // difference between the two results.
+// The PUM over the ranks (--pum-n-per-rank N_r, weak; 0: left out): N = P · N_r points of the 2D
+// Halton sequence, rank r passing rows r·N_r … (scattered over the square: nearly every row moves
+// to the rank owning its cell), f = Franke's function, matern4 with LOOCV shapes, N_r evaluation
+// points per rank (uniform in [0.01, 0.99]²). set_data_partitioned (the data partitioned by cells
+// with halos) against set_data with every rank passing all N rows (the replicated fit); the
+// slowest rank's set-up and evaluation, the most points a rank holds, and whether the two give
+// the same bits.
 #include "bench_common.hpp"
 #include "rbf/global/distributed_global.hpp"
 #include "rbf/global/lsets.hpp"
@@ -44,6 +52,7 @@
 #include <ksum/distributed.hpp>
 #include <ksum/error.hpp>
 #include <ksum/global.hpp>
+#include <ksum/pum.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -74,6 +83,7 @@ struct Args {
   double rbf_tol = 1e-8;
   std::string rbf_matvec = "direct"; // the fit's products: direct (the ring) or fmm
   std::int64_t tau_n_per_rank = 0;
+  std::int64_t pum_n_per_rank = 0;
   std::string tau_points = "slabs";
 };
 
@@ -440,6 +450,70 @@ nlohmann::json run_tau(const ksum::Communicator &comm, const Args &a) {
           {"threads_per_rank", omp_get_max_threads()}};
 }
 
+nlohmann::json run_pum(const ksum::Communicator &comm, const Args &a) {
+  const int P = comm.size(), r = comm.rank();
+  const std::int64_t mine = a.pum_n_per_rank, total = mine * P;
+  const ksum::Table<double> all = ksum::datasets::halton(total, 2);
+  ksum::Table<double> f(total, 1), x(mine, 2), fx(mine, 1), y(mine, 2);
+  for (std::int64_t i = 0; i < total; ++i)
+    f(i, 0) = ksum::datasets::franke(all(i, 0), all(i, 1));
+  for (std::int64_t i = 0; i < mine; ++i) {
+    for (int k = 0; k < 2; ++k)
+      x(i, k) = all(r * mine + i, k);
+    fx(i, 0) = f(r * mine + i, 0);
+  }
+  std::mt19937_64 rng(4000 + static_cast<std::uint64_t>(r));
+  std::uniform_real_distribution<double> u(0.01, 0.99);
+  for (std::int64_t k = 0; k < 2 * mine; ++k)
+    y.data()[k] = u(rng);
+  ksum::PumOptions o;
+  o.loocv = true;
+  o.backend = ksum::Backend::cpu;
+  const auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  ksum::PumInterpolant parts(o), shared(o);
+  auto t0 = std::chrono::steady_clock::now();
+  parts.set_data_partitioned(x, fx, comm);
+  const double fit_p = comm.allreduce_max(since(t0));
+  t0 = std::chrono::steady_clock::now();
+  const ksum::Table<double> vp = parts.evaluate(y);
+  const double eval_p = comm.allreduce_max(since(t0));
+  t0 = std::chrono::steady_clock::now();
+  shared.set_data(all, f, comm);
+  const double fit_s = comm.allreduce_max(since(t0));
+  t0 = std::chrono::steady_clock::now();
+  const ksum::Table<double> vs = shared.evaluate(y);
+  const double eval_s = comm.allreduce_max(since(t0));
+  double differ = 0;
+  for (std::int64_t i = 0; i < mine; ++i)
+    differ += !(vp(i, 0) == vs(i, 0));
+  differ = comm.allreduce_sum(differ);
+  const auto &st = parts.stats();
+  const double held = comm.allreduce_max(static_cast<double>(st.owned_points + st.halo_points));
+  const double patches_in = comm.allreduce_max(static_cast<double>(st.halo_patches));
+  if (r == 0)
+    fmt::print("| pum | {} | {} | {} | {:.3f} | {:.3f} | {:.0f} ({:.2g} of N) | {:.0f} | {} | "
+               "{:.3f} | {:.3f} | {} | {} |\n",
+               P, total, mine, fit_p, eval_p, held, held / double(total), patches_in,
+               st.halo_rounds, fit_s, eval_s, total,
+               differ == 0 ? "identical" : fmt::format("{:.0f} differ", differ));
+  return {{"kind", "pum-weak"},
+          {"ranks", P},
+          {"n", total},
+          {"n_per_rank", mine},
+          {"patches", st.patches},
+          {"seconds_fit_partitioned", fit_p},
+          {"seconds_evaluate_partitioned", eval_p},
+          {"points_held_max", held},
+          {"patches_received_max", patches_in},
+          {"halo_rounds", st.halo_rounds},
+          {"seconds_fit_replicated", fit_s},
+          {"seconds_evaluate_replicated", eval_s},
+          {"values_differing", differ},
+          {"threads_per_rank", omp_get_max_threads()}};
+}
+
 template <class T>
 nlohmann::json run_case(const ksum::Communicator &comm, const Args &a, const char *kind,
                         std::int64_t total) {
@@ -545,6 +619,8 @@ int main(int argc, char **argv) {
         a.rbf_matvec = value();
       else if (k == "--tau-n-per-rank")
         a.tau_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
+      else if (k == "--pum-n-per-rank")
+        a.pum_n_per_rank = static_cast<std::int64_t>(std::stod(value()));
       else if (k == "--tau-points") {
         a.tau_points = value();
         if (a.tau_points != "slabs" && a.tau_points != "scattered")
@@ -599,6 +675,14 @@ int main(int argc, char **argv) {
                    "(most on a rank) | halo [s per call] | all-gather [s per call] | speed-up | "
                    "difference |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
       out.push_back(run_tau(comm, a));
+    }
+    if (a.pum_n_per_rank > 0) {
+      if (comm.rank() == 0)
+        fmt::print("\n| PUM | ranks | N | N per rank | partitioned: set-up [s] | evaluate [s] | "
+                   "points held (most on a rank) | patches received | halo rounds | replicated: "
+                   "set-up [s] | evaluate [s] | points held | values |\n"
+                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      out.push_back(run_pum(comm, a));
     }
     if (comm.rank() == 0 && !a.json.empty())
       std::ofstream(a.json, std::ios::app) << out.dump() << "\n";

@@ -74,7 +74,8 @@
 #          1 GPU and one rank per GPU, with KSUM_FMM_GPU_WIDE_ROOT=0 and 1, ~2 min after the build;
 #          tau, not in the default: the global fit's L-sets searched over the ranks and their
 #          operator alone, 1e5 rows per CPU rank, halo exchange against all-gather, rows in slabs
-#          and scattered);
+#          and scattered; pum, not in the default: the PUM with LOOCV shapes, 1e5 2D rows per CPU
+#          rank, the data partitioned by cells with halos against every rank holding all of them);
 #          ~5 min per case (one case per call)
 # Writes summary.md, logs and JSON under $OUT (default ./device-out); prints the summary last.
 set -uo pipefail
@@ -639,7 +640,7 @@ if want distributed; then
   dj="$OUT/distributed/distributed_bench.jsonl"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # KSUM_DISTRIBUTED_CASES: sum (the direct sum), fmm (the FMM), rbf (the global RBF fit); all by
-  # default.
+  # default. Also: tau (the L-sets and τ), fmmlb (the FMM's load balance), pum (the PUM).
   cases=${KSUM_DISTRIBUTED_CASES:-sum,fmm,rbf}
   if [[ ,$cases, == *,sum,* ]]; then
   for P in 1 2 4 8 16; do
@@ -766,6 +767,16 @@ if want distributed; then
     done
   done
   fi
+  if [[ ,$cases, == *,pum,* ]]; then
+  # The PUM over the ranks, weak at 1e5 2D rows per rank with LOOCV shapes (CPU ranks of one
+  # thread): the data partitioned by cells with halos against every rank holding all of them.
+  for P in 1 2 4 8 16; do
+    OMP_NUM_THREADS=1 timeout 180 mpirun -n $P --oversubscribe --bind-to core \
+      $build/bench/distributed_bench --n 0 --n-per-rank 0 --pum-n-per-rank 100000 \
+      --json "$dj" >> "$OUT/distributed/pum_cpu.md" 2>&1 ||
+      { echo "mpirun -n $P (pum) failed" >> "$OUT/distributed/pum_cpu.md"; rc=1; }
+  done
+  fi
   if [[ ,$cases, == *,fmmlb,* ]]; then
   # The FMM's load balance: 1e6 Plummer points (1e-6), CPU ranks of one thread; the execute on the
   # count partition, then after DistributedSum::rebalance (the partition by measured cost).
@@ -875,6 +886,13 @@ for pts in ("slabs", "scattered"):
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rs:
         print(f"| | {r['ranks']} | {r['n']} | {r['seconds_lsets']:.3f}{' (gathered)' if r.get('lsets_gathered') else ''} | {r.get('seconds_lsets_forced_gather', 0):.3f} | {r.get('lset_search_received_max', 0):.0f} | {r['halo_rows_max']:.0f} | {r['seconds_tau_halo']:.4g} | {r['seconds_tau_allgather']:.4g} | {r['seconds_tau_allgather'] / r['seconds_tau_halo']:.2f} | {r['max_rel_difference']:.2g} |")
+    print()
+rs = sorted((r for r in rows if r["kind"] == "pum-weak"), key=lambda r: r["ranks"])
+if rs:
+    print("| PUM, LOOCV | ranks | N | partitioned: set-up [s] | evaluate [s] | points held (most on a rank) | patches received | halo rounds | replicated: set-up [s] | evaluate [s] | points held | values differing |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rs:
+        print(f"| | {r['ranks']} | {r['n']} | {r['seconds_fit_partitioned']:.3f} | {r['seconds_evaluate_partitioned']:.3f} | {r['points_held_max']:.0f} | {r['patches_received_max']:.0f} | {r['halo_rounds']} | {r['seconds_fit_replicated']:.3f} | {r['seconds_evaluate_replicated']:.3f} | {r['n']} | {r['values_differing']:.0f} |")
     print()
 PY
     echo "- distributed section: $(( $(date +%s) - t_di )) s"
