@@ -772,7 +772,7 @@ if want distributed; then
   # thread): the data partitioned by cells with halos against every rank holding all of them.
   for P in 1 2 4 8 16; do
     OMP_NUM_THREADS=1 timeout 180 mpirun -n $P --oversubscribe --bind-to core \
-      $build/bench/distributed_bench --n 0 --n-per-rank 0 --pum-n-per-rank 100000 \
+      $build/bench/distributed_bench --n 0 --n-per-rank 0 --pum-n-per-rank 100000 --reps 2 \
       --json "$dj" >> "$OUT/distributed/pum_cpu.md" 2>&1 ||
       { echo "mpirun -n $P (pum) failed" >> "$OUT/distributed/pum_cpu.md"; rc=1; }
   done

@@ -484,7 +484,10 @@ void register_interpolate(CLI::App &app) {
               "Example: ksum interpolate --method pum --data xyf.csv --grid 200x200 "
               "--kernel matern4 --eps loocv -o grid.csv\n"
               "         ksum interpolate --method global --data xyf.csv --grid 200x200 "
-              "--kernel multiquadric --eps 5 --solver fgp --tol 1e-8 -o grid.csv");
+              "--kernel multiquadric --eps 5 --solver fgp --tol 1e-8 -o grid.csv\n"
+              "Under mpirun -n P: rank 0 reads the files and spreads the rows over the ranks "
+              "(pum: partitioned by grid cells with halos; global: the solver's vectors by rows) "
+              "and writes the one output file, the same as one process's (docs/distributed.md).");
   cmd->add_option("--method", a.method,
                   "Method: pum (RBF partition of unity, seed 001) or global (one interpolant, "
                   "seed 000)")
