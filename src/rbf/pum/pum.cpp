@@ -91,6 +91,43 @@ void set_distribution_stats(PumStats &stats, std::vector<double> &e,
                             std::vector<std::int64_t> &sizes);
 } // namespace
 
+namespace pum_detail {
+
+std::int64_t find_repeats(const spatial::Compressed &cells, const Table<double> &x, bool merge,
+                          const std::function<std::int64_t(std::int64_t)> &row,
+                          std::vector<std::int64_t> &first) {
+  const std::int64_t s = x.cols();
+  first.assign(static_cast<std::size_t>(x.rows()), -1);
+  std::int64_t dups = 0;
+  for (std::int64_t c = 0; c + 1 < static_cast<std::int64_t>(cells.ptr.size()); ++c)
+    for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1]; ++a)
+      for (std::int64_t b = cells.ptr[c]; b < a; ++b) {
+        const std::int64_t i = std::min(cells.idx[a], cells.idx[b]);
+        const std::int64_t j = std::max(cells.idx[a], cells.idx[b]);
+        if (first[j] >= 0)
+          continue;
+        bool same = true;
+        for (std::int64_t k = 0; k < s && same; ++k)
+          same = x(i, k) == x(j, k);
+        if (!same)
+          continue;
+        if (!merge) {
+          std::string where;
+          for (std::int64_t k = 0; k < s; ++k)
+            where += fmt::format("{}{}", k ? ", " : "", x(i, k));
+          throw Error(ErrorCode::invalid_argument,
+                      fmt::format("data rows {} and {} are the same point ({}); remove one or use "
+                                  "--merge-duplicates",
+                                  row(i), row(j), where));
+        }
+        first[j] = first[i] >= 0 ? first[i] : i;
+        ++dups;
+      }
+  return dups;
+}
+
+} // namespace pum_detail
+
 void PumInterpolant::Impl::validate(const Table<double> &points, const Table<double> &values,
                                     bool allow_empty) const {
   const auto &info = kernel_info(opt.kernel);
@@ -168,32 +205,9 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
     grid->use_sorted_order();
     return;
   }
-  std::vector<std::int64_t> first(n, -1); // first[i]: the earlier row i repeats, or −1
-  std::int64_t dups = 0;
-  for (std::int64_t c = 0; c < g.num_cells(); ++c)
-    for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1]; ++a)
-      for (std::int64_t b = cells.ptr[c]; b < a; ++b) {
-        const std::int64_t i = std::min(cells.idx[a], cells.idx[b]);
-        const std::int64_t j = std::max(cells.idx[a], cells.idx[b]);
-        if (first[j] >= 0)
-          continue;
-        bool same = true;
-        for (std::int64_t k = 0; k < sd && same; ++k)
-          same = points(i, k) == points(j, k);
-        if (!same)
-          continue;
-        if (!opt.merge_duplicates) {
-          std::string where;
-          for (std::int64_t k = 0; k < sd; ++k)
-            where += fmt::format("{}{}", k ? ", " : "", points(i, k));
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("data rows {} and {} are the same point ({}); remove one or use "
-                                  "--merge-duplicates",
-                                  i, j, where));
-        }
-        first[j] = first[i] >= 0 ? first[i] : i;
-        ++dups;
-      }
+  std::vector<std::int64_t> first; // first[i]: the earlier row i repeats, or −1
+  const std::int64_t dups = pum_detail::find_repeats(
+      cells, points, opt.merge_duplicates, [](std::int64_t i) { return i; }, first);
   stats.merged_duplicates = dups;
   if (dups == 0) { // the index just built serves the fit (pts is already in its order)
     vals = g.gather(values);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,13 @@ struct Patch {
   std::int64_t begin = 0, end = 0;       // its points: pidx[begin, end)
   std::int64_t n() const { return end - begin; }
 };
+
+// Repeated points within each cell of `cells` (rows of x; a cell's rows in increasing order): sets
+// first[j] to the first row that row j repeats (−1: none) and returns how many repeat one. Unless
+// merge, the first pair in cell order is an error naming them row(i) and row(j).
+std::int64_t find_repeats(const spatial::Compressed &cells, const Table<double> &x, bool merge,
+                          const std::function<std::int64_t(std::int64_t)> &row,
+                          std::vector<std::int64_t> &first);
 
 } // namespace pum_detail
 

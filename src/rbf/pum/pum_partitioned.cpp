@@ -166,34 +166,10 @@ std::int64_t merge_or_reject(Rows &rows, const spatial::GridIndex &geometry, boo
   spatial::GridIndex g = geometry;
   const Table<double> x = rows.points();
   g.index_points(x);
-  const auto &cells = g.cells();
   const std::int64_t n = rows.n(), s = rows.s;
-  std::vector<std::int64_t> first(static_cast<std::size_t>(n), -1);
-  std::int64_t dups = 0;
-  for (std::int64_t c = 0; c < g.num_cells(); ++c)
-    for (std::int64_t a = cells.ptr[c]; a < cells.ptr[c + 1]; ++a)
-      for (std::int64_t b = cells.ptr[c]; b < a; ++b) {
-        const std::int64_t i = std::min(cells.idx[a], cells.idx[b]);
-        const std::int64_t j = std::max(cells.idx[a], cells.idx[b]);
-        if (first[j] >= 0)
-          continue;
-        bool same = true;
-        for (std::int64_t k = 0; k < s && same; ++k)
-          same = x(i, k) == x(j, k);
-        if (!same)
-          continue;
-        if (!merge) {
-          std::string where;
-          for (std::int64_t k = 0; k < s; ++k)
-            where += fmt::format("{}{}", k ? ", " : "", x(i, k));
-          throw Error(ErrorCode::invalid_argument,
-                      fmt::format("data rows {} and {} are the same point ({}); remove one or use "
-                                  "--merge-duplicates",
-                                  rows.gid[i], rows.gid[j], where));
-        }
-        first[j] = first[i] >= 0 ? first[i] : i;
-        ++dups;
-      }
+  std::vector<std::int64_t> first;
+  const std::int64_t dups = pum_detail::find_repeats(
+      g.cells(), x, merge, [&](std::int64_t i) { return rows.gid[i]; }, first);
   if (dups == 0)
     return 0;
   // The first of each group keeps its row; its value is the group's mean, summed in row order.
@@ -217,6 +193,24 @@ std::int64_t merge_or_reject(Rows &rows, const spatial::GridIndex &geometry, boo
       out.f[r * rows.c + q] /= static_cast<double>(count[r]);
   rows = std::move(out);
   return dups;
+}
+
+// Sends row k of `values` with its id ids[k] to rank to[k]; calls put(id, row) for every row this
+// rank receives.
+template <class Put>
+void send_rows(const Communicator &comm, const std::vector<int> &to,
+               const std::vector<std::int64_t> &ids, const Table<double> &values, Put &&put) {
+  Outbox box(comm.size());
+  const std::int64_t c = values.cols();
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    auto &v = box.to[to[k]];
+    v.push_back(static_cast<double>(ids[k]));
+    for (std::int64_t q = 0; q < c; ++q)
+      v.push_back(values(static_cast<std::int64_t>(k), q));
+  }
+  for (const auto &got : box.exchange(comm, "the PUM's evaluation"))
+    for (std::size_t at = 0; at < got.size(); at += static_cast<std::size_t>(1 + c))
+      put(static_cast<std::int64_t>(got[at]), got.data() + at + 1);
 }
 
 } // namespace
@@ -543,21 +537,11 @@ Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y)
                                   cm.rank()));
       eval_single_patches(Z, patch, zout);
     });
-    Outbox back(P);
-    for (std::int64_t z = 0; z < nz; ++z) {
-      auto &v = back.to[from[z]];
-      v.push_back(static_cast<double>(qid[z]));
-      for (std::int64_t q = 0; q < ncols; ++q)
-        v.push_back(zout(z, q));
-    }
-    const auto backs = back.exchange(cm, "the PUM's evaluation");
-    for (int r = 0; r < P; ++r)
-      for (std::size_t at = 0; at < backs[r].size(); at += static_cast<std::size_t>(1 + ncols)) {
-        const auto q = static_cast<std::int64_t>(backs[r][at]);
-        for (std::int64_t c = 0; c < ncols; ++c)
-          out(q, c) = backs[r][at + 1 + c];
-        status[q] = eval_ok;
-      }
+    send_rows(cm, from, qid, zout, [&](std::int64_t q, const double *row) {
+      for (std::int64_t c = 0; c < ncols; ++c)
+        out(q, c) = row[c];
+      status[q] = eval_ok;
+    });
   }
 
   // Points outside the box or in holes: the first (in the ranks' points in rank order) of the
@@ -591,21 +575,11 @@ Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y)
   }
 
   // The values back to the ranks that asked.
-  Outbox back(P);
-  for (std::int64_t q = 0; q < nq; ++q) {
-    auto &v = back.to[src[q]];
-    v.push_back(static_cast<double>(idx[q]));
-    for (std::int64_t c = 0; c < ncols; ++c)
-      v.push_back(out(q, c));
-  }
-  const auto backs = back.exchange(cm, "the PUM's evaluation");
   Table<double> result(y.rows(), ncols);
-  for (int r = 0; r < P; ++r)
-    for (std::size_t at = 0; at < backs[r].size(); at += static_cast<std::size_t>(1 + ncols)) {
-      const auto i = static_cast<std::int64_t>(backs[r][at]);
-      for (std::int64_t c = 0; c < ncols; ++c)
-        result(i, c) = backs[r][at + 1 + c];
-    }
+  send_rows(cm, src, idx, out, [&](std::int64_t i, const double *row) {
+    for (std::int64_t c = 0; c < ncols; ++c)
+      result(i, c) = row[c];
+  });
   return result;
 }
 
