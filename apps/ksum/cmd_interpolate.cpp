@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <numeric>
 #include <filesystem>
 #include <fmt/format.h>
+#include <numeric>
 
 namespace ksum::cli {
 namespace {
@@ -439,10 +439,10 @@ void run_pum_distributed(const InterpArgs &a, const Communicator &comm,
   }));
   note_pum(a, pum, opt, dim, n, values, m, secs_eval, t0, P);
   note(fmt::format("  over {} ranks, data partitioned by cells: most points held by a rank {} "
-                     "of {} (its own and the halo, {} exchange round(s)); most fitted patches "
-                     "received by a rank {}",
-                     P, *std::max_element(held.begin(), held.end()), n, st.halo_rounds,
-                     *std::max_element(patches_in.begin(), patches_in.end())));
+                   "of {} (its own and the halo, {} exchange round(s)); most fitted patches "
+                   "received by a rank {}",
+                   P, *std::max_element(held.begin(), held.end()), n, st.halo_rounds,
+                   *std::max_element(patches_in.begin(), patches_in.end())));
 }
 
 void run_interpolate(const InterpArgs &a) {

@@ -105,7 +105,7 @@ class RBFInterpolator:
             self._setup(y, d, neighbors, smoothing, kernel, epsilon, degree, method, solver, tol,
                         backend, matvec, dense_max_n, max_iterations, threads, eps_loocv,
                         centre_update, shared)
-        except Error as e:
+        except Exception as e:  # any argument error (a ragged list too)
             if shared is None:
                 raise
             _ksum.mpi_fail(*shared, str(e))  # raised on every process (the others are fitting)
@@ -292,7 +292,7 @@ class RBFInterpolator:
                 raise InputError(f"Expected the second axis of `x` to have length {self._ndim}.",
                                  "shape_mismatch")
             xx = A.host_matrix(x, "x", np.float64, allow_int=True)
-        except Error as e:
+        except Exception as e:  # any argument error (a ragged list too)
             if self._shared is None:
                 raise
             self._plan.fail(str(e))  # the evaluation is collective: raised on every process
@@ -349,7 +349,7 @@ class PUMInterpolator:
             v = np.asarray(values)
             self._vector = v.ndim == 1
             f = A.host_matrix(v, "values", np.float64, vector_ok=True, allow_int=True)
-        except Error as e:
+        except Exception as e:  # any argument error (a ragged list too)
             if shared is None:
                 raise
             _ksum.mpi_fail(*shared, str(e))  # raised on every process (the others are fitting)
@@ -374,7 +374,7 @@ class PUMInterpolator:
     def __call__(self, x: ArrayLike) -> np.ndarray:
         try:
             xx = A.host_matrix(x, "x", np.float64, cols=self._dim, allow_int=True)
-        except Error as e:
+        except Exception as e:  # any argument error (a ragged list too)
             if self._shared is None:
                 raise
             self._plan.fail(str(e))  # the others are evaluating: raised on every process

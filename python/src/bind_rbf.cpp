@@ -24,8 +24,8 @@ void def_set_data_over(nb::class_<Plan> &c, const char *name,
                                          const Communicator &) = &Plan::set_data) {
   c.def(
       name,
-      [set](Plan &p, HostMatrix<double> points, HostMatrix<double> values,
-            const std::string &which, int handle) {
+      [set](Plan &p, HostMatrix<double> points, HostMatrix<double> values, const std::string &which,
+            int handle) {
         const Table<double> x = view(points), f = view(values);
         const Communicator comm = make_comm(which, handle);
         nb::gil_scoped_release release;

@@ -77,9 +77,10 @@ std::pair<std::int64_t, std::int64_t> uneven(const Communicator &comm, std::int6
     before += r < comm.rank() ? w[r] : 0.0;
   }
   const auto b0 = static_cast<std::int64_t>(std::floor(n * before / total));
-  const auto b1 = comm.rank() == P - 1
-                      ? n
-                      : static_cast<std::int64_t>(std::floor(n * (before + w[comm.rank()]) / total));
+  const auto b1 =
+      comm.rank() == P - 1
+          ? n
+          : static_cast<std::int64_t>(std::floor(n * (before + w[comm.rank()]) / total));
   return {b0, b1};
 }
 
@@ -89,6 +90,12 @@ Table<double> slice(const Table<double> &t, std::int64_t b0, std::int64_t b1) {
     for (std::int64_t i = b0; i < b1; ++i)
       out(i - b0, c) = t(i, c);
   return out;
+}
+
+// The first row of the last rank's uneven slice.
+std::int64_t d1_of_last(const Communicator &comm, std::int64_t n) {
+  const auto firsts = comm.allgather(uneven(comm, n).first);
+  return firsts.back();
 }
 
 // set_data_partitioned (each rank its uneven slice of the rows, the halo path) against one
@@ -219,7 +226,47 @@ void partitioned_cases(const Communicator &comm) {
     test::mpi_check(!want.empty(), "one process names a point outside", rank);
     if (P > 1)
       test::expect_agreed_error(comm, "a point outside the box", ErrorCode::invalid_argument, want,
-                              [&] { parts.evaluate(slice(ys, e0, e1)); });
+                                [&] { parts.evaluate(slice(ys, e0, e1)); });
+  }
+  {
+    // One far point: its patch grows across the empty part of the box to reach the others. Only
+    // the rank owning it takes a wider halo; the others keep theirs.
+    Table<double> xo(3001, 2);
+    for (std::int64_t i = 0; i < 3000; ++i)
+      for (int k = 0; k < 2; ++k)
+        xo(i, k) = x(i, k);
+    xo(3000, 0) = 1.5;
+    xo(3000, 1) = 0.5;
+    PumOptions o;
+    o.backend = Backend::cpu;
+    const PumStats st = compare_partitioned(comm, "one far point", o, xo, franke_values(xo, 1),
+                                            test::random_points(300, 2, 23, 0.02, 0.98));
+    const auto held = comm.allgather(st.owned_points + st.halo_points);
+    int wide = 0;
+    for (int r = 0; r < P; ++r)
+      wide += held[r] > (P == 2 ? 0.65 : 0.5) * 3001;
+    test::mpi_check(P == 1 || wide <= 1,
+                    fmt::format("{} ranks hold more than their share and halo", wide), rank);
+    // A patch above the size limit (4,096 points) is named with one process's count (the largest
+    // patch over the ranks), before any fit.
+    PumOptions big;
+    big.backend = Backend::cpu;
+    big.patch_radius = 30; // every patch holds all the points
+    const auto xb = datasets::halton(4500, 2);
+    std::string want;
+    try {
+      PumInterpolant(big).set_data(xb, franke_values(xb, 1));
+    } catch (const Error &e) {
+      want = e.what();
+    }
+    test::mpi_check(want.find("a patch holds") != std::string::npos,
+                    fmt::format("one process: {}", want), rank);
+    const auto [d0, d1] = uneven(comm, xb.rows());
+    PumInterpolant parts(big);
+    if (P > 1)
+      test::expect_agreed_error(comm, "a patch too large", ErrorCode::invalid_argument, want, [&] {
+        parts.set_data_partitioned(slice(xb, d0, d1), slice(franke_values(xb, 1), d0, d1), comm);
+      });
   }
   {
     const auto x3 = datasets::halton(4000, 3);
@@ -252,11 +299,10 @@ void partitioned_cases(const Communicator &comm) {
     PumInterpolant parts(o);
     const auto [d0, d1] = uneven(comm, xd.rows());
     if (P > 1) // (one rank: set_data's own error, tested in pum_test)
-      test::expect_agreed_error(comm, "repeated points", ErrorCode::invalid_argument,
-                              "data rows 3 and 700 are the same point", [&] {
-                                parts.set_data_partitioned(slice(xd, d0, d1), slice(fd, d0, d1),
-                                                           comm);
-                              });
+      test::expect_agreed_error(
+          comm, "repeated points", ErrorCode::invalid_argument,
+          "data rows 3 and 700 are the same point",
+          [&] { parts.set_data_partitioned(slice(xd, d0, d1), slice(fd, d0, d1), comm); });
   }
   if (P > 1) {
     PumOptions o;
@@ -264,18 +310,33 @@ void partitioned_cases(const Communicator &comm) {
     PumInterpolant parts(o);
     const auto [d0, d1] = uneven(comm, x.rows());
     Table<double> mine = slice(x, d0, d1), f = slice(franke_values(x, 1), d0, d1);
+    // Non-finite values are named by their rows in all the data, the first as one process finds
+    // it (column by column, points before values): the last rank's point, not rank 0's value.
+    const double nan = std::numeric_limits<double>::quiet_NaN(),
+                 inf = std::numeric_limits<double>::infinity();
     if (rank == P - 1)
-      f(0, 0) = std::numeric_limits<double>::quiet_NaN();
-    test::expect_agreed_error(comm, "NaN on the last rank", std::nullopt,
-                              fmt::format("rank {}:", P - 1),
-                              [&] { parts.set_data_partitioned(mine, f, comm); });
+      mine(0, 0) = nan;
+    if (rank == 0 && d1 > d0)
+      f(d1 - d0 - 1, 0) = inf;
+    {
+      Table<double> xall = x, fall = franke_values(x, 1);
+      xall(d1_of_last(comm, x.rows()), 0) = nan;
+      fall(comm.allgather(d1).front() - 1, 0) = inf; // rank 0's last row
+      std::string want;
+      try {
+        PumInterpolant(o).set_data(xall, fall);
+      } catch (const Error &e) {
+        want = e.what();
+      }
+      test::expect_agreed_error(comm, "NaN on the last rank", ErrorCode::non_finite, want,
+                                [&] { parts.set_data_partitioned(mine, f, comm); });
+    }
     const Table<double> wrong(rank == 0 ? 5 : 0, 3);
-    test::expect_agreed_error(comm, "a rank with another dimension", ErrorCode::shape_mismatch,
-                              "dimension", [&] {
-                                parts.set_data_partitioned(rank == 0 ? wrong : mine,
-                                                           Table<double>(rank == 0 ? 5 : mine.rows(), 1),
-                                                           comm);
-                              });
+    test::expect_agreed_error(
+        comm, "a rank with another dimension", ErrorCode::shape_mismatch, "dimension", [&] {
+          parts.set_data_partitioned(rank == 0 ? wrong : mine,
+                                     Table<double>(rank == 0 ? 5 : mine.rows(), 1), comm);
+        });
   }
 }
 

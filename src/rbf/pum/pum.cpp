@@ -126,10 +126,16 @@ std::int64_t find_repeats(const spatial::Compressed &cells, const Table<double> 
   return dups;
 }
 
+std::string too_large_patch(std::int64_t points) {
+  return fmt::format("a patch holds {} points (the most allowed is {}): the data are very "
+                     "clustered or --min-points is large; raise --density",
+                     points, max_patch_points);
+}
+
 } // namespace pum_detail
 
 void PumInterpolant::Impl::validate(const Table<double> &points, const Table<double> &values,
-                                    bool allow_empty) const {
+                                    bool partitioned) const {
   const auto &info = kernel_info(opt.kernel);
   if (opt.degree < -1 || opt.degree > 1)
     throw Error(
@@ -153,7 +159,7 @@ void PumInterpolant::Impl::validate(const Table<double> &points, const Table<dou
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("'{}' is positive definite only up to dimension 3, the data have {}",
                             info.name, points.cols()));
-  if ((points.rows() < 1 && !allow_empty) || points.cols() < 1)
+  if ((points.rows() < 1 && !partitioned) || points.cols() < 1)
     throw Error(ErrorCode::empty_input, "PUM: no data points");
   if (values.rows() != points.rows() || values.cols() < 1)
     throw Error(ErrorCode::shape_mismatch,
@@ -173,8 +179,10 @@ void PumInterpolant::Impl::validate(const Table<double> &points, const Table<dou
                 fmt::format("eval_chunk and fit_chunk must be >= 0 (0: the task-size model), got "
                             "{} and {}",
                             opt.eval_chunk, opt.fit_chunk));
-  check_finite(points, "data points");
-  check_finite(values, "data values");
+  if (!partitioned) { // partitioned: over the ranks, with the rows of all their data
+    check_finite(points, "data points");
+    check_finite(values, "data values");
+  }
 }
 
 // Repeated points make a local matrix singular. They always share a cell, so comparing the points
@@ -242,7 +250,7 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
 }
 
 std::int64_t PumInterpolant::Impl::build_patches(std::int64_t lo, std::int64_t hi,
-                                                 std::int64_t max_ring) {
+                                                 const std::vector<std::int64_t> *ring_limit) {
   const std::int64_t ncells = grid->num_cells(), n = n_total > 0 ? n_total : pts.rows();
   if (hi < 0)
     hi = ncells;
@@ -251,7 +259,9 @@ std::int64_t PumInterpolant::Impl::build_patches(std::int64_t lo, std::int64_t h
   centres.resize(ncells * s);
   patches.assign(ncells, Patch{});
   std::vector<std::int64_t> counts(ncells, 0);
-  std::atomic<std::int64_t> grown{0}, need_ring{0};
+  std::atomic<std::int64_t> grown{0}, short_of_points{0};
+  if (ring_limit)
+    needs.assign(static_cast<std::size_t>(hi - lo), 0);
   // Calls f(i) for every point within r of the centre xi of cell c (the GPU index makes the same
   // decisions: same rings, same cell order, same rounding of the distance).
   const auto for_points_within = [&](std::int64_t c, const double *xi, double r, auto &&f) {
@@ -281,11 +291,11 @@ std::int64_t PumInterpolant::Impl::build_patches(std::int64_t lo, std::int64_t h
     std::int64_t count = 0;
     while (true) {
       count = 0;
-      if (const std::int64_t ring = ring_for(r, min_width); ring > max_ring) {
-        // This rank holds the points of max_ring cells around its own only: ask for more.
-        std::int64_t cur = need_ring.load();
-        while (ring > cur && !need_ring.compare_exchange_weak(cur, ring)) {
-        }
+      if (const std::int64_t ring = ring_for(r, min_width);
+          ring_limit && ring > (*ring_limit)[c - lo]) {
+        // This rank holds the points of fewer cells around this one: it asks for more.
+        needs[c - lo] = ring;
+        ++short_of_points;
         break;
       }
       for_points_within(c, xi, r, [&](std::int64_t) { ++count; });
@@ -300,8 +310,8 @@ std::int64_t PumInterpolant::Impl::build_patches(std::int64_t lo, std::int64_t h
     if (r > delta)
       ++grown;
   }
-  if (need_ring.load() > 0)
-    return need_ring.load();
+  if (short_of_points.load() > 0)
+    return short_of_points.load();
   std::int64_t total = 0, largest = 0;
   for (std::int64_t c = 0; c < ncells; ++c) {
     patches[c].begin = total;
@@ -313,12 +323,9 @@ std::int64_t PumInterpolant::Impl::build_patches(std::int64_t lo, std::int64_t h
     throw Error(ErrorCode::internal, "PUM: no patch holds a data point");
   // Dense local systems of this size cost O(n^3) time and O(n^2) memory each: refuse, with advice
   // (checked before the index is allocated).
-  constexpr std::int64_t max_patch = 4096;
-  if (largest > max_patch)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("a patch holds {} points (the most allowed is {}): the data are very "
-                            "clustered or --min-points is large; raise --density",
-                            largest, max_patch));
+  largest_patch = largest;
+  if (largest > pum_detail::max_patch_points && !comm) // partitioned: over the ranks
+    throw Error(ErrorCode::invalid_argument, pum_detail::too_large_patch(largest));
   pidx.resize(total);
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nthreads)
   for (std::int64_t c = lo; c < hi; ++c) {

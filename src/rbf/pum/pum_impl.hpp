@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ksum {
@@ -55,6 +56,11 @@ struct Patch {
 // Repeated points within each cell of `cells` (rows of x; a cell's rows in increasing order): sets
 // first[j] to the first row that row j repeats (−1: none) and returns how many repeat one. Unless
 // merge, the first pair in cell order is an error naming them row(i) and row(j).
+// Dense local systems of more points cost O(n^3) time and O(n^2) memory each: refused, with
+// advice (too_large_patch).
+inline constexpr std::int64_t max_patch_points = 4096;
+std::string too_large_patch(std::int64_t points);
+
 std::int64_t find_repeats(const spatial::Compressed &cells, const Table<double> &x, bool merge,
                           const std::function<std::int64_t(std::int64_t)> &row,
                           std::vector<std::int64_t> &first);
@@ -91,16 +97,20 @@ struct PumInterpolant::Impl {
   detail::PumGrid gpu_grid() const;
   // Indexes and fits on the GPU; false when the GPU path declines (the CPU path then runs).
   bool try_gpu_fit(const Table<double> &points, const Table<double> &values);
-  // allow_empty: this rank's rows of a partitioned fit may be none.
+  // partitioned: this rank's rows of a partitioned fit (none allowed; their values are checked
+  // over the ranks by the caller).
   void validate(const Table<double> &points, const Table<double> &values,
-                bool allow_empty = false) const;
+                bool partitioned = false) const;
   // Sets pts, vals and grid (the index of pts).
   void merge_or_reject_duplicates(const Table<double> &points, const Table<double> &values);
-  // The patches of cells [lo, hi) (all: hi < 0), from the points in pts. Returns 0, or (a
-  // partitioned fit whose points reach max_ring cells around its own) the ring of cells a patch
-  // that grew needs: it then builds nothing.
+  // The patches of cells [lo, hi) (all: hi < 0), from the points in pts. With ring_limit (a
+  // partitioned fit: (*ring_limit)[c − lo] rings of cells around cell c hold all their points
+  // here) a patch that grows beyond its limit sets needs[c − lo] to the ring it needs; then
+  // nothing is built and the number of such patches is returned (else 0).
   std::int64_t build_patches(std::int64_t lo = 0, std::int64_t hi = -1,
-                             std::int64_t max_ring = std::numeric_limits<std::int64_t>::max());
+                             const std::vector<std::int64_t> *ring_limit = nullptr);
+  std::vector<std::int64_t> needs;
+  std::int64_t largest_patch = 0; // the most points of a patch of the last build_patches
   // Fits the patches of cells [lo, hi) (all: hi < 0); finish_stats() sets the ε and size
   // distributions of the fitted patches.
   void fit(std::int64_t lo = 0, std::int64_t hi = -1);

@@ -19,6 +19,8 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace ksum {
@@ -40,11 +42,10 @@ int owner(const std::vector<std::int64_t> &cut, std::int64_t cell) {
   return static_cast<int>(std::upper_bound(cut.begin(), cut.end(), cell) - cut.begin()) - 1;
 }
 
-// The ranks other than `self` that own a cell within `ring` cells of `cell` on every axis, in
-// increasing order. The cells of such a box form runs along the last axis, contiguous in the cell
-// numbering, and each run meets the ranges of the ranks between its two ends' owners.
-std::vector<int> ranks_near(const spatial::GridIndex &g, const std::vector<std::int64_t> &cut,
-                            std::int64_t cell, std::int64_t ring, int self) {
+// Calls f(a, b) for the runs of cells [a, b] (inclusive, contiguous in the cell numbering: along
+// the last axis) that make up the box of the cells within `ring` cells of `cell` on every axis.
+template <class F>
+void for_runs(const spatial::GridIndex &g, std::int64_t cell, std::int64_t ring, F &&f) {
   const std::int64_t s = g.dim();
   const auto &d = g.cells_per_axis();
   std::array<std::int64_t, spatial::grid_max_dim> c{}, lo{}, hi{}, at{};
@@ -54,15 +55,11 @@ std::vector<int> ranks_near(const spatial::GridIndex &g, const std::vector<std::
     hi[k] = std::min<std::int64_t>(d[k] - 1, c[k] + ring);
     at[k] = lo[k];
   }
-  std::vector<int> out;
   while (true) {
     at[s - 1] = lo[s - 1];
     const std::int64_t a = g.cell_of_coords(at.data());
     at[s - 1] = hi[s - 1];
-    const std::int64_t b = g.cell_of_coords(at.data());
-    for (int r = owner(cut, a), last = owner(cut, b); r <= last; ++r)
-      if (r != self && cut[r] < cut[r + 1])
-        out.push_back(r);
+    f(a, g.cell_of_coords(at.data()));
     std::int64_t k = s - 2; // the next run: an odometer over the other axes
     for (; k >= 0 && at[k] == hi[k]; --k)
       at[k] = lo[k];
@@ -70,9 +67,49 @@ std::vector<int> ranks_near(const spatial::GridIndex &g, const std::vector<std::
       break;
     ++at[k];
   }
+}
+
+// The ranks other than `self` that own a cell within `ring` cells of `cell` on every axis, in
+// increasing order (each run meets the ranges of the ranks between its two ends' owners).
+std::vector<int> ranks_near(const spatial::GridIndex &g, const std::vector<std::int64_t> &cut,
+                            std::int64_t cell, std::int64_t ring, int self) {
+  std::vector<int> out;
+  for_runs(g, cell, ring, [&](std::int64_t a, std::int64_t b) {
+    for (int r = owner(cut, a), last = owner(cut, b); r <= last; ++r)
+      if (r != self && cut[r] < cut[r + 1])
+        out.push_back(r);
+  });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// The first non-finite value of the ranks' tables (each rank its rows; `offset` rows before this
+// rank's, `total` in all) as one process finds it in their concatenation: column by column, the
+// tables in order. Every rank throws the same error, with the row in the concatenation.
+void check_finite_over_ranks(const Communicator &comm,
+                             const std::vector<std::pair<const Table<double> *, const char *>> &ts,
+                             std::int64_t offset, std::int64_t total) {
+  double key = -std::numeric_limits<double>::infinity(), base = 0; // −(the first bad position)
+  std::string message;
+  for (const auto &[t, what] : ts) {
+    const std::int64_t n = t->rows();
+    for (std::int64_t c = 0; c < t->cols() && message.empty(); ++c)
+      for (std::int64_t i = 0; i < n; ++i)
+        if (!std::isfinite((*t)(i, c))) {
+          key = -(base + static_cast<double>(c * total + offset + i));
+          message = fmt::format("{}: non-finite value {} at row {}, column {}", what, (*t)(i, c),
+                                offset + i, c);
+          break;
+        }
+    if (!message.empty())
+      break;
+    base += static_cast<double>(t->cols() * total);
+  }
+  const double first = comm.allreduce_max(key);
+  if (first == -std::numeric_limits<double>::infinity())
+    return;
+  comm.agree(key == first, static_cast<int>(ErrorCode::non_finite), message);
 }
 
 // Data rows with their global row numbers (the rows of the ranks' tables in rank order).
@@ -128,11 +165,16 @@ struct Rows {
 Rows route(const Communicator &comm, const Rows &in, const spatial::GridIndex &g,
            const std::vector<std::int64_t> &cut) {
   Outbox box(comm.size());
-  for (std::int64_t i = 0; i < in.n(); ++i)
-    in.pack(i, box.to[owner(cut, g.hash(in.x.data() + i * in.s))]);
+  phase(comm, [&] { // (a rank out of memory fails with the others, not alone)
+    for (std::int64_t i = 0; i < in.n(); ++i)
+      in.pack(i, box.to[owner(cut, g.hash(in.x.data() + i * in.s))]);
+  });
+  const auto got = box.exchange(comm, "the PUM's partition");
   Rows out{in.s, in.c, {}, {}, {}};
-  out.unpack(box.exchange(comm, "the PUM's partition"));
-  out.sort();
+  phase(comm, [&] {
+    out.unpack(got);
+    out.sort();
+  });
   return out;
 }
 
@@ -227,7 +269,7 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   Impl &im = *fresh;
   const int P = comm.size(), rank = comm.rank();
   phase(comm, [&] {
-    im.validate(points, values, /*allow_empty=*/true);
+    im.validate(points, values, /*partitioned=*/true);
     if (im.opt.backend == Backend::cuda)
       throw Error(ErrorCode::unsupported, "PUM over MPI ranks fits on the CPU cores of each "
                                           "rank; use the cpu or auto backend");
@@ -247,6 +289,8 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   }
   if (total == 0)
     throw AgreedError(ErrorCode::empty_input, "PUM: no data points on any rank");
+  check_finite_over_ranks(comm, {{&points, "data points"}, {&values, "data values"}}, offset,
+                          total);
   const auto t0 = Clock::now();
   const std::int64_t s = dims[0];
   im.s = s;
@@ -277,14 +321,16 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   std::int64_t base_ring = ring_for(g->patch_radius(), extent(*g).min_width);
 
   Rows mine{s, im.ncols, {}, {}, {}};
-  for (std::int64_t i = 0; i < points.rows(); ++i) {
+  phase(comm, [&] {
     std::vector<double> xi(static_cast<std::size_t>(s)), fi(static_cast<std::size_t>(im.ncols));
-    for (std::int64_t k = 0; k < s; ++k)
-      xi[k] = points(i, k);
-    for (std::int64_t q = 0; q < im.ncols; ++q)
-      fi[q] = values(i, q);
-    mine.append(offset + i, xi.data(), fi.data());
-  }
+    for (std::int64_t i = 0; i < points.rows(); ++i) {
+      for (std::int64_t k = 0; k < s; ++k)
+        xi[k] = points(i, k);
+      for (std::int64_t q = 0; q < im.ncols; ++q)
+        fi[q] = values(i, q);
+      mine.append(offset + i, xi.data(), fi.data());
+    }
+  });
   std::vector<std::int64_t> cut = cut_cells(comm, *g, mine, base_ring);
   Rows own = route(comm, mine, *g, cut);
   mine = Rows{};
@@ -305,53 +351,104 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   for (const std::int64_t dk : g->cells_per_axis())
     max_d = std::max(max_d, dk);
 
-  // The halo: the points of the cells within `ring` of this rank's, from their owners. A patch
-  // that grows beyond it asks for a wider one (every rank then exchanges again).
+  // The halo. First the points of the cells within the patches' ring of this rank's cells. A
+  // patch that grows beyond the cells a rank holds asks for a wider ring around its own cell (at
+  // least twice as wide); the owners of those cells send the ones not sent before. Only the ranks
+  // with such patches receive more.
   spatial::GridIndex own_index = *g;
-  own_index.index_points(own.points()); // own is in global row order: so is every cell's list
-  std::int64_t ring = base_ring;
-  Rows halo{s, im.ncols, {}, {}, {}};
-  for (int round = 1;; ++round) {
-    Outbox box(P);
+  phase(comm, [&] { own_index.index_points(own.points()); }); // in global row order per cell
+  std::vector<std::unordered_set<std::int64_t>> sent(static_cast<std::size_t>(P));
+  // Adds the points of own cell c to the records for rank r, unless sent to r before.
+  const auto send_cell = [&](Outbox &out, int r, std::int64_t c) {
     const auto &cl = own_index.cells();
-    for (std::int64_t c = cell_lo; c < cell_hi; ++c) {
-      if (cl.size(c) == 0)
-        continue;
-      for (const int r : ranks_near(*g, cut, c, ring, rank))
-        for (std::int64_t a = cl.ptr[c]; a < cl.ptr[c + 1]; ++a)
-          own.pack(cl.idx[a], box.to[r]);
-    }
-    halo = Rows{s, im.ncols, {}, {}, {}};
-    halo.unpack(box.exchange(comm, "the PUM's halo exchange"));
-    Rows local = own;
-    for (std::int64_t i = 0; i < halo.n(); ++i)
-      local.append(halo.gid[i], halo.x.data() + i * s, halo.f.data() + i * im.ncols);
-    local.sort();
-    im.grid = std::make_unique<spatial::GridIndex>(*g);
-    const Table<double> x = local.points();
-    im.grid->index_points(x);
-    im.pts = im.grid->gather(x);
-    im.vals = im.grid->gather(local.values());
-    im.grid->use_sorted_order();
-    std::int64_t need = 0;
-    // A ring as wide as the grid reaches every cell: no limit then.
-    const std::int64_t limit = ring >= max_d ? std::numeric_limits<std::int64_t>::max() : ring;
-    phase(comm, [&] { need = im.build_patches(cell_lo, cell_hi, limit); });
-    need = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(need)));
-    im.stats.halo_rounds = round;
-    if (need == 0)
-      break;
-    ring = std::min(std::max(need, 2 * ring), max_d);
+    if (cl.size(c) == 0 || !sent[r].insert(c).second)
+      return;
+    for (std::int64_t a = cl.ptr[c]; a < cl.ptr[c + 1]; ++a)
+      own.pack(cl.idx[a], out.to[r]);
+  };
+  Rows halo{s, im.ncols, {}, {}, {}};
+  {
+    Outbox first(P);
+    phase(comm, [&] {
+      for (std::int64_t c = cell_lo; c < cell_hi; ++c)
+        if (own_index.cells().size(c) > 0)
+          for (const int r : ranks_near(*g, cut, c, base_ring, rank))
+            send_cell(first, r, c);
+    });
+    const auto got = first.exchange(comm, "the PUM's halo exchange");
+    phase(comm, [&] { halo.unpack(got); });
   }
+  // ring[c − cell_lo]: the rings of cells around own cell c whose points this rank holds (at
+  // least the whole grid's width: no limit).
+  std::vector<std::int64_t> ring(static_cast<std::size_t>(cell_hi - cell_lo), base_ring);
+  const auto limits = [&] {
+    std::vector<std::int64_t> l(ring);
+    for (auto &v : l)
+      v = v >= max_d ? std::numeric_limits<std::int64_t>::max() : v;
+    return l;
+  };
+  for (int round = 1;; ++round) {
+    std::int64_t short_of = 0;
+    std::vector<double> asks; // (cell, ring) pairs of this rank's patches short of points
+    phase(comm, [&] {
+      Rows local = own;
+      for (std::int64_t i = 0; i < halo.n(); ++i)
+        local.append(halo.gid[i], halo.x.data() + i * s, halo.f.data() + i * im.ncols);
+      local.sort();
+      im.grid = std::make_unique<spatial::GridIndex>(*g);
+      const Table<double> x = local.points();
+      im.grid->index_points(x);
+      im.pts = im.grid->gather(x);
+      im.vals = im.grid->gather(local.values());
+      im.grid->use_sorted_order();
+      const std::vector<std::int64_t> l = limits();
+      short_of = im.build_patches(cell_lo, cell_hi, &l);
+      for (std::int64_t c = cell_lo; c < cell_hi && short_of > 0; ++c)
+        if (const std::int64_t need = im.needs[c - cell_lo]; need > 0) {
+          std::int64_t &r = ring[c - cell_lo];
+          r = std::min(std::max(need, 2 * r), max_d);
+          asks.insert(asks.end(), {static_cast<double>(c), static_cast<double>(r)});
+        }
+    });
+    im.stats.halo_rounds = round;
+    const auto counts = comm.allgather(static_cast<std::int64_t>(asks.size()));
+    const std::int64_t all = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+    if (all == 0)
+      break;
+    std::vector<double> every(static_cast<std::size_t>(all));
+    comm.allgatherv(asks.data(), static_cast<std::int64_t>(asks.size()), every.data(), counts);
+    Outbox more(P);
+    phase(comm, [&] {
+      std::int64_t at = 0;
+      for (int r = 0; r < P; ++r)
+        for (std::int64_t k = 0; k < counts[r]; k += 2, at += 2) {
+          if (r == rank)
+            continue;
+          const auto c = static_cast<std::int64_t>(every[at]);
+          const auto wide = static_cast<std::int64_t>(every[at + 1]);
+          for_runs(*g, c, wide, [&](std::int64_t a, std::int64_t b) {
+            for (std::int64_t cell = std::max(a, cell_lo); cell <= std::min(b, cell_hi - 1); ++cell)
+              send_cell(more, r, cell);
+          });
+        }
+    });
+    const auto got = more.exchange(comm, "the PUM's halo exchange");
+    phase(comm, [&] { halo.unpack(got); });
+  }
+  sent.clear();
   im.stats.owned_points = own.n();
   im.stats.halo_points = halo.n();
   {
-    double sums[4] = {static_cast<double>(im.stats.patches),
-                      static_cast<double>(im.stats.empty_patches),
-                      static_cast<double>(im.stats.grown_patches), static_cast<double>(im.pidx.size())};
+    double sums[4] = {
+        static_cast<double>(im.stats.patches), static_cast<double>(im.stats.empty_patches),
+        static_cast<double>(im.stats.grown_patches), static_cast<double>(im.pidx.size())};
     comm.allreduce_sum(sums, 4);
     if (sums[3] == 0)
       throw AgreedError(ErrorCode::internal, "PUM: no patch holds a data point");
+    const double largest = comm.allreduce_max(static_cast<double>(im.largest_patch));
+    if (largest > static_cast<double>(pum_detail::max_patch_points))
+      throw AgreedError(ErrorCode::invalid_argument,
+                        pum_detail::too_large_patch(static_cast<std::int64_t>(largest)));
     im.stats.patches = static_cast<std::int64_t>(sums[0]);
     im.stats.empty_patches = static_cast<std::int64_t>(sums[1]);
     im.stats.grown_patches = static_cast<std::int64_t>(sums[2]);
@@ -378,8 +475,8 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
       grown.push_back(im.patches[c].radius);
     }
     std::vector<std::int64_t> sizes = comm.allgather(static_cast<std::int64_t>(grown.size()));
-    std::vector<double> all(static_cast<std::size_t>(std::accumulate(sizes.begin(), sizes.end(),
-                                                                     std::int64_t{0})));
+    std::vector<double> all(
+        static_cast<std::size_t>(std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0})));
     comm.allgatherv(grown.data(), static_cast<std::int64_t>(grown.size()), all.data(), sizes);
     im.grown_list.clear(); // in cell order: the ranks' ranges are
     for (std::size_t k = 0; k < all.size(); k += 2) {
@@ -394,60 +491,64 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   const double delta = g->patch_radius(), min_width = extent(*g).min_width;
   const std::int64_t per = im.ncols * im.np;
   Outbox send(P);
-  for (std::int64_t c = cell_lo; c < cell_hi; ++c) {
-    const Patch &Pc = im.patches[c];
-    if (Pc.n() == 0)
-      continue;
-    const std::int64_t reach = Pc.radius > delta ? ring_for(Pc.radius, min_width) + 1 : base_ring;
-    for (const int r : ranks_near(*g, cut, c, reach, rank)) {
-      auto &v = send.to[r];
-      v.insert(v.end(), {static_cast<double>(c), Pc.radius, Pc.eps, Pc.scale,
-                         static_cast<double>(Pc.n())});
-      v.insert(v.end(), im.pcoef.begin() + c * per, im.pcoef.begin() + (c + 1) * per);
-      for (std::int64_t a = Pc.begin; a < Pc.end; ++a)
-        for (std::int64_t k = 0; k < s; ++k)
-          v.push_back(im.pts(im.pidx[a], k));
-      v.insert(v.end(), im.coef.begin() + im.coef_at[c],
-               im.coef.begin() + im.coef_at[c] + Pc.n() * im.ncols);
+  phase(comm, [&] {
+    for (std::int64_t c = cell_lo; c < cell_hi; ++c) {
+      const Patch &Pc = im.patches[c];
+      if (Pc.n() == 0)
+        continue;
+      const std::int64_t reach = Pc.radius > delta ? ring_for(Pc.radius, min_width) + 1 : base_ring;
+      for (const int r : ranks_near(*g, cut, c, reach, rank)) {
+        auto &v = send.to[r];
+        v.insert(v.end(), {static_cast<double>(c), Pc.radius, Pc.eps, Pc.scale,
+                           static_cast<double>(Pc.n())});
+        v.insert(v.end(), im.pcoef.begin() + c * per, im.pcoef.begin() + (c + 1) * per);
+        for (std::int64_t a = Pc.begin; a < Pc.end; ++a)
+          for (std::int64_t k = 0; k < s; ++k)
+            v.push_back(im.pts(im.pidx[a], k));
+        v.insert(v.end(), im.coef.begin() + im.coef_at[c],
+                 im.coef.begin() + im.coef_at[c] + Pc.n() * im.ncols);
+      }
     }
-  }
+  });
   const auto got = send.exchange(comm, "the PUM's patch exchange");
-  std::vector<double> extra; // the received patches' points, row-major
   std::int64_t received = 0;
-  const std::int64_t base_rows = im.pts.rows();
-  for (const auto &v : got)
-    for (std::size_t at = 0; at < v.size();) {
-      const auto c = static_cast<std::int64_t>(v[at]);
-      const auto n = static_cast<std::int64_t>(v[at + 4]);
-      Patch &Pc = im.patches[c];
-      Pc.radius = v[at + 1];
-      Pc.eps = v[at + 2];
-      Pc.scale = v[at + 3];
-      at += 5;
-      std::copy(v.begin() + at, v.begin() + at + per, im.pcoef.begin() + c * per);
-      at += static_cast<std::size_t>(per);
-      Pc.begin = static_cast<std::int64_t>(im.pidx.size());
-      Pc.end = Pc.begin + n;
-      for (std::int64_t a = 0; a < n; ++a)
-        im.pidx.push_back(base_rows + static_cast<std::int64_t>(extra.size()) / s + a);
-      extra.insert(extra.end(), v.begin() + at, v.begin() + at + n * s);
-      at += static_cast<std::size_t>(n * s);
-      im.coef_at[c] = static_cast<std::int64_t>(im.coef.size());
-      im.coef.insert(im.coef.end(), v.begin() + at, v.begin() + at + n * im.ncols);
-      at += static_cast<std::size_t>(n * im.ncols);
-      ++received;
+  phase(comm, [&] {
+    std::vector<double> extra; // the received patches' points, row-major
+    const std::int64_t base_rows = im.pts.rows();
+    for (const auto &v : got)
+      for (std::size_t at = 0; at < v.size();) {
+        const auto c = static_cast<std::int64_t>(v[at]);
+        const auto n = static_cast<std::int64_t>(v[at + 4]);
+        Patch &Pc = im.patches[c];
+        Pc.radius = v[at + 1];
+        Pc.eps = v[at + 2];
+        Pc.scale = v[at + 3];
+        at += 5;
+        std::copy(v.begin() + at, v.begin() + at + per, im.pcoef.begin() + c * per);
+        at += static_cast<std::size_t>(per);
+        Pc.begin = static_cast<std::int64_t>(im.pidx.size());
+        Pc.end = Pc.begin + n;
+        for (std::int64_t a = 0; a < n; ++a)
+          im.pidx.push_back(base_rows + static_cast<std::int64_t>(extra.size()) / s + a);
+        extra.insert(extra.end(), v.begin() + at, v.begin() + at + n * s);
+        at += static_cast<std::size_t>(n * s);
+        im.coef_at[c] = static_cast<std::int64_t>(im.coef.size());
+        im.coef.insert(im.coef.end(), v.begin() + at, v.begin() + at + n * im.ncols);
+        at += static_cast<std::size_t>(n * im.ncols);
+        ++received;
+      }
+    if (!extra.empty()) {
+      const std::int64_t add = static_cast<std::int64_t>(extra.size()) / s;
+      Table<double> pts(base_rows + add, s, Uninitialized{});
+      for (std::int64_t k = 0; k < s; ++k) {
+        std::copy(im.pts.data() + k * base_rows, im.pts.data() + (k + 1) * base_rows,
+                  pts.data() + k * (base_rows + add));
+        for (std::int64_t a = 0; a < add; ++a)
+          pts(base_rows + a, k) = extra[a * s + k];
+      }
+      im.pts = std::move(pts);
     }
-  if (!extra.empty()) {
-    const std::int64_t add = static_cast<std::int64_t>(extra.size()) / s;
-    Table<double> pts(base_rows + add, s, Uninitialized{});
-    for (std::int64_t k = 0; k < s; ++k) {
-      std::copy(im.pts.data() + k * base_rows, im.pts.data() + (k + 1) * base_rows,
-                pts.data() + k * (base_rows + add));
-      for (std::int64_t a = 0; a < add; ++a)
-        pts(base_rows + a, k) = extra[a * s + k];
-    }
-    im.pts = std::move(pts);
-  }
+  });
   im.vals = Table<double>(); // the fits are done
   im.stats.halo_patches = received;
   im.cut = cut;
@@ -469,22 +570,24 @@ Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y)
       throw Error(ErrorCode::shape_mismatch,
                   fmt::format("evaluation points have {} columns but the data have dimension {}",
                               y.cols(), s));
-    detail::check_finite(y, "evaluation points");
   });
   const auto counts = cm.allgather(y.rows());
   std::vector<std::int64_t> first_row(static_cast<std::size_t>(P) + 1, 0);
   for (int r = 0; r < P; ++r)
     first_row[r + 1] = first_row[r] + counts[r];
+  check_finite_over_ranks(cm, {{&y, "evaluation points"}}, first_row[cm.rank()], first_row[P]);
   // Each point to the rank owning its cell (outside the box: the nearest cell's).
   Outbox ask(P);
-  for (std::int64_t i = 0; i < y.rows(); ++i) {
-    std::array<double, spatial::grid_max_dim> x{};
-    for (std::int64_t k = 0; k < s; ++k)
-      x[k] = y(i, k);
-    auto &v = ask.to[owner(cut, grid->hash(x.data()))];
-    v.push_back(static_cast<double>(i));
-    v.insert(v.end(), x.begin(), x.begin() + s);
-  }
+  phase(cm, [&] {
+    for (std::int64_t i = 0; i < y.rows(); ++i) {
+      std::array<double, spatial::grid_max_dim> x{};
+      for (std::int64_t k = 0; k < s; ++k)
+        x[k] = y(i, k);
+      auto &v = ask.to[owner(cut, grid->hash(x.data()))];
+      v.push_back(static_cast<double>(i));
+      v.insert(v.end(), x.begin(), x.begin() + s);
+    }
+  });
   const auto asked = ask.exchange(cm, "the PUM's evaluation");
   std::vector<int> src;
   std::vector<std::int64_t> idx;
