@@ -96,10 +96,11 @@ public:
   // per rank; each rank receives the points of its cells and of the cells around them that its
   // patches reach (the halo, widened where sparse patches grow), fits its patches on its CPU
   // cores, and receives the other ranks' fitted patches that reach its cells. No rank holds all
-  // the data: it keeps its cells' points and fits, the halo, and per-cell metadata (~12 doubles
-  // per cell). evaluate() is then collective: each rank passes its own points, which go to the
-  // ranks owning their cells and come back. The values are the same bits as set_data(all points,
-  // all values) in one process. A single-rank communicator is set_data(points, values).
+  // the data: it keeps its cells' points and fits, the halo, and per-cell metadata of the whole
+  // grid (~12 doubles per cell). evaluate() is then collective: each rank passes its own points,
+  // which go to the ranks owning their cells and come back. The values are the same bits as
+  // set_data(all points, all values) in one process on the CPU (backend cpu; a GPU agrees to
+  // ~1e-10). A single-rank communicator is set_data(points, values).
   void set_data_partitioned(const Table<double> &points, const Table<double> &values,
                             const Communicator &comm);
   // Returns M × c. Points outside the data's box are an error unless options.extrapolate. After

@@ -113,6 +113,11 @@ _SCRIPT = textwrap.dedent("""
         raise SystemExit(f"rank {r}: no error for rank 0's points")
     except ksum.InputError as e:
         assert "rank 0:" in str(e), str(e)
+    try:  # a ragged list on rank 1 (NumPy's ValueError there): raised on every process
+        parts([[0.5, 0.5], [0.5]] if r == 1 else yp[:3])
+        raise SystemExit(f"rank {r}: no error for rank 1's ragged points")
+    except ksum.InputError as e:
+        assert "rank 1:" in str(e), str(e)
     try:  # values of a wrong shape on rank 2 only: every process gets the error
         ksum.PUMInterpolator(xp, fp[:10] if r == 2 else fp, backend="cpu", comm="world")
         raise SystemExit(f"rank {r}: no error for rank 2's values")
