@@ -4,9 +4,17 @@
 #include <ksum/table.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
+#include <string>
 
 namespace ksum::detail {
+
+// check_finite's message, also for checks over MPI ranks (rbf/pum/pum_partitioned.cpp).
+inline std::string non_finite_message(const char *what, double value, std::int64_t row,
+                                      std::int64_t col) {
+  return fmt::format("{}: non-finite value {} at row {}, column {}", what, value, row, col);
+}
 
 // A parallel scan for the first non-finite entry (column-major order), then an error naming it.
 template <class T> void check_finite(const Table<T> &t, const char *what) {
@@ -20,8 +28,7 @@ template <class T> void check_finite(const Table<T> &t, const char *what) {
   if (bad < size) {
     const std::int64_t r = bad % t.rows(), c = bad / t.rows();
     throw Error(ErrorCode::non_finite,
-                fmt::format("{}: non-finite value {} at row {}, column {}", what,
-                            static_cast<double>(t(r, c)), r, c));
+                non_finite_message(what, static_cast<double>(t(r, c)), r, c));
   }
 }
 

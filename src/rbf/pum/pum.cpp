@@ -223,26 +223,22 @@ void PumInterpolant::Impl::merge_or_reject_duplicates(const Table<double> &point
     return;
   }
   // Keep the first of each group, with the mean of the group's values.
-  std::vector<std::int64_t> new_row(n, -1), count;
-  std::int64_t m = 0;
-  for (std::int64_t i = 0; i < n; ++i)
-    if (first[i] < 0) {
-      new_row[i] = m++;
-      count.push_back(0);
-    }
-  pts = Table<double>(m, sd);
-  vals = Table<double>(m, values.cols());
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t r = new_row[first[i] < 0 ? i : first[i]];
-    ++count[r];
-    for (std::int64_t k = 0; first[i] < 0 && k < sd; ++k)
-      pts(r, k) = points(i, k);
-    for (std::int64_t c = 0; c < values.cols(); ++c)
-      vals(r, c) += values(i, c);
-  }
-  for (std::int64_t r = 0; r < m; ++r)
-    for (std::int64_t c = 0; c < values.cols(); ++c)
-      vals(r, c) /= static_cast<double>(count[r]);
+  const std::int64_t nc = values.cols();
+  pts = Table<double>(n - dups, sd);
+  vals = Table<double>(n - dups, nc);
+  const std::vector<std::int64_t> kept = pum_detail::merge_groups(
+      first,
+      [&](std::int64_t r, std::int64_t i) {
+        for (std::int64_t c = 0; c < nc; ++c)
+          vals(r, c) += values(i, c);
+      },
+      [&](std::int64_t r, std::int64_t count) {
+        for (std::int64_t c = 0; c < nc; ++c)
+          vals(r, c) /= static_cast<double>(count);
+      });
+  for (std::int64_t r = 0; r < n - dups; ++r)
+    for (std::int64_t k = 0; k < sd; ++k)
+      pts(r, k) = points(kept[r], k);
   grid = std::make_unique<spatial::GridIndex>(pts, opt.patch_density, opt.patch_radius);
   pts = grid->gather(pts);
   vals = grid->gather(vals);

@@ -65,6 +65,30 @@ std::int64_t find_repeats(const spatial::Compressed &cells, const Table<double> 
                           const std::function<std::int64_t(std::int64_t)> &row,
                           std::vector<std::int64_t> &first);
 
+// After find_repeats: the rows kept are those with first[i] < 0, in order (returned: kept row →
+// row). add(r, i) adds row i's values to kept row r (zero at first), for every row in increasing
+// order; then divide(r, count) turns kept row r into the mean of its group's count rows.
+template <class Add, class Divide>
+std::vector<std::int64_t> merge_groups(const std::vector<std::int64_t> &first, Add &&add,
+                                       Divide &&divide) {
+  const auto n = static_cast<std::int64_t>(first.size());
+  std::vector<std::int64_t> kept_of(first.size(), -1), rows, count;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (first[i] < 0) {
+      kept_of[i] = static_cast<std::int64_t>(rows.size());
+      rows.push_back(i);
+      count.push_back(0);
+    }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = kept_of[first[i] < 0 ? i : first[i]];
+    ++count[r];
+    add(r, i);
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    divide(static_cast<std::int64_t>(r), count[r]);
+  return rows;
+}
+
 } // namespace pum_detail
 
 using pum_detail::Patch;

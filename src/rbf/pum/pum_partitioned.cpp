@@ -98,8 +98,7 @@ void check_finite_over_ranks(const Communicator &comm,
       for (std::int64_t i = 0; i < n; ++i)
         if (!std::isfinite((*t)(i, c))) {
           key = -(base + static_cast<double>(c * total + offset + i));
-          message = fmt::format("{}: non-finite value {} at row {}, column {}", what, (*t)(i, c),
-                                offset + i, c);
+          message = detail::non_finite_message(what, (*t)(i, c), offset + i, c);
           break;
         }
     if (!message.empty())
@@ -201,38 +200,32 @@ std::vector<std::int64_t> cut_cells(const Communicator &comm, const spatial::Gri
   return cut;
 }
 
-// Repeated points of the rows (all in this rank's cells, in global row order) are an error naming
-// the first pair in one process's order, or (merge) become one point with their mean value, kept
-// at the first's global row. Returns the number merged away.
-std::int64_t merge_or_reject(Rows &rows, const spatial::GridIndex &geometry, bool merge) {
-  spatial::GridIndex g = geometry;
-  const Table<double> x = rows.points();
-  g.index_points(x);
-  const std::int64_t n = rows.n(), s = rows.s;
+// Repeated points of the rows (all in this rank's cells, in global row order; `index`: their cell
+// index) are an error naming the first pair in one process's order, or (merge) become one point
+// with their mean value, kept at the first's global row. Returns the number merged away.
+std::int64_t merge_or_reject(Rows &rows, const spatial::GridIndex &index, const Table<double> &x,
+                             bool merge) {
+  const std::int64_t c = rows.c;
   std::vector<std::int64_t> first;
   const std::int64_t dups = pum_detail::find_repeats(
-      g.cells(), x, merge, [&](std::int64_t i) { return rows.gid[i]; }, first);
+      index.cells(), x, merge, [&](std::int64_t i) { return rows.gid[i]; }, first);
   if (dups == 0)
     return 0;
   // The first of each group keeps its row; its value is the group's mean, summed in row order.
-  std::vector<std::int64_t> kept(static_cast<std::size_t>(n), -1), count;
-  Rows out{s, rows.c, {}, {}, {}};
-  for (std::int64_t i = 0; i < n; ++i)
-    if (first[i] < 0) {
-      kept[i] = out.n();
-      count.push_back(0);
-      std::vector<double> zero(static_cast<std::size_t>(rows.c), 0.0);
-      out.append(rows.gid[i], rows.x.data() + i * s, zero.data());
-    }
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t r = kept[first[i] < 0 ? i : first[i]];
-    ++count[r];
-    for (std::int64_t q = 0; q < rows.c; ++q)
-      out.f[r * rows.c + q] += rows.f[i * rows.c + q];
-  }
-  for (std::int64_t r = 0; r < out.n(); ++r)
-    for (std::int64_t q = 0; q < rows.c; ++q)
-      out.f[r * rows.c + q] /= static_cast<double>(count[r]);
+  std::vector<double> f(static_cast<std::size_t>((rows.n() - dups) * c), 0.0);
+  const std::vector<std::int64_t> kept = pum_detail::merge_groups(
+      first,
+      [&](std::int64_t r, std::int64_t i) {
+        for (std::int64_t q = 0; q < c; ++q)
+          f[r * c + q] += rows.f[i * c + q];
+      },
+      [&](std::int64_t r, std::int64_t count) {
+        for (std::int64_t q = 0; q < c; ++q)
+          f[r * c + q] /= static_cast<double>(count);
+      });
+  Rows out{rows.s, c, {}, {}, {}};
+  for (std::size_t r = 0; r < kept.size(); ++r)
+    out.append(rows.gid[kept[r]], rows.x.data() + kept[r] * rows.s, f.data() + r * c);
   rows = std::move(out);
   return dups;
 }
@@ -334,9 +327,21 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   std::vector<std::int64_t> cut = cut_cells(comm, *g, mine, base_ring);
   Rows own = route(comm, mine, *g, cut);
   mine = Rows{};
+  // The cell index of this rank's points (each cell's in global row order), used by the
+  // duplicate check and the halo.
+  std::unique_ptr<spatial::GridIndex> own_index;
+  Table<double> own_x;
+  const auto index_own = [&] {
+    phase(comm, [&] {
+      own_x = own.points();
+      own_index = std::make_unique<spatial::GridIndex>(*g);
+      own_index->index_points(own_x);
+    });
+  };
+  index_own();
   // Repeated points share a cell, so each rank finds those of its own cells.
   std::int64_t merged = 0;
-  phase(comm, [&] { merged = merge_or_reject(own, *g, im.opt.merge_duplicates); });
+  phase(comm, [&] { merged = merge_or_reject(own, *own_index, own_x, im.opt.merge_duplicates); });
   merged = static_cast<std::int64_t>(comm.allreduce_sum(static_cast<double>(merged)));
   im.n_total = total - merged;
   if (merged > 0) { // one process makes its grid for the points kept
@@ -344,7 +349,9 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
     base_ring = ring_for(g->patch_radius(), extent(*g).min_width);
     cut = cut_cells(comm, *g, own, base_ring);
     own = route(comm, own, *g, cut);
+    index_own();
   }
+  own_x = Table<double>();
   im.stats.merged_duplicates = merged;
   const std::int64_t cell_lo = cut[rank], cell_hi = std::max(cell_lo, cut[rank + 1]);
   std::int64_t max_d = 1;
@@ -355,12 +362,10 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
   // patch that grows beyond the cells a rank holds asks for a wider ring around its own cell (at
   // least twice as wide); the owners of those cells send the ones not sent before. Only the ranks
   // with such patches receive more.
-  spatial::GridIndex own_index = *g;
-  phase(comm, [&] { own_index.index_points(own.points()); }); // in global row order per cell
   std::vector<std::unordered_set<std::int64_t>> sent(static_cast<std::size_t>(P));
   // Adds the points of own cell c to the records for rank r, unless sent to r before.
   const auto send_cell = [&](Outbox &out, int r, std::int64_t c) {
-    const auto &cl = own_index.cells();
+    const auto &cl = own_index->cells();
     if (cl.size(c) == 0 || !sent[r].insert(c).second)
       return;
     for (std::int64_t a = cl.ptr[c]; a < cl.ptr[c + 1]; ++a)
@@ -371,7 +376,7 @@ void PumInterpolant::set_data_partitioned(const Table<double> &points, const Tab
     Outbox first(P);
     phase(comm, [&] {
       for (std::int64_t c = cell_lo; c < cell_hi; ++c)
-        if (own_index.cells().size(c) > 0)
+        if (own_index->cells().size(c) > 0)
           for (const int r : ranks_near(*g, cut, c, base_ring, rank))
             send_cell(first, r, c);
     });
