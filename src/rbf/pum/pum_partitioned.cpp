@@ -230,6 +230,32 @@ std::int64_t merge_or_reject(Rows &rows, const spatial::GridIndex &index, const 
   return dups;
 }
 
+// What an exchange brought (from[r]: rank r's records of `head` numbers, then s coordinates): each
+// record's source rank, its head numbers (head per record), and the points as a table.
+struct PointRecords {
+  std::vector<int> rank;
+  std::vector<std::int64_t> head;
+  Table<double> points;
+};
+PointRecords point_records(const std::vector<std::vector<double>> &from, std::int64_t head,
+                           std::int64_t s) {
+  PointRecords out;
+  std::vector<double> flat;
+  for (std::size_t r = 0; r < from.size(); ++r)
+    for (std::size_t at = 0; at < from[r].size(); at += static_cast<std::size_t>(head + s)) {
+      out.rank.push_back(static_cast<int>(r));
+      for (std::int64_t h = 0; h < head; ++h)
+        out.head.push_back(static_cast<std::int64_t>(from[r][at + h]));
+      flat.insert(flat.end(), from[r].begin() + at + head, from[r].begin() + at + head + s);
+    }
+  const auto n = static_cast<std::int64_t>(out.rank.size());
+  out.points = Table<double>(n, s, Uninitialized{});
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t k = 0; k < s; ++k)
+      out.points(i, k) = flat[i * s + k];
+  return out;
+}
+
 // Sends row k of `values` with its id ids[k] to rank to[k]; calls put(id, row) for every row this
 // rank receives.
 template <class Put>
@@ -593,21 +619,10 @@ Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y)
       v.insert(v.end(), x.begin(), x.begin() + s);
     }
   });
-  const auto asked = ask.exchange(cm, "the PUM's evaluation");
-  std::vector<int> src;
-  std::vector<std::int64_t> idx;
-  std::vector<double> flat;
-  for (int r = 0; r < P; ++r)
-    for (std::size_t at = 0; at < asked[r].size(); at += static_cast<std::size_t>(1 + s)) {
-      src.push_back(r);
-      idx.push_back(static_cast<std::int64_t>(asked[r][at]));
-      flat.insert(flat.end(), asked[r].begin() + at + 1, asked[r].begin() + at + 1 + s);
-    }
+  // (the asking rank, the point's index there, the point)
+  const auto [src, idx, Y] = point_records(ask.exchange(cm, "the PUM's evaluation"), 1, s);
   const auto nq = static_cast<std::int64_t>(idx.size());
-  Table<double> Y(nq, s, Uninitialized{}), out(nq, ncols);
-  for (std::int64_t q = 0; q < nq; ++q)
-    for (std::int64_t k = 0; k < s; ++k)
-      Y(q, k) = flat[q * s + k];
+  Table<double> out(nq, ncols);
   std::vector<std::int64_t> status;
   phase(cm, [&] { eval_cpu(Y, out, status); });
 
@@ -620,23 +635,16 @@ Table<double> PumInterpolant::Impl::evaluate_partitioned(const Table<double> &y)
       for (std::int64_t k = 0; k < s; ++k)
         v.push_back(Y(q, k));
     }
-  const auto fars = far.exchange(cm, "the PUM's evaluation");
   {
-    std::vector<int> from;
-    std::vector<std::int64_t> qid, patch;
-    std::vector<double> zx;
-    for (int r = 0; r < P; ++r)
-      for (std::size_t at = 0; at < fars[r].size(); at += static_cast<std::size_t>(2 + s)) {
-        from.push_back(r);
-        qid.push_back(static_cast<std::int64_t>(fars[r][at]));
-        patch.push_back(static_cast<std::int64_t>(fars[r][at + 1]));
-        zx.insert(zx.end(), fars[r].begin() + at + 2, fars[r].begin() + at + 2 + s);
-      }
-    const auto nz = static_cast<std::int64_t>(qid.size());
-    Table<double> Z(nz, s, Uninitialized{}), zout(nz, ncols);
-    for (std::int64_t z = 0; z < nz; ++z)
-      for (std::int64_t k = 0; k < s; ++k)
-        Z(z, k) = zx[z * s + k];
+    // (the evaluating rank, its point's index and the patch, the point)
+    const auto [from, head, Z] = point_records(far.exchange(cm, "the PUM's evaluation"), 2, s);
+    const auto nz = static_cast<std::int64_t>(from.size());
+    std::vector<std::int64_t> qid(static_cast<std::size_t>(nz)), patch(qid.size());
+    for (std::int64_t z = 0; z < nz; ++z) {
+      qid[z] = head[2 * z];
+      patch[z] = head[2 * z + 1];
+    }
+    Table<double> zout(nz, ncols);
     phase(cm, [&] {
       for (const std::int64_t j : patch)
         if (patches[j].n() == 0)
