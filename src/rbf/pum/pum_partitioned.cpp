@@ -144,18 +144,14 @@ struct Rows {
       sorted.append(gid[i], x.data() + i * s, f.data() + i * c);
     *this = std::move(sorted);
   }
-  Table<double> points() const {
-    Table<double> t(n(), s, Uninitialized{});
+  Table<double> points() const { return table(x, s); }
+  Table<double> values() const { return table(f, c); }
+  // The row-major n × w array v as a table.
+  Table<double> table(const std::vector<double> &v, std::int64_t w) const {
+    Table<double> t(n(), w, Uninitialized{});
     for (std::int64_t i = 0; i < n(); ++i)
-      for (std::int64_t k = 0; k < s; ++k)
-        t(i, k) = x[i * s + k];
-    return t;
-  }
-  Table<double> values() const {
-    Table<double> t(n(), c, Uninitialized{});
-    for (std::int64_t i = 0; i < n(); ++i)
-      for (std::int64_t q = 0; q < c; ++q)
-        t(i, q) = f[i * c + q];
+      for (std::int64_t k = 0; k < w; ++k)
+        t(i, k) = v[i * w + k];
     return t;
   }
 };
